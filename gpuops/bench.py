@@ -1,0 +1,257 @@
+"""The benchmark command: `python -m gpuops.bench [--out FILE] [--shapes ...] [--repeat N]`.
+
+Times every operation and algorithm on the standard shapes of DESIGN.md, on the default
+backend, next to peers measured in the same run (a device-to-device copy for bandwidth;
+PyTorch / cuDNN / cuBLAS when torch imports), and prints a table and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import gpuops
+from gpuops.timing import measure
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    N: int
+    C: int
+    H: int
+    W: int
+    M: int
+    K: int
+    stride: int
+    pad: int
+
+
+STANDARD_SHAPES = (
+    Shape("image512", 1, 3, 512, 512, 16, 3, 1, 1),
+    Shape("image2048_k7", 1, 3, 2048, 2048, 8, 7, 1, 3),
+    Shape("resnet56", 32, 64, 56, 56, 64, 3, 1, 1),
+    Shape("stride2", 16, 64, 112, 112, 128, 3, 2, 1),
+)
+CPU_SHAPES = (Shape("cpu_image1024", 1, 3, 1024, 1024, 3, 3, 1, 1),)
+ALL_SHAPES = {s.name: s for s in STANDARD_SHAPES + CPU_SHAPES}
+
+
+@dataclass
+class Record:
+    shape: str
+    op: str  # e.g. "conv2d", "unfold"
+    impl: str  # e.g. "ours:tiled", "torch:cudnn"
+    median_ms: float
+    gbps: float | None = None
+    tflops: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Suite:
+    """Builds the timed callables for one backend; torch peers only when torch imports."""
+
+    def __init__(self, repeat: int = 20, warmup: int = 5, cpu_budget_s: float = 5.0) -> None:
+        self.info = gpuops.backend_info()
+        self.gpu = self.info.gpu
+        self.xp = gpuops.default_xp()
+        self.repeat, self.warmup, self.cpu_budget_s = repeat, warmup, cpu_budget_s
+        self.torch = _import_torch(self.gpu)
+        self.records: list[Record] = []
+
+    def time(self, fn: Callable[[], Any]) -> float:
+        return measure(fn, gpu=self.gpu, warmup=self.warmup, repeat=self.repeat,
+                       max_seconds=None if self.gpu else self.cpu_budget_s).median_ms  # fmt: skip
+
+    def add(self, shape: str, op: str, impl: str, fn: Callable[[], Any], *, nbytes: int | None = None,
+            flops: int | None = None, **extra: Any) -> Record:  # fmt: skip
+        ms = self.time(fn)
+        rec = Record(shape, op, impl, ms, nbytes / ms / 1e6 if nbytes else None,
+                     flops / ms / 1e9 if flops else None, extra)  # fmt: skip
+        self.records.append(rec)
+        return rec
+
+    # -- peers ---------------------------------------------------------------------------
+    def copy_bandwidth(self, nbytes: int = 1 << 30) -> Record:
+        """Device-to-device (or RAM) copy: the bandwidth ceiling, counting read + write."""
+        if not self.gpu:
+            nbytes = min(nbytes, 256 << 20)
+        src = self.xp.ones(nbytes // 4, dtype=np.float32)
+        dst = self.xp.empty_like(src)
+        rec = self.add("-", "copy", "device-to-device" if self.gpu else "numpy.copyto",
+                       lambda: self.xp.copyto(dst, src), nbytes=2 * nbytes)  # fmt: skip
+        del src, dst
+        return rec
+
+    def run_shape(self, s: Shape) -> None:
+        xp, rng = self.xp, np.random.default_rng(0)
+        x = xp.asarray(rng.standard_normal((s.N, s.C, s.H, s.W)).astype(np.float32))
+        w = xp.asarray(rng.standard_normal((s.M, s.C, s.K, s.K)).astype(np.float32))
+        g = gpuops.window_geometry(s.H, s.W, s.K, s.stride, s.pad)
+        tx = tw = None
+        if self.torch is not None:
+            dev = "cuda" if self.gpu else "cpu"
+            tx = self.torch.as_tensor(gpuops.to_numpy(x), device=dev)
+            tw = self.torch.as_tensor(gpuops.to_numpy(w), device=dev)
+        F = self.torch.nn.functional if self.torch is not None else None
+
+        # reflect pad by P+2 on every side (the issue's reference setting)
+        p = min(s.pad + 2, s.H - 1, s.W - 1)
+        out_bytes = 4 * s.N * s.C * (s.H + 2 * p) * (s.W + 2 * p)
+        nbytes = x.nbytes + out_bytes
+        self.add(s.name, "reflect_pad", "ours", lambda: gpuops.reflect_pad(x, p), nbytes=nbytes, pad=p)
+        if F is not None:
+            self.add(s.name, "reflect_pad", "torch", lambda: F.pad(tx, (p, p, p, p), mode="reflect"), nbytes=nbytes)
+
+        # unfold / fold with the conv's geometry
+        unf = dict(kernel_size=s.K, padding=s.pad, stride=s.stride)
+        cols_bytes = 4 * s.N * s.C * s.K * s.K * g.L
+        self.add(s.name, "unfold", "ours", lambda: gpuops.unfold(x, **unf), nbytes=x.nbytes + cols_bytes)
+        if F is not None:
+            self.add(s.name, "unfold", "torch", lambda: F.unfold(tx, **unf), nbytes=x.nbytes + cols_bytes)
+        cols = gpuops.unfold(x, **unf)
+        variants = ("gather", "scatter") if self.gpu else ("auto",)
+        for v in variants:
+            self.add(s.name, "fold", f"ours:{v}", lambda v=v: gpuops.fold(cols, (s.H, s.W), variant=v, **unf),
+                     nbytes=cols_bytes + x.nbytes)  # fmt: skip
+        if F is not None:
+            tcols = F.unfold(tx, **unf)
+            self.add(s.name, "fold", "torch", lambda: F.fold(tcols, (s.H, s.W), **unf), nbytes=cols_bytes + x.nbytes)
+        del cols
+
+        # conv2d: our three algorithms, cuDNN, and cuBLAS on the unfolded input
+        conv = dict(stride=s.stride, padding=s.pad)
+        plan = gpuops.plan_conv2d(x.shape, w.shape, **conv)
+        for algorithm in gpuops.ALGORITHMS:
+            extra = {}
+            if algorithm == "im2col" and self.gpu:
+                extra = self._im2col_memory(x, w, plan, conv)
+            self.add(s.name, "conv2d", f"ours:{algorithm}",
+                     lambda a=algorithm: gpuops.conv2d(x, w, algorithm=a, **conv), flops=plan.flops, **extra)  # fmt: skip
+        if F is not None:
+            self.add(s.name, "conv2d", "torch:cudnn" if self.gpu else "torch:cpu",
+                     lambda: F.conv2d(tx, tw, **conv), flops=plan.flops)  # fmt: skip
+            tcols = F.unfold(tx, **unf)
+            wmat = tw.reshape(s.M, -1)
+            self.add(s.name, "conv2d", "torch:gemm-only", lambda: self.torch.matmul(wmat, tcols), flops=plan.flops)
+            self.add(s.name, "conv2d", "torch:unfold+gemm", lambda: self.torch.matmul(wmat, F.unfold(tx, **unf)),
+                     flops=plan.flops)  # fmt: skip
+            del tcols
+
+    def _im2col_memory(self, x: Any, w: Any, plan: Any, conv: dict) -> dict[str, Any]:
+        """Peak extra memory-pool bytes of one im2col call vs the X_unroll bytes of its chunk."""
+        pool = self.xp.get_default_memory_pool()
+        self.xp.cuda.Device().synchronize()
+        pool.free_all_blocks()
+        before = pool.total_bytes()
+        y = gpuops.conv2d(x, w, algorithm="im2col", **conv)
+        peak = pool.total_bytes() - before - y.nbytes  # the pool keeps every block it handed out
+        chunk = gpuops.im2col_batch_chunk(plan)
+        unroll = chunk * plan.x_unroll_bytes_per_sample
+        return {"batch_chunk": chunk, "x_unroll_bytes": unroll, "peak_extra_bytes": int(peak),
+                "peak_over_x_unroll": round(peak / unroll, 3)}  # fmt: skip
+
+
+def _import_torch(gpu: bool) -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    if gpu and not torch.cuda.is_available():
+        return None
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.set_grad_enabled(False)
+    return torch
+
+
+def add_ratios(records: list[Record]) -> list[dict[str, Any]]:
+    """Each record as a dict, with the ratio to its op's peer and to the copy bandwidth."""
+    copy = next((r for r in records if r.op == "copy"), None)
+    rows = []
+    for r in records:
+        row = asdict(r)
+        peer_name = "torch:cudnn" if r.op == "conv2d" else "torch"
+        peer = next((p for p in records if p.shape == r.shape and p.op == r.op
+                     and p.impl in (peer_name, "torch:cpu")), None)  # fmt: skip
+        if peer is not None and r.impl.startswith("ours"):
+            row["speedup_vs_torch"] = round(peer.median_ms / r.median_ms, 3)
+        if copy is not None and r.gbps and r.op != "copy":
+            row["fraction_of_copy_bw"] = round(r.gbps / copy.gbps, 3)
+        rows.append(row)
+    return rows
+
+
+def format_table(rows: Iterable[dict[str, Any]]) -> str:
+    head = f"{'shape':<14}{'op':<12}{'impl':<20}{'median ms':>11}{'GB/s':>9}{'TFLOP/s':>9}{'vs torch':>10}{'of copy':>9}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        def fmt(v: Any, spec: str) -> str:
+            return format(v, spec) if v is not None else "-"
+
+        lines.append(f"{r['shape']:<14}{r['op']:<12}{r['impl']:<20}{r['median_ms']:>11.4f}"
+                     f"{fmt(r.get('gbps'), '.1f'):>9}{fmt(r.get('tflops'), '.2f'):>9}"
+                     f"{fmt(r.get('speedup_vs_torch'), '.2f'):>10}{fmt(r.get('fraction_of_copy_bw'), '.2f'):>9}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def run(shapes: Iterable[Shape], repeat: int = 20, progress: Callable[[float, str], None] | None = None) -> dict[str, Any]:
+    """Run the suite; `progress(fraction, text)` is called between shapes (the app's bar)."""
+    suite = Suite(repeat=repeat)
+    shapes = list(shapes)
+    started = time.time()
+    if progress:
+        progress(0.0, "copy bandwidth")
+    suite.copy_bandwidth()
+    for i, s in enumerate(shapes):
+        if progress:
+            progress(i / len(shapes), s.name)
+        suite.run_shape(s)
+    if progress:
+        progress(1.0, "done")
+    torch = suite.torch
+    return {
+        "backend": suite.info.as_dict(),
+        "torch": None if torch is None else torch.__version__,
+        "cudnn": None if torch is None or not suite.gpu else torch.backends.cudnn.version(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "seconds": round(time.time() - started, 1),
+        "repeat": repeat,
+        "shapes": [asdict(s) for s in shapes],
+        "results": add_ratios(suite.records),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", nargs="*", choices=sorted(ALL_SHAPES), help="default: the standard shapes "
+                        "on the GPU, cpu_image1024 on the CPU")  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    args = parser.parse_args(argv)
+    gpu = gpuops.backend_info().gpu
+    names = args.shapes or [s.name for s in (STANDARD_SHAPES if gpu else CPU_SHAPES)]
+    report = run([ALL_SHAPES[n] for n in names], repeat=args.repeat)
+    print(f"# {gpuops.backend_info().label()}; torch {report['torch']}")
+    print(format_table(report["results"]))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1))
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Argument checking and output shapes for sliding-window operations.
+
+Every bad argument becomes a ValueError that names the parameter, its value and the limit,
+so the app can show it in place of a result.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+from gpuops.indexmath import window_count
+
+AXES = ("height", "width")
+
+
+def as_pair(value: Any, name: str) -> tuple[int, int]:
+    """An int or a pair of ints, as PyTorch accepts for sizes, as (h, w)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value), int(value)
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        if all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value):
+            return int(value[0]), int(value[1])
+    raise ValueError(f"{name} must be an int or a pair of ints, got {value!r}")
+
+
+def check_at_least(values: tuple[int, ...], name: str, limit: int) -> None:
+    for axis, v in zip(AXES, values, strict=False):
+        if v < limit:
+            raise ValueError(f"{name} {v} ({axis}) must be at least {limit}")
+
+
+def check_ndim(shape: tuple[int, ...], allowed: tuple[int, ...], name: str, meaning: str) -> None:
+    if len(shape) not in allowed:
+        raise ValueError(
+            f"{name} must have {' or '.join(map(str, allowed))} dimensions ({meaning}), "
+            f"got {len(shape)}: shape {tuple(shape)}"
+        )
+
+
+@dataclass(frozen=True)
+class WindowGeometry:
+    """Where a KH x KW window (with stride, padding, dilation) lands on an H x W plane."""
+
+    H: int
+    W: int
+    KH: int
+    KW: int
+    stride_h: int
+    stride_w: int
+    pad_top: int
+    pad_bottom: int
+    pad_left: int
+    pad_right: int
+    dil_h: int
+    dil_w: int
+
+    @property
+    def H_out(self) -> int:
+        return window_count(self.H, self.pad_top, self.pad_bottom, self.KH, self.stride_h, self.dil_h)
+
+    @property
+    def W_out(self) -> int:
+        return window_count(self.W, self.pad_left, self.pad_right, self.KW, self.stride_w, self.dil_w)
+
+    @property
+    def L(self) -> int:
+        """Number of window positions (columns of the unfolded matrix)."""
+        return self.H_out * self.W_out
+
+    @property
+    def padded_hw(self) -> tuple[int, int]:
+        return self.H + self.pad_top + self.pad_bottom, self.W + self.pad_left + self.pad_right
+
+
+def window_geometry(
+    H: int,
+    W: int,
+    kernel_size: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+) -> WindowGeometry:
+    """Check window arguments against an H x W input and return the geometry (symmetric pads)."""
+    kh, kw = as_pair(kernel_size, "kernel_size")
+    sh, sw = as_pair(stride, "stride")
+    ph, pw = as_pair(padding, "padding")
+    dh, dw = as_pair(dilation, "dilation")
+    check_at_least((kh, kw), "kernel_size", 1)
+    check_at_least((sh, sw), "stride", 1)
+    check_at_least((dh, dw), "dilation", 1)
+    check_at_least((ph, pw), "padding", 0)
+    for axis, size, k, d, p in (("height", H, kh, dh, ph), ("width", W, kw, dw, pw)):
+        if size < 1:
+            raise ValueError(f"input {axis} {size} must be at least 1")
+        extent = d * (k - 1) + 1
+        padded = size + 2 * p
+        if extent > padded:
+            raise ValueError(
+                f"kernel {axis} {k} with dilation {d} spans {extent} cells, more than the padded "
+                f"input {axis} {padded} (input {size} + 2 x padding {p})"
+            )
+    return WindowGeometry(H, W, kh, kw, sh, sw, ph, ph, pw, pw, dh, dw)
+
+
+def reflect_pads(padding: Any) -> tuple[int, int, int, int]:
+    """Padding as (left, right, top, bottom), from an int or a 4-sequence (F.pad order)."""
+    if isinstance(padding, numbers.Integral) and not isinstance(padding, bool):
+        return (int(padding),) * 4  # type: ignore[return-value]
+    if isinstance(padding, (tuple, list)) and len(padding) == 4:
+        if all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in padding):
+            return tuple(int(v) for v in padding)  # type: ignore[return-value]
+    raise ValueError(f"padding must be an int or (left, right, top, bottom), got {padding!r}")
+
+
+def check_reflect_pads(H: int, W: int, pads: tuple[int, int, int, int]) -> None:
+    """Reflection needs each pad smaller than the input side it mirrors (PyTorch's rule)."""
+    for side, pad, size, axis in zip(
+        ("left", "right", "top", "bottom"), pads, (W, W, H, H), ("width", "width", "height", "height"), strict=True
+    ):
+        if pad < 0:
+            raise ValueError(f"reflect padding {pad} ({side}) must be at least 0")
+        if pad >= size:
+            raise ValueError(
+                f"reflect padding {pad} ({side}) must be smaller than the input {axis} {size}"
+            )

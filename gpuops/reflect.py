@@ -1,0 +1,38 @@
+"""Reflect padding with PyTorch ReflectionPad2d semantics (per-side pads, edge not repeated)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpuops import cuda_kernels
+from gpuops.arrays import as_float32
+from gpuops.geometry import check_ndim, check_reflect_pads, reflect_pads
+from gpuops.indexmath import reflect_index
+
+SOURCE = "reflect_pad.cu"
+
+
+def reflect_source_rows(size: int, pad_before: int, pad_after: int) -> np.ndarray:
+    """Input index copied by each padded position along one axis (the kernel's formula)."""
+    return reflect_index(np.arange(size + pad_before + pad_after) - pad_before, size)
+
+
+def reflect_pad(x: Any, padding: Any) -> Any:
+    """F.pad(x, (left, right, top, bottom), mode="reflect") on (H,W), (C,H,W) or (N,C,H,W)."""
+    xp, x = as_float32(x, "input")
+    check_ndim(x.shape, (2, 3, 4), "input", "(H, W), (C, H, W) or (N, C, H, W)")
+    left, right, top, bottom = reflect_pads(padding)
+    H, W = x.shape[-2:]
+    check_reflect_pads(H, W, (left, right, top, bottom))
+    H_out, W_out = H + top + bottom, W + left + right
+    if x.size == 0:
+        return xp.zeros(x.shape[:-2] + (H_out, W_out), dtype=np.float32)
+    if xp is np:
+        rows = reflect_source_rows(H, top, bottom)
+        cols = reflect_source_rows(W, left, right)
+        return np.ascontiguousarray(x[..., rows[:, None], cols[None, :]])
+    y = xp.empty(x.shape[:-2] + (H_out, W_out), dtype=np.float32)
+    cuda_kernels.launch_1d(SOURCE, "reflect_pad2d", x, y, y.size, H, W, H_out, W_out, top, left)
+    return y

@@ -1,0 +1,137 @@
+"""Every CUDA kernel against the NumPy path on the same inputs (run with `pytest -m gpu`)."""
+
+import numpy as np
+import pytest
+
+import gpuops
+from gpuops.launch import conv_tiled_launch
+from tests.cases import case_id, random_conv_cases, reflect_pad_cases
+
+pytestmark = pytest.mark.gpu
+
+CASES = random_conv_cases(60, seed=11)
+
+
+@pytest.fixture(scope="module")
+def cp():
+    import cupy
+
+    return cupy
+
+
+@pytest.mark.parametrize("algorithm", gpuops.ALGORITHMS)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_conv2d_kernels_equal_cpu(case, algorithm, rng, cp):
+    x, w, b = case.arrays(rng)
+    expected = gpuops.conv2d(x, w, b, algorithm="direct", **case.kwargs())
+    got = gpuops.conv2d(cp.asarray(x), cp.asarray(w), None if b is None else cp.asarray(b),
+                        algorithm=algorithm, **case.kwargs())  # fmt: skip
+    assert isinstance(got, cp.ndarray)
+    np.testing.assert_allclose(got.get(), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("algorithm", gpuops.ALGORITHMS)
+@pytest.mark.parametrize(
+    "shape",
+    [(2, 64, 28, 30, 40, 3, 1, 1, 1), (1, 3, 67, 45, 16, 7, 2, 3, 1), (3, 12, 33, 17, 9, 5, 1, 4, 3)],
+    ids=str,
+)
+def test_conv2d_kernels_on_multi_tile_shapes(shape, algorithm, rng, cp):
+    N, C, H, W, M, K, S, P, D = shape
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((M, C, K, K)).astype(np.float32)
+    b = rng.standard_normal(M).astype(np.float32)
+    kw = dict(stride=S, padding=P, dilation=D)
+    expected = gpuops.conv2d(x, w, b, **kw)
+    got = gpuops.conv2d(cp.asarray(x), cp.asarray(w), cp.asarray(b), algorithm=algorithm, **kw)
+    np.testing.assert_allclose(got.get(), expected, rtol=1e-4, atol=2e-4)
+
+
+def test_tiled_kernel_shrinks_its_tile_for_a_wide_halo(rng, cp):
+    """K=15, dilation 5, stride 4: a 16x16 tile's halo does not fit, a smaller tile is used."""
+    x = rng.standard_normal((1, 2, 120, 130)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 15, 15)).astype(np.float32)
+    g = gpuops.window_geometry(120, 130, 15, 4, 0, 5)
+    assert conv_tiled_launch(g, 1, 2, 3, 1).tile != (16, 16)
+    got = gpuops.conv2d(cp.asarray(x), cp.asarray(w), stride=4, dilation=5, algorithm="tiled")
+    np.testing.assert_allclose(got.get(), gpuops.conv2d(x, w, stride=4, dilation=5), rtol=1e-4, atol=1e-3)
+
+
+def test_every_output_is_written(cp):
+    """Poison the memory pool with NaN first: an output the kernel skips would stay NaN."""
+    x = cp.ones((2, 5, 37, 29), cp.float32)
+    w = cp.ones((11, 5, 3, 3), cp.float32)
+    for algorithm in gpuops.ALGORITHMS:
+        cp.get_default_memory_pool().free_all_blocks()
+        junk = cp.full((2, 11, 37, 29), cp.nan, dtype=cp.float32)
+        del junk  # the block goes back to the pool NaN-filled; the output of that size reuses it
+        y = gpuops.conv2d(x, w, padding=1, algorithm=algorithm)
+        assert not bool(cp.isnan(y).any()), algorithm
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.padding_mode == "zeros"], ids=case_id)
+def test_unfold_and_both_folds_equal_cpu(case, rng, cp):
+    x, _, _ = case.arrays(rng)
+    kw = dict(kernel_size=(case.kh, case.kw), dilation=case.dilation, padding=case.padding,
+              stride=case.stride)  # fmt: skip
+    cols = gpuops.unfold(cp.asarray(x), **kw)
+    np.testing.assert_array_equal(cols.get(), gpuops.unfold(x, **kw))
+    noise = rng.standard_normal(cols.shape).astype(np.float32)
+    expected = gpuops.fold(noise, (case.H, case.W), **kw)
+    for variant in ("gather", "scatter", "auto"):
+        got = gpuops.fold(cp.asarray(noise), (case.H, case.W), variant=variant, **kw)
+        np.testing.assert_allclose(got.get(), expected, rtol=1e-5, atol=1e-5, err_msg=variant)
+
+
+def test_gather_fold_is_deterministic(rng, cp):
+    cols = cp.asarray(rng.standard_normal((2, 3 * 9, 30 * 30)).astype(np.float32))
+    runs = [gpuops.fold(cols, (32, 32), 3, variant="gather") for _ in range(3)]
+    assert all(bool((r == runs[0]).all()) for r in runs)
+
+
+@pytest.mark.parametrize("shape,pads", reflect_pad_cases(40), ids=str)
+def test_reflect_pad_kernel_equals_cpu(shape, pads, rng, cp):
+    x = rng.standard_normal(shape).astype(np.float32)
+    np.testing.assert_array_equal(gpuops.reflect_pad(cp.asarray(x), pads).get(), gpuops.reflect_pad(x, pads))
+
+
+def test_im2col_chunks_the_batch_under_a_small_budget(rng, cp):
+    x = rng.standard_normal((5, 4, 16, 16)).astype(np.float32)
+    w = rng.standard_normal((6, 4, 3, 3)).astype(np.float32)
+    plan = gpuops.plan_conv2d(x.shape, w.shape, padding=1, algorithm="im2col")
+    budget = 2 * plan.x_unroll_bytes_per_sample  # two samples per GEMM: 3 chunks for N=5
+    assert gpuops.im2col_batch_chunk(plan, budget) == 2
+    got = gpuops.conv2d(cp.asarray(x), cp.asarray(w), padding=1, algorithm="im2col", im2col_budget_bytes=budget)
+    np.testing.assert_allclose(got.get(), gpuops.conv2d(x, w, padding=1), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match=f"needs {plan.x_unroll_bytes_per_sample:,} bytes"):
+        gpuops.conv2d(cp.asarray(x), cp.asarray(w), padding=1, algorithm="im2col", im2col_budget_bytes=1000)
+
+
+def test_matches_torch_cuda_where_present(rng, cp):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA here")
+    torch.backends.cudnn.allow_tf32 = False
+    x = rng.standard_normal((2, 8, 31, 27)).astype(np.float32)
+    w = rng.standard_normal((12, 4, 3, 5)).astype(np.float32)
+    ref = torch.nn.functional.conv2d(torch.from_numpy(x).cuda(), torch.from_numpy(w).cuda(), stride=(2, 1),
+                                     padding=(1, 2), dilation=(1, 2), groups=2).cpu().numpy()  # fmt: skip
+    for algorithm in gpuops.ALGORITHMS:
+        got = gpuops.conv2d(cp.asarray(x), cp.asarray(w), stride=(2, 1), padding=(1, 2), dilation=(1, 2),
+                            groups=2, algorithm=algorithm)  # fmt: skip
+        np.testing.assert_allclose(got.get(), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_backend_reports_the_gpu():
+    info = gpuops.backend_info()
+    assert info.gpu and info.device and info.cupy_version
+    assert info.device in info.label()
+
+
+def test_gpu_timing_uses_cuda_events(cp):
+    from gpuops.timing import measure
+
+    x = cp.ones((1, 3, 256, 256), cp.float32)
+    w = cp.ones((8, 3, 3, 3), cp.float32)
+    t = measure(lambda: gpuops.conv2d(x, w, padding=1), gpu=True, warmup=2, repeat=5)
+    assert t.clock == "cuda-events" and t.runs == 5 and 0 < t.median_ms < 1000

@@ -1,0 +1,47 @@
+"""The CPU path equals PyTorch's functional ops on many random shapes (PyTorch as a test-only
+dependency; CI installs the CPU build)."""
+
+import numpy as np
+import pytest
+
+import gpuops
+from tests.cases import case_id, random_conv_cases, reflect_pad_cases
+
+CASES = random_conv_cases(60, seed=3)
+
+
+@pytest.mark.parametrize("algorithm", gpuops.ALGORITHMS)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_conv2d_equals_nn_conv2d(case, algorithm, rng, torch):
+    x, w, b = case.arrays(rng)
+    layer = torch.nn.Conv2d(case.C, case.M, (case.kh, case.kw), stride=case.stride,
+                            padding=case.padding, dilation=case.dilation, groups=case.groups,
+                            bias=b is not None, padding_mode=case.padding_mode)  # fmt: skip
+    with torch.no_grad():
+        layer.weight.copy_(torch.from_numpy(w))
+        if b is not None:
+            layer.bias.copy_(torch.from_numpy(b))
+        ref = layer(torch.from_numpy(x)).numpy()
+    y = gpuops.conv2d(x, w, b, algorithm=algorithm, **case.kwargs())
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.padding_mode == "zeros"], ids=case_id)
+def test_unfold_and_fold_equal_torch(case, rng, torch):
+    F = torch.nn.functional
+    x, _, _ = case.arrays(rng)
+    kw = dict(kernel_size=(case.kh, case.kw), dilation=case.dilation, padding=case.padding,
+              stride=case.stride)  # fmt: skip
+    cols = gpuops.unfold(x, **kw)
+    np.testing.assert_array_equal(cols, F.unfold(torch.from_numpy(x), **kw).numpy())
+    noise = rng.standard_normal(cols.shape).astype(np.float32)
+    folded = gpuops.fold(noise, (case.H, case.W), **kw)
+    ref = F.fold(torch.from_numpy(noise), (case.H, case.W), **kw).numpy()
+    np.testing.assert_allclose(folded, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,pads", [c for c in reflect_pad_cases(40) if len(c[0]) > 2], ids=str)
+def test_reflect_pad_equals_f_pad(shape, pads, rng, torch):
+    x = rng.standard_normal(shape).astype(np.float32)
+    ref = torch.nn.functional.pad(torch.from_numpy(x), pads, mode="reflect").numpy()
+    np.testing.assert_array_equal(gpuops.reflect_pad(x, pads), ref)
