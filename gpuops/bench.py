@@ -89,7 +89,6 @@ class Suite:
         dst = self.xp.empty_like(src)
         rec = self.add("-", "copy", "device-to-device" if self.gpu else "numpy.copyto",
                        lambda: self.xp.copyto(dst, src), nbytes=2 * nbytes)  # fmt: skip
-        del src, dst
         return rec
 
     def run_shape(self, s: Shape) -> None:
@@ -110,7 +109,9 @@ class Suite:
         nbytes = x.nbytes + out_bytes
         self.add(s.name, "reflect_pad", "ours", lambda: gpuops.reflect_pad(x, p), nbytes=nbytes, pad=p)
         if F is not None:
-            self.add(s.name, "reflect_pad", "torch", lambda: F.pad(tx, (p, p, p, p), mode="reflect"), nbytes=nbytes)
+            self.add(
+                s.name, "reflect_pad", "torch", lambda: F.pad(tx, (p, p, p, p), mode="reflect"), nbytes=nbytes
+            )
 
         # unfold / fold with the conv's geometry
         unf = dict(kernel_size=s.K, padding=s.pad, stride=s.stride)
@@ -125,8 +126,13 @@ class Suite:
                      nbytes=cols_bytes + x.nbytes)  # fmt: skip
         if F is not None:
             tcols = F.unfold(tx, **unf)
-            self.add(s.name, "fold", "torch", lambda: F.fold(tcols, (s.H, s.W), **unf), nbytes=cols_bytes + x.nbytes)
-        del cols
+            self.add(
+                s.name,
+                "fold",
+                "torch",
+                lambda: F.fold(tcols, (s.H, s.W), **unf),
+                nbytes=cols_bytes + x.nbytes,
+            )
 
         # conv2d: our three algorithms, cuDNN, and cuBLAS on the unfolded input
         conv = dict(stride=s.stride, padding=s.pad)
@@ -142,7 +148,9 @@ class Suite:
                      lambda: F.conv2d(tx, tw, **conv), flops=plan.flops)  # fmt: skip
             tcols = F.unfold(tx, **unf)
             wmat = tw.reshape(s.M, -1)
-            self.add(s.name, "conv2d", "torch:gemm-only", lambda: self.torch.matmul(wmat, tcols), flops=plan.flops)
+            self.add(
+                s.name, "conv2d", "torch:gemm-only", lambda: self.torch.matmul(wmat, tcols), flops=plan.flops
+            )
             self.add(s.name, "conv2d", "torch:unfold+gemm", lambda: self.torch.matmul(wmat, F.unfold(tx, **unf)),
                      flops=plan.flops)  # fmt: skip
             del tcols
@@ -196,6 +204,7 @@ def format_table(rows: Iterable[dict[str, Any]]) -> str:
     head = f"{'shape':<14}{'op':<12}{'impl':<20}{'median ms':>11}{'GB/s':>9}{'TFLOP/s':>9}{'vs torch':>10}{'of copy':>9}"
     lines = [head, "-" * len(head)]
     for r in rows:
+
         def fmt(v: Any, spec: str) -> str:
             return format(v, spec) if v is not None else "-"
 
@@ -205,7 +214,9 @@ def format_table(rows: Iterable[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def run(shapes: Iterable[Shape], repeat: int = 20, progress: Callable[[float, str], None] | None = None) -> dict[str, Any]:
+def run(
+    shapes: Iterable[Shape], repeat: int = 20, progress: Callable[[float, str], None] | None = None
+) -> dict[str, Any]:
     """Run the suite; `progress(fraction, text)` is called between shapes (the app's bar)."""
     suite = Suite(repeat=repeat)
     shapes = list(shapes)

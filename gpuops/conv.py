@@ -64,9 +64,17 @@ class ConvPlan:
         return None
 
 
-def plan_conv2d(x_shape: tuple[int, ...], w_shape: tuple[int, ...], bias_shape: tuple[int, ...] | None = None,
-                stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: Any = 1,
-                padding_mode: str = "zeros", algorithm: str = "direct") -> ConvPlan:
+def plan_conv2d(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    bias_shape: tuple[int, ...] | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: Any = 1,
+    padding_mode: str = "zeros",
+    algorithm: str = "direct",
+) -> ConvPlan:
     """Validate conv2d's arguments by shape alone (the app calls this before any compute)."""
     check_ndim(x_shape, (3, 4), "input", "(C, H, W) or (N, C, H, W)")
     check_ndim(w_shape, (4,), "weight", "(out_channels, in_channels/groups, kh, kw)")
@@ -185,13 +193,27 @@ def _conv_kernel_cupy(x: Any, w: Any, bias: Any, plan: ConvPlan, y: Any) -> None
         args += [m_blocks, launch.channels_per_stage, *launch.in_tile]
     kernel = cuda_kernels.function(SOURCE, launch.kernel)
     bias_ptr = bias if bias is not None else np.uint64(0)  # NULL: the kernel skips the bias
-    kernel(launch.grid, launch.block, (x, w, bias_ptr, y, *cuda_kernels.kernel_args(*args)),
-           shared_mem=launch.shared_bytes)
+    kernel(
+        launch.grid,
+        launch.block,
+        (x, w, bias_ptr, y, *cuda_kernels.kernel_args(*args)),
+        shared_mem=launch.shared_bytes,
+    )
 
 
-def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
-           dilation: Any = 1, groups: int = 1, padding_mode: str = "zeros",
-           algorithm: str = "direct", *, im2col_budget_bytes: int | None = None) -> Any:
+def conv2d(
+    x: Any,
+    weight: Any,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+    algorithm: str = "direct",
+    *,
+    im2col_budget_bytes: int | None = None,
+) -> Any:
     """F.conv2d (cross-correlation) on (N,C,H,W) or (C,H,W) input; weight (M, C/groups, kh, kw).
 
     padding_mode "reflect" behaves as nn.Conv2d(padding_mode="reflect"). im2col_budget_bytes

@@ -14,7 +14,7 @@ KERNEL_DIR = Path(__file__).with_name("kernels")
 THREADS_1D = 256
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def source(filename: str) -> str:
     """The verbatim text of a kernel file (also readable without a GPU)."""
     return (KERNEL_DIR / filename).read_text(encoding="utf-8")
@@ -32,7 +32,7 @@ def sources_for(filename: str) -> dict[str, str]:
     return files
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def module(filename: str) -> Any:
     """Compile a kernel file with NVRTC (cached per process)."""
     import cupy

@@ -15,13 +15,16 @@ from gpuops.indexmath import window_count
 AXES = ("height", "width")
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def as_pair(value: Any, name: str) -> tuple[int, int]:
     """An int or a pair of ints, as PyTorch accepts for sizes, as (h, w)."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+    if _is_int(value):
         return int(value), int(value)
-    if isinstance(value, (tuple, list)) and len(value) == 2:
-        if all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value):
-            return int(value[0]), int(value[1])
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(map(_is_int, value)):
+        return int(value[0]), int(value[1])
     raise ValueError(f"{name} must be an int or a pair of ints, got {value!r}")
 
 
@@ -106,22 +109,23 @@ def window_geometry(
 
 def reflect_pads(padding: Any) -> tuple[int, int, int, int]:
     """Padding as (left, right, top, bottom), from an int or a 4-sequence (F.pad order)."""
-    if isinstance(padding, numbers.Integral) and not isinstance(padding, bool):
+    if _is_int(padding):
         return (int(padding),) * 4  # type: ignore[return-value]
-    if isinstance(padding, (tuple, list)) and len(padding) == 4:
-        if all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in padding):
-            return tuple(int(v) for v in padding)  # type: ignore[return-value]
+    if isinstance(padding, (tuple, list)) and len(padding) == 4 and all(map(_is_int, padding)):
+        return tuple(int(v) for v in padding)  # type: ignore[return-value]
     raise ValueError(f"padding must be an int or (left, right, top, bottom), got {padding!r}")
 
 
 def check_reflect_pads(H: int, W: int, pads: tuple[int, int, int, int]) -> None:
     """Reflection needs each pad smaller than the input side it mirrors (PyTorch's rule)."""
     for side, pad, size, axis in zip(
-        ("left", "right", "top", "bottom"), pads, (W, W, H, H), ("width", "width", "height", "height"), strict=True
+        ("left", "right", "top", "bottom"),
+        pads,
+        (W, W, H, H),
+        ("width", "width", "height", "height"),
+        strict=True,
     ):
         if pad < 0:
             raise ValueError(f"reflect padding {pad} ({side}) must be at least 0")
         if pad >= size:
-            raise ValueError(
-                f"reflect padding {pad} ({side}) must be smaller than the input {axis} {size}"
-            )
+            raise ValueError(f"reflect padding {pad} ({side}) must be smaller than the input {axis} {size}")

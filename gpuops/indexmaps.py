@@ -73,7 +73,11 @@ def row_labels(C: int, g: WindowGeometry) -> list[tuple[int, int, int]]:
 def unfold_source_map(C: int, g: WindowGeometry) -> np.ndarray:
     """(C*KH*KW, L) flat input index (c*H*W + ih*W + iw) of every X_unroll entry, -1 for padding."""
     c, ki, kj, oh, ow = np.meshgrid(
-        np.arange(C), np.arange(g.KH), np.arange(g.KW), np.arange(g.H_out), np.arange(g.W_out),
+        np.arange(C),
+        np.arange(g.KH),
+        np.arange(g.KW),
+        np.arange(g.H_out),
+        np.arange(g.W_out),
         indexing="ij",
     )
     ih = oh * g.stride_h - g.pad_top + ki * g.dil_h

@@ -37,7 +37,9 @@ class ConvLaunch:
     def tile(self) -> tuple[int, int]:
         return self.block[1], self.block[0]
 
-    def thread_of(self, n: int, m: int, oh: int, ow: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    def thread_of(
+        self, n: int, m: int, oh: int, ow: int
+    ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """(blockIdx, threadIdx) of the thread that writes output (n, m, oh, ow)."""
         th, tw = self.tile
         if self.kernel == "conv2d_direct":

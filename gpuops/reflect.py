@@ -28,11 +28,11 @@ def reflect_pad(x: Any, padding: Any) -> Any:
     check_reflect_pads(H, W, (left, right, top, bottom))
     H_out, W_out = H + top + bottom, W + left + right
     if x.size == 0:
-        return xp.zeros(x.shape[:-2] + (H_out, W_out), dtype=np.float32)
+        return xp.zeros((*x.shape[:-2], H_out, W_out), dtype=np.float32)
     if xp is np:
         rows = reflect_source_rows(H, top, bottom)
         cols = reflect_source_rows(W, left, right)
         return np.ascontiguousarray(x[..., rows[:, None], cols[None, :]])
-    y = xp.empty(x.shape[:-2] + (H_out, W_out), dtype=np.float32)
+    y = xp.empty((*x.shape[:-2], H_out, W_out), dtype=np.float32)
     cuda_kernels.launch_1d(SOURCE, "reflect_pad2d", x, y, y.size, H, W, H_out, W_out, top, left)
     return y

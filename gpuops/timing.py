@@ -19,8 +19,9 @@ class Timing:
         return f"{self.median_ms:.3f} ms (median of {self.runs}, {self.clock})"
 
 
-def measure(fn: Callable[[], Any], *, gpu: bool, warmup: int = 3, repeat: int = 10,
-            max_seconds: float | None = None) -> Timing:
+def measure(
+    fn: Callable[[], Any], *, gpu: bool, warmup: int = 3, repeat: int = 10, max_seconds: float | None = None
+) -> Timing:
     """Time fn() `repeat` times after `warmup` calls and return the median in milliseconds.
 
     max_seconds bounds the CPU measurement (fewer repeats for slow calls), so a page stays

@@ -93,8 +93,9 @@ def unfold(x: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride
     return cols if batched else cols[0]
 
 
-def fold_geometry(cols_shape: tuple[int, ...], output_size: Any, kernel_size: Any,
-                  dilation: Any, padding: Any, stride: Any) -> tuple[int, WindowGeometry]:
+def fold_geometry(
+    cols_shape: tuple[int, ...], output_size: Any, kernel_size: Any, dilation: Any, padding: Any, stride: Any
+) -> tuple[int, WindowGeometry]:
     """Check fold's arguments; return (channels C, geometry)."""
     H, W = as_pair(output_size, "output_size")
     g = window_geometry(H, W, kernel_size, stride, padding, dilation)
@@ -102,8 +103,7 @@ def fold_geometry(cols_shape: tuple[int, ...], output_size: Any, kernel_size: An
     kk = g.KH * g.KW
     if rows % kk:
         raise ValueError(
-            f"fold input has {rows} rows, which is not a multiple of kernel_size "
-            f"{g.KH}x{g.KW} = {kk}"
+            f"fold input has {rows} rows, which is not a multiple of kernel_size {g.KH}x{g.KW} = {kk}"
         )
     if L != g.L:
         raise ValueError(
@@ -113,8 +113,16 @@ def fold_geometry(cols_shape: tuple[int, ...], output_size: Any, kernel_size: An
     return rows // kk, g
 
 
-def fold(cols: Any, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
-         stride: Any = 1, *, variant: str = "auto") -> Any:
+def fold(
+    cols: Any,
+    output_size: Any,
+    kernel_size: Any,
+    dilation: Any = 1,
+    padding: Any = 0,
+    stride: Any = 1,
+    *,
+    variant: str = "auto",
+) -> Any:
     """F.fold: sums every column back onto the pixels it came from (overlaps add up).
 
     variant (GPU only): "gather" (one thread per pixel, deterministic), "scatter" (one thread

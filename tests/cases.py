@@ -86,6 +86,11 @@ def reflect_pad_cases(count: int, seed: int = 1) -> list[tuple[tuple[int, ...], 
         ndim = int(rng.integers(2, 5))
         H, W = (int(v) for v in rng.integers(1, 12, size=2))
         lead = tuple(int(v) for v in rng.integers(1, 4, size=ndim - 2))
-        pads = (int(rng.integers(0, W)), int(rng.integers(0, W)), int(rng.integers(0, H)), int(rng.integers(0, H)))
+        pads = (
+            int(rng.integers(0, W)),
+            int(rng.integers(0, W)),
+            int(rng.integers(0, H)),
+            int(rng.integers(0, H)),
+        )
         cases.append(((*lead, H, W), pads))
     return cases

@@ -23,7 +23,7 @@ def conv2d_ref(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), gro
         xp = _pad_reflect_np(x, pw, pw, ph, ph)
     else:
         xp = np.pad(x, [(0, 0), (0, 0), (ph, ph), (pw, pw)])
-    N, C, Hp, Wp = xp.shape
+    N, _, Hp, Wp = xp.shape
     M, Cg, kh, kw = w.shape
     sh, sw = stride
     dh, dw = dilation

@@ -101,7 +101,9 @@ def test_im2col_chunks_the_batch_under_a_small_budget(rng, cp):
     plan = gpuops.plan_conv2d(x.shape, w.shape, padding=1, algorithm="im2col")
     budget = 2 * plan.x_unroll_bytes_per_sample  # two samples per GEMM: 3 chunks for N=5
     assert gpuops.im2col_batch_chunk(plan, budget) == 2
-    got = gpuops.conv2d(cp.asarray(x), cp.asarray(w), padding=1, algorithm="im2col", im2col_budget_bytes=budget)
+    got = gpuops.conv2d(
+        cp.asarray(x), cp.asarray(w), padding=1, algorithm="im2col", im2col_budget_bytes=budget
+    )
     np.testing.assert_allclose(got.get(), gpuops.conv2d(x, w, padding=1), rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match=f"needs {plan.x_unroll_bytes_per_sample:,} bytes"):
         gpuops.conv2d(cp.asarray(x), cp.asarray(w), padding=1, algorithm="im2col", im2col_budget_bytes=1000)

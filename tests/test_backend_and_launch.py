@@ -1,0 +1,86 @@
+"""Backend choice, launch geometry and timing work without a GPU."""
+
+import numpy as np
+import pytest
+
+import gpuops
+from gpuops import backend
+from gpuops.cuda_kernels import sources_for
+from gpuops.launch import conv_direct_launch, conv_tiled_launch, elementwise_launch
+from gpuops.timing import measure
+
+
+@pytest.fixture
+def env_backend(monkeypatch):
+    def set_to(value):
+        monkeypatch.setenv(backend.ENV_VAR, value)
+        backend.reset_backend()
+
+    yield set_to
+    backend.reset_backend()
+
+
+def test_forced_numpy_backend_says_so(env_backend):
+    env_backend("numpy")
+    info = gpuops.backend_info()
+    assert not info.gpu and "CONV_EXPLORER_BACKEND=numpy" in info.reason
+    assert "CPU / NumPy" in info.label() and "timings are CPU timings" in info.label()
+    assert gpuops.default_xp() is np
+    assert isinstance(gpuops.asarray([[1, 2]]), np.ndarray)
+
+
+def test_bad_backend_value_is_a_clear_error(env_backend):
+    env_backend("tpu")
+    with pytest.raises(ValueError, match="CONV_EXPLORER_BACKEND='tpu' is not one of"):
+        gpuops.backend_info()
+
+
+def test_forcing_cupy_without_a_gpu_is_an_error(env_backend):
+    ok, _ = __import__("tests.conftest", fromlist=["gpu_available"]).gpu_available()
+    if ok:
+        pytest.skip("this machine has a GPU; the error path cannot happen here")
+    env_backend("cupy")
+    with pytest.raises(RuntimeError, match="CONV_EXPLORER_BACKEND=cupy, but the GPU cannot be used"):
+        gpuops.backend_info()
+
+
+def test_direct_launch_maps_outputs_to_threads():
+    g = gpuops.window_geometry(40, 70, 3, padding=1)  # 40 x 70 output: 3 x 5 tiles of 16 x 16
+    launch = conv_direct_launch(g, N=2, M=4)
+    assert launch.grid == (15, 4, 2) and launch.block == (16, 16, 1)
+    assert launch.thread_of(1, 3, 17, 69) == ((1 * 5 + 4, 3, 1), (5, 1, 0))
+
+
+def test_tiled_launch_covers_filters_in_blocks_of_eight():
+    g = gpuops.window_geometry(56, 56, 3, padding=1)
+    launch = conv_tiled_launch(g, N=1, C=6, M=20, groups=2)  # 10 filters per group -> 2 blocks each
+    assert launch.grid == (16, 4, 1)
+    assert launch.in_tile == (18, 18)
+    assert list(launch.filters_of_block(1)) == [8, 9]
+    assert list(launch.filters_of_block(2)) == list(range(10, 18))
+    assert launch.thread_of(0, 19, 20, 33)[0] == (1 * 4 + 2, 3, 0)
+    assert launch.shared_bytes <= 48 * 1024
+
+
+def test_every_filter_belongs_to_exactly_one_block():
+    g = gpuops.window_geometry(9, 9, 3)
+    launch = conv_tiled_launch(g, N=1, C=9, M=27, groups=3)
+    covered = [m for by in range(launch.grid[1]) for m in launch.filters_of_block(by)]
+    assert covered == list(range(27))
+
+
+def test_elementwise_launch_grid_stride():
+    launch = elementwise_launch("reflect_pad2d", 1000)
+    assert launch.grid == (4, 1, 1)
+    assert launch.thread_of(999) == (3, 999 - 768, 0)
+
+
+def test_kernel_sources_are_readable_without_a_gpu():
+    files = sources_for("conv2d.cu")
+    assert list(files) == ["index_math.cuh", "conv2d.cu"]
+    assert "conv2d_direct" in files["conv2d.cu"] and "reflect_index" in files["index_math.cuh"]
+
+
+def test_cpu_timing_reports_a_median():
+    t = measure(lambda: np.ones(1000).sum(), gpu=False, warmup=1, repeat=5)
+    assert t.clock == "perf_counter" and t.runs == 5 and t.median_ms >= 0
