@@ -5,7 +5,7 @@ NumPy arrays on the vectorised CPU twins. `asarray` moves data to the default ba
 """
 
 from gpuops.backend import asarray, backend_info, default_xp, reset_backend, to_numpy
-from gpuops.conv import ALGORITHMS, ConvPlan, conv2d, im2col_batch_chunk, plan_conv2d
+from gpuops.conv import ALGORITHMS, ConvPlan, conv2d, gemm, im2col_batch_chunk, plan_conv2d
 from gpuops.geometry import WindowGeometry, window_geometry
 from gpuops.reflect import reflect_pad
 from gpuops.unfold import FOLD_VARIANTS, fold, unfold
@@ -20,6 +20,7 @@ __all__ = [
     "conv2d",
     "default_xp",
     "fold",
+    "gemm",
     "im2col_batch_chunk",
     "plan_conv2d",
     "reflect_pad",

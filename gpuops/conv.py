@@ -10,6 +10,7 @@ import numpy as np
 
 from gpuops import cuda_kernels
 from gpuops.arrays import as_float32
+from gpuops.backend import array_module
 from gpuops.geometry import (
     WindowGeometry,
     as_pair,
@@ -199,6 +200,11 @@ def _conv_kernel_cupy(x: Any, w: Any, bias: Any, plan: ConvPlan, y: Any) -> None
         (x, w, bias_ptr, y, *cuda_kernels.kernel_args(*args)),
         shared_mem=launch.shared_bytes,
     )
+
+
+def gemm(filter_matrix: Any, x_unroll: Any) -> Any:
+    """The GEMM step of im2col: (M, C*KH*KW) @ (..., C*KH*KW, L) -> (..., M, L), cuBLAS on the GPU."""
+    return array_module(x_unroll).matmul(filter_matrix, x_unroll)
 
 
 def conv2d(

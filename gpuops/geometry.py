@@ -73,6 +73,14 @@ class WindowGeometry:
         return self.H_out * self.W_out
 
     @property
+    def expansion_ratio(self) -> float:
+        """Entries of X_unroll over entries of the input (PMPP): KH*KW*H_out*W_out / (H*W).
+
+        Channels cancel: X_unroll has C*KH*KW rows and the input C*H*W cells.
+        """
+        return self.KH * self.KW * self.L / (self.H * self.W)
+
+    @property
     def padded_hw(self) -> tuple[int, int]:
         return self.H + self.pad_top + self.pad_bottom, self.W + self.pad_left + self.pad_right
 

@@ -129,3 +129,37 @@ def reflect_source_map(H: int, W: int, pads: tuple[int, int, int, int]) -> tuple
     return np.broadcast_to(rows[:, None], (rows.size, cols.size)).copy(), np.broadcast_to(
         cols[None, :], (rows.size, cols.size)
     ).copy()
+
+
+@dataclass(frozen=True)
+class TapProducts:
+    """The multiply-adds behind one output value (for the page's products table)."""
+
+    channel: np.ndarray  # (C*KH*KW,) input channel of each term
+    ki: np.ndarray
+    kj: np.ndarray
+    input_row: np.ndarray  # input cell read (-1 where zero padding supplies 0)
+    input_col: np.ndarray
+    value: np.ndarray
+    weight: np.ndarray
+    product: np.ndarray
+
+    @property
+    def total(self) -> float:
+        return float(self.product.astype(np.float64).sum())
+
+
+def tap_products(x: np.ndarray, w: np.ndarray, rf: ReceptiveField) -> TapProducts:
+    """Terms of output = sum over c, ki, kj of x[c, source(ki, kj)] * w[c, ki, kj].
+
+    x: (C, H, W) input of the filter's group; w: (C, KH, KW) one filter.
+    """
+    C, KH, KW = w.shape
+    ok = rf.source_rows >= 0
+    vals = np.where(ok[None], x[:, np.maximum(rf.source_rows, 0), np.maximum(rf.source_cols, 0)], 0)
+    c, ki, kj = np.meshgrid(np.arange(C), np.arange(KH), np.arange(KW), indexing="ij")
+    rows = np.broadcast_to(rf.source_rows, (C, KH, KW))
+    cols = np.broadcast_to(rf.source_cols, (C, KH, KW))
+    prods = vals.astype(np.float32) * w.astype(np.float32)
+    return TapProducts(c.ravel(), ki.ravel(), kj.ravel(), rows.ravel(), cols.ravel(),
+                       vals.ravel(), w.ravel(), prods.ravel())  # fmt: skip

@@ -1,0 +1,99 @@
+"""Small pieces every page uses: errors in place of results, CUDA source, runtimes, downloads."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+import gpuops
+from gpuops.cuda_kernels import sources_for
+from gpuops.timing import Timing, measure
+
+RESULT_SLOTS = 8  # per-session cache of computed results, bounded
+
+
+@st.cache_resource
+def gpu_lock() -> threading.Lock:
+    """One GPU-heavy job (timing sweeps, benchmarks) at a time across all sessions."""
+    return threading.Lock()
+
+
+def is_gpu_oom(exc: BaseException) -> bool:
+    return type(exc).__name__ == "OutOfMemoryError" and type(exc).__module__.startswith("cupy")
+
+
+def free_gpu_memory() -> None:
+    if gpuops.backend_info().gpu:
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+@contextlib.contextmanager
+def shown_errors(what: str) -> Iterator[None]:
+    """Show a bad setting's ValueError (or a GPU out-of-memory) in place of the result.
+
+    The page goes on: the next widgets and figures still render.
+    """
+    try:
+        yield
+    except ValueError as exc:
+        st.error(f"**{what} cannot be computed with these settings:** {exc}", icon=":material/warning:")
+    except Exception as exc:
+        if not is_gpu_oom(exc):
+            raise
+        free_gpu_memory()
+        st.error(f"**{what}: the GPU ran out of memory.** The memory was released; try a smaller image "
+                 "or batch.", icon=":material/warning:")  # fmt: skip
+
+
+def session_cached(key: tuple, compute: Callable[[], Any]) -> Any:
+    """Reuse a result within this session while its inputs are unchanged (bounded per session)."""
+    store: dict = st.session_state.setdefault("_results", {})
+    if key in store:
+        return store[key]
+    value = compute()
+    if len(store) >= RESULT_SLOTS:
+        store.pop(next(iter(store)))
+    store[key] = value
+    return value
+
+
+def time_call(fn: Callable[[], Any], repeat: int = 5) -> Timing:
+    """Median runtime on the current backend.
+
+    On the GPU: CUDA events after 3 warm-up calls. On the CPU, NumPy has nothing to warm up
+    and a laptop must stay responsive, so no warm-up and at most ~0.25 s of repeats.
+    """
+    if gpuops.backend_info().gpu:
+        with gpu_lock():
+            return measure(fn, gpu=True, warmup=3, repeat=repeat)
+    return measure(fn, gpu=False, warmup=0, repeat=3, max_seconds=0.25)
+
+
+def backend_name() -> str:
+    info = gpuops.backend_info()
+    return f"GPU {info.device}" if info.gpu else "CPU (NumPy)"
+
+
+def cuda_source(filename: str, ran: str) -> None:
+    """The kernel file that ran, verbatim, with the headers it includes."""
+    with st.expander(f"CUDA source: `{filename}` ({ran})"):
+        if not gpuops.backend_info().gpu:
+            st.caption("This machine has no GPU: the NumPy twin ran, using the same index formulas.")
+        for name, text in sources_for(filename).items():
+            st.markdown(f"**`gpuops/kernels/{name}`**")
+            st.code(text, language="cpp")
+
+
+def figure(fig: go.Figure, name: str, caption: str) -> None:
+    """A figure, its one-line caption, and an HTML download of it."""
+    st.plotly_chart(fig, key=f"fig_{name}")
+    st.caption(caption)
+    st.download_button(f"Download figure ({name}.html)", fig.to_html(include_plotlyjs="cdn", full_html=True),
+                       file_name=f"{name}.html", mime="text/html", key=f"dl_{name}")  # fmt: skip

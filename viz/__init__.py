@@ -1,0 +1,1 @@
+"""Plotly figure builders: arrays in, go.Figure out. No Streamlit, no kernels."""
