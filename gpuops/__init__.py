@@ -5,13 +5,23 @@ NumPy arrays on the vectorised CPU twins. `asarray` moves data to the default ba
 """
 
 from gpuops.backend import asarray, backend_info, default_xp, reset_backend, to_numpy
-from gpuops.conv import ALGORITHMS, ConvPlan, conv2d, gemm, im2col_batch_chunk, plan_conv2d
+from gpuops.conv import (
+    ALGORITHMS,
+    AUTO,
+    ConvPlan,
+    conv2d,
+    gemm,
+    im2col_batch_chunk,
+    plan_conv2d,
+    resolve_algorithm,
+)
 from gpuops.geometry import WindowGeometry, window_geometry
 from gpuops.reflect import reflect_pad
 from gpuops.unfold import FOLD_VARIANTS, fold, unfold
 
 __all__ = [
     "ALGORITHMS",
+    "AUTO",
     "FOLD_VARIANTS",
     "ConvPlan",
     "WindowGeometry",
@@ -25,6 +35,7 @@ __all__ = [
     "plan_conv2d",
     "reflect_pad",
     "reset_backend",
+    "resolve_algorithm",
     "to_numpy",
     "unfold",
     "window_geometry",

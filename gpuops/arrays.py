@@ -12,7 +12,10 @@ from gpuops.backend import array_module
 
 def as_float32(x: Any, name: str, xp: ModuleType | None = None) -> tuple[ModuleType, Any]:
     """Return (module, contiguous float32 array) on x's own backend, or on `xp` when given."""
-    module = xp if xp is not None else array_module(x)
+    own = array_module(x)
+    module = xp if xp is not None else own
+    if module is own and getattr(x, "dtype", None) == np.float32 and x.flags.c_contiguous:
+        return module, x  # the hot path of every GPU call: nothing to convert
     if module is not np and array_module(x) is np:
         x = np.asarray(x)
     elif module is np and array_module(x) is not np:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,8 @@ from gpuops.reflect import reflect_pad
 from gpuops.unfold import unfold_cupy_into, unfold_numpy, zero_pad_numpy
 
 ALGORITHMS = ("direct", "tiled", "im2col")
+AUTO = "auto"  # measure the three once per shape on the GPU and keep the fastest (cuDNN-style)
+NULL = np.uint64(0)
 PADDING_MODES = ("zeros", "reflect")
 SOURCE = "conv2d.cu"
 IM2COL_MIN_BUDGET = 64 * 2**20  # bytes; X_unroll may use this much even when memory is tight
@@ -57,7 +60,8 @@ class ConvPlan:
         return 4 * self.C * g.KH * g.KW * g.L
 
     def launch(self) -> ConvLaunch | None:
-        """Grid/block of the conv kernel for this call (None for im2col, which runs unfold+GEMM)."""
+        """Grid/block of the conv kernel for this call (None for im2col, which runs unfold+GEMM,
+        and for auto, which is resolved per call)."""
         if self.algorithm == "direct":
             return conv_direct_launch(self.geometry, self.N, self.M)
         if self.algorithm == "tiled":
@@ -65,7 +69,23 @@ class ConvPlan:
         return None
 
 
-def plan_conv2d(
+def plan_conv2d(x_shape: tuple[int, ...], w_shape: tuple[int, ...], bias_shape: tuple[int, ...] | None = None,
+                stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: Any = 1,
+                padding_mode: str = "zeros", algorithm: str = "direct") -> ConvPlan:  # fmt: skip
+    """Validate conv2d's arguments by shape alone (the app calls this before any compute).
+
+    Cached: a classroom reruns the same settings over and over, and on the GPU these checks
+    would cost more than a small convolution.
+    """
+    args = (tuple(x_shape), tuple(w_shape), None if bias_shape is None else tuple(bias_shape), stride, padding,
+            dilation, groups, padding_mode, algorithm)  # fmt: skip
+    try:
+        return _plan_cached(*args)
+    except TypeError:  # unhashable (lists): check without the cache
+        return _plan_conv2d(*args)
+
+
+def _plan_conv2d(
     x_shape: tuple[int, ...],
     w_shape: tuple[int, ...],
     bias_shape: tuple[int, ...] | None = None,
@@ -76,13 +96,12 @@ def plan_conv2d(
     padding_mode: str = "zeros",
     algorithm: str = "direct",
 ) -> ConvPlan:
-    """Validate conv2d's arguments by shape alone (the app calls this before any compute)."""
     check_ndim(x_shape, (3, 4), "input", "(C, H, W) or (N, C, H, W)")
     check_ndim(w_shape, (4,), "weight", "(out_channels, in_channels/groups, kh, kw)")
     N, C, H, W = x_shape if len(x_shape) == 4 else (1, *x_shape)
     M, Cg, KH, KW = w_shape
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm {algorithm!r} must be one of {ALGORITHMS}")
+    if algorithm not in (*ALGORITHMS, AUTO):
+        raise ValueError(f"algorithm {algorithm!r} must be one of {(*ALGORITHMS, AUTO)}")
     if padding_mode not in PADDING_MODES:
         raise ValueError(f"padding_mode {padding_mode!r} must be one of {PADDING_MODES}")
     if not isinstance(groups, numbers.Integral) or isinstance(groups, bool) or groups < 1:
@@ -105,6 +124,23 @@ def plan_conv2d(
         check_reflect_pads(H, W, (pw, pw, ph, ph))
     g = window_geometry(H, W, (KH, KW), stride, padding, dilation)
     return ConvPlan(N, C, M, int(groups), g, padding_mode, algorithm)
+
+
+_plan_cached = functools.lru_cache(maxsize=1024)(_plan_conv2d)
+
+
+@functools.lru_cache(maxsize=1024)
+def _launch_and_args(plan: ConvPlan) -> tuple[ConvLaunch, tuple]:
+    """The launch geometry and the packed scalar arguments of a conv kernel (cached per plan)."""
+    g = plan.geometry
+    launch = plan.launch()
+    args = [plan.N, plan.C, g.H, g.W, plan.M, g.KH, g.KW, g.H_out, g.W_out, g.stride_h, g.stride_w,
+            g.pad_top, g.pad_left, g.dil_h, g.dil_w, plan.groups,
+            int(plan.padding_mode == "reflect"), launch.tiles_w]  # fmt: skip
+    if launch.kernel == "conv2d_tiled":
+        m_blocks = launch.grid[1] // plan.groups
+        args += [m_blocks, launch.channels_per_stage, *launch.in_tile]
+    return launch, cuda_kernels.kernel_args(*args)
 
 
 def _conv_numpy(x: np.ndarray, w: np.ndarray, plan: ConvPlan) -> np.ndarray:
@@ -202,6 +238,45 @@ def _conv_kernel_cupy(x: Any, w: Any, bias: Any, plan: ConvPlan, y: Any) -> None
     )
 
 
+_AUTO_CHOICES: dict[tuple, str] = {}  # process-wide, like cuDNN's benchmark cache
+AUTO_CACHE_SIZE = 512
+
+
+def resolve_algorithm(x: Any, w: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
+                      groups: int = 1, padding_mode: str = "zeros") -> str:  # fmt: skip
+    """The algorithm that "auto" runs for these arguments.
+
+    On the GPU: the first call for a shape times direct, tiled and im2col (CUDA events, median
+    of 5) and remembers the fastest; later calls reuse the choice. On the CPU: direct (the
+    tap-by-tap NumPy loop needs no K*K-times larger X_unroll).
+    """
+    if array_module(x) is np:
+        return "direct"
+    key = (tuple(x.shape), tuple(w.shape), bias is None, repr(stride), repr(padding), repr(dilation), groups,
+           padding_mode)  # fmt: skip
+    choice = _AUTO_CHOICES.get(key)
+    if choice is not None:
+        return choice
+    from cupyx.profiler import benchmark
+
+    timings = {}
+    for algorithm in ALGORITHMS:
+        try:
+            args = (x, w, bias, stride, padding, dilation, groups, padding_mode, algorithm)
+            timings[algorithm] = float(
+                np.median(benchmark(conv2d, args, n_warmup=1, n_repeat=5).gpu_times[0])
+            )
+        except ValueError:  # e.g. the tiled halo does not fit, or X_unroll does not fit in memory
+            continue
+    if not timings:  # every algorithm refused: let direct raise its message
+        return "direct"
+    choice = min(timings, key=timings.__getitem__)
+    if len(_AUTO_CHOICES) >= AUTO_CACHE_SIZE:
+        _AUTO_CHOICES.pop(next(iter(_AUTO_CHOICES)))
+    _AUTO_CHOICES[key] = choice
+    return choice
+
+
 def gemm(filter_matrix: Any, x_unroll: Any) -> Any:
     """The GEMM step of im2col: (M, C*KH*KW) @ (..., C*KH*KW, L) -> (..., M, L), cuBLAS on the GPU."""
     return array_module(x_unroll).matmul(filter_matrix, x_unroll)
@@ -228,6 +303,8 @@ def conv2d(
     xp, x = as_float32(x, "input")
     _, w = as_float32(weight, "weight", xp)
     b = None if bias is None else as_float32(bias, "bias", xp)[1]
+    if algorithm == AUTO:
+        algorithm = resolve_algorithm(x, w, b, stride, padding, dilation, groups, padding_mode)
     plan = plan_conv2d(x.shape, w.shape, None if b is None else b.shape, stride, padding,
                        dilation, groups, padding_mode, algorithm)  # fmt: skip
     batched = x.ndim == 4

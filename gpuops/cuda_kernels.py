@@ -46,9 +46,21 @@ def function(filename: str, name: str) -> Any:
     return module(filename).get_function(name)
 
 
-def grid_1d(total: int, threads: int = THREADS_1D, max_blocks: int = 65535 * 32) -> int:
-    """Blocks for a grid-stride loop over `total` elements (capped; the loop covers the rest)."""
-    return max(1, min(max_blocks, -(-total // threads)))
+ROW_LIMIT = 2**31 - 1  # the row kernels index rows with 32-bit unsigned arithmetic
+
+
+def row_block(width: int, threads: int = THREADS_1D) -> tuple[int, int]:
+    """(bx, by) for a row kernel: bx threads walk a row (a power of two, 8..threads), by rows."""
+    bx = 8
+    while bx < min(width, threads):
+        bx *= 2
+    return bx, threads // bx
+
+
+def row_grid(rows: int, width: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Grid and block of a row kernel over `rows` rows of `width` elements."""
+    bx, by = row_block(width)
+    return (max(1, -(-rows // by)), 1, 1), (bx, by, 1)
 
 
 def kernel_args(*args: Any) -> tuple:
@@ -58,9 +70,18 @@ def kernel_args(*args: Any) -> tuple:
     return tuple(np.int32(a) if isinstance(a, (int, np.integer)) else a for a in args)
 
 
-def launch_1d(filename: str, name: str, src: Any, dst: Any, total: int, *ints: int) -> None:
-    """Launch a grid-stride elementwise kernel `name(src, dst, total, ints...)`."""
+@functools.lru_cache(maxsize=2048)
+def _row_launch(filename: str, name: str, rows: int, width: int, ints: tuple[int, ...]) -> tuple:
+    """Kernel, grid, block and packed scalars of a row launch (cached: the same shapes recur)."""
     import numpy as np
 
-    kernel = function(filename, name)
-    kernel((grid_1d(total),), (THREADS_1D,), (src, dst, np.int64(total), *kernel_args(*ints)))
+    if rows > ROW_LIMIT:
+        raise ValueError(f"{rows} rows exceed the row kernels' limit of {ROW_LIMIT}; split the batch")
+    grid, block = row_grid(rows, width)
+    return function(filename, name), grid, block, (np.uint32(rows), *kernel_args(*ints))
+
+
+def launch_rows(filename: str, name: str, src: Any, dst: Any, rows: int, width: int, *ints: int) -> None:
+    """Launch row kernel `name(src, dst, rows, ints...)`: one thread row per row of `width`."""
+    kernel, grid, block, scalars = _row_launch(filename, name, rows, width, ints)
+    kernel(grid, block, (src, dst, *scalars))

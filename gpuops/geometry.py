@@ -6,6 +6,7 @@ so the app can show it in place of a result.
 
 from __future__ import annotations
 
+import functools
 import numbers
 from dataclasses import dataclass
 from typing import Any
@@ -85,7 +86,20 @@ class WindowGeometry:
         return self.H + self.pad_top + self.pad_bottom, self.W + self.pad_left + self.pad_right
 
 
-def window_geometry(
+def window_geometry(H: int, W: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                    dilation: Any = 1) -> WindowGeometry:  # fmt: skip
+    """Check window arguments against an H x W input and return the geometry (symmetric pads).
+
+    Results are cached (the checks cost more than a small kernel launch); unhashable
+    arguments such as lists skip the cache.
+    """
+    try:
+        return _window_geometry_cached(H, W, kernel_size, stride, padding, dilation)
+    except TypeError:
+        return _window_geometry(H, W, kernel_size, stride, padding, dilation)
+
+
+def _window_geometry(
     H: int,
     W: int,
     kernel_size: Any,
@@ -93,7 +107,6 @@ def window_geometry(
     padding: Any = 0,
     dilation: Any = 1,
 ) -> WindowGeometry:
-    """Check window arguments against an H x W input and return the geometry (symmetric pads)."""
     kh, kw = as_pair(kernel_size, "kernel_size")
     sh, sw = as_pair(stride, "stride")
     ph, pw = as_pair(padding, "padding")
@@ -113,6 +126,9 @@ def window_geometry(
                 f"input {axis} {padded} (input {size} + 2 x padding {p})"
             )
     return WindowGeometry(H, W, kh, kw, sh, sw, ph, ph, pw, pw, dh, dw)
+
+
+_window_geometry_cached = functools.lru_cache(maxsize=1024)(_window_geometry)
 
 
 def reflect_pads(padding: Any) -> tuple[int, int, int, int]:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuops.cuda_kernels import THREADS_1D, grid_1d
+from gpuops.cuda_kernels import row_grid
 from gpuops.geometry import WindowGeometry
 
 TILE = 16  # output tile edge of the conv kernels: 16 x 16 = 256 threads per block
 FILTERS_PER_BLOCK = 8  # must equal FILTERS_PER_BLOCK in kernels/conv2d.cu
+PIXELS_PER_THREAD = 2  # must equal PIXELS_PER_THREAD in kernels/conv2d.cu (tiled kernel)
 SHARED_LIMIT = 48 * 1024  # bytes of shared memory a block gets without opting in
 MAX_CHANNELS_PER_STAGE = 8
 GRID_YZ_LIMIT = 65535
@@ -32,10 +33,12 @@ class ConvLaunch:
     channels_per_stage: int = 0
     in_tile: tuple[int, int] = (0, 0)  # shared-memory input tile with halo (rows, cols)
     shared_bytes: int = 0
+    pixels_per_thread: int = 1  # along a row, blockDim.x apart
 
     @property
     def tile(self) -> tuple[int, int]:
-        return self.block[1], self.block[0]
+        """Output pixels one block computes: (rows, columns)."""
+        return self.block[1], self.block[0] * self.pixels_per_thread
 
     def thread_of(
         self, n: int, m: int, oh: int, ow: int
@@ -49,7 +52,7 @@ class ConvLaunch:
             m_blocks = -(-self.filters_per_group // self.filters_per_block)
             by = group * m_blocks + within // self.filters_per_block
         bx = (oh // th) * self.tiles_w + ow // tw
-        return (bx, by, n), (ow % tw, oh % th, 0)
+        return (bx, by, n), ((ow % tw) % self.block[0], oh % th, 0)
 
     def filters_of_block(self, block_y: int) -> range:
         """Filters computed by blocks with this blockIdx.y."""
@@ -81,12 +84,13 @@ def _halo(tile: int, k: int, stride: int, dilation: int) -> int:
 
 
 def conv_tiled_launch(g: WindowGeometry, N: int, C: int, M: int, groups: int) -> ConvLaunch:
-    """Pick the largest tile (16, 8, 4) whose halo and filters fit the shared-memory limit."""
+    """Pick the largest tile (16, 8, 4 threads a side) whose halo and filters fit in shared memory."""
     Cg, Mg = C // groups, M // groups
     for tile in (TILE, 8, 4):
-        in_h, in_w = _halo(tile, g.KH, g.stride_h, g.dil_h), _halo(tile, g.KW, g.stride_w, g.dil_w)
+        in_h = _halo(tile, g.KH, g.stride_h, g.dil_h)
+        in_w = _halo(tile * PIXELS_PER_THREAD, g.KW, g.stride_w, g.dil_w)
         per_channel = 4 * (in_h * in_w + FILTERS_PER_BLOCK * g.KH * g.KW)
-        if per_channel <= SHARED_LIMIT:
+        if per_channel + 16 <= SHARED_LIMIT:
             break
     else:
         raise ValueError(
@@ -94,9 +98,9 @@ def conv_tiled_launch(g: WindowGeometry, N: int, C: int, M: int, groups: int) ->
             f"kernel size, stride and dilation, more than the limit {SHARED_LIMIT}; "
             "use algorithm='direct' or 'im2col'"
         )
-    cb = max(1, min(Cg, MAX_CHANNELS_PER_STAGE, SHARED_LIMIT // per_channel))
+    cb = max(1, min(Cg, MAX_CHANNELS_PER_STAGE, (SHARED_LIMIT - 16) // per_channel))
     m_blocks = -(-Mg // FILTERS_PER_BLOCK)
-    tiles_h, tiles_w = -(-g.H_out // tile), -(-g.W_out // tile)
+    tiles_h, tiles_w = -(-g.H_out // tile), -(-g.W_out // (tile * PIXELS_PER_THREAD))
     _check_grid(N, groups * m_blocks)
     return ConvLaunch(
         "conv2d_tiled",
@@ -108,25 +112,27 @@ def conv_tiled_launch(g: WindowGeometry, N: int, C: int, M: int, groups: int) ->
         filters_per_group=Mg,
         channels_per_stage=cb,
         in_tile=(in_h, in_w),
-        shared_bytes=cb * per_channel,
+        shared_bytes=4 * ((cb * in_h * in_w + 3) // 4 * 4 + cb * FILTERS_PER_BLOCK * g.KH * g.KW),
+        pixels_per_thread=PIXELS_PER_THREAD,
     )
 
 
 @dataclass(frozen=True)
-class ElementwiseLaunch:
-    """A 1-D grid-stride launch: thread t handles elements t, t + grid*block, ..."""
+class RowLaunch:
+    """A row kernel: block (bx, by) handles `by` rows; the bx threads of a row walk along it."""
 
     kernel: str
-    total: int
+    rows: int
+    width: int
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
 
-    def thread_of(self, flat_index: int) -> tuple[int, int, int]:
-        """(blockIdx.x, threadIdx.x, loop iteration) that handles one flat element."""
-        per_pass = self.grid[0] * self.block[0]
-        iteration, pos = divmod(flat_index, per_pass)
-        return pos // self.block[0], pos % self.block[0], iteration
+    def thread_of(self, row: int, col: int) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+        """(blockIdx, threadIdx, loop iteration) of the thread that handles element (row, col)."""
+        bx, by = self.block[0], self.block[1]
+        return (row // by, 0, 0), (col % bx, row % by, 0), col // bx
 
 
-def elementwise_launch(kernel: str, total: int) -> ElementwiseLaunch:
-    return ElementwiseLaunch(kernel, total, (grid_1d(total), 1, 1), (THREADS_1D, 1, 1))
+def row_launch(kernel: str, rows: int, width: int) -> RowLaunch:
+    grid, block = row_grid(rows, width)
+    return RowLaunch(kernel, rows, width, grid, block)

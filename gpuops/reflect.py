@@ -34,5 +34,6 @@ def reflect_pad(x: Any, padding: Any) -> Any:
         cols = reflect_source_rows(W, left, right)
         return np.ascontiguousarray(x[..., rows[:, None], cols[None, :]])
     y = xp.empty((*x.shape[:-2], H_out, W_out), dtype=np.float32)
-    cuda_kernels.launch_1d(SOURCE, "reflect_pad2d", x, y, y.size, H, W, H_out, W_out, top, left)
+    rows = y.size // W_out
+    cuda_kernels.launch_rows(SOURCE, "reflect_pad2d", x, y, rows, W_out, H, W, H_out, W_out, top, left)
     return y

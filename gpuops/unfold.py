@@ -43,7 +43,8 @@ def unfold_numpy(x: np.ndarray, g: WindowGeometry) -> np.ndarray:
 def unfold_cupy_into(x: Any, g: WindowGeometry, out: Any) -> Any:
     """Run the unfold kernel on (N, C, H, W), writing (N, C*KH*KW, L) into `out`."""
     if out.size:
-        cuda_kernels.launch_1d(SOURCE, "unfold_kernel", x, out, out.size, *geometry_args(g))
+        rows = out.size // g.W_out  # (n, c, ki, kj, oh) rows of W_out columns
+        cuda_kernels.launch_rows(SOURCE, "unfold_kernel", x, out, rows, g.W_out, *geometry_args(g))
     return out
 
 
@@ -67,11 +68,13 @@ def fold_cupy(cols: Any, C: int, g: WindowGeometry, variant: str) -> Any:
     if variant == "scatter":
         y = cupy.zeros((N, C, g.H, g.W), dtype=np.float32)
         if cols.size:
-            cuda_kernels.launch_1d(SOURCE, "fold_scatter_kernel", cols, y, cols.size, *geometry_args(g))
+            rows = cols.size // g.W_out
+            cuda_kernels.launch_rows(SOURCE, "fold_scatter_kernel", cols, y, rows, g.W_out, *geometry_args(g))
     else:
         y = cupy.empty((N, C, g.H, g.W), dtype=np.float32)
         if y.size:
-            cuda_kernels.launch_1d(SOURCE, "fold_gather_kernel", cols, y, y.size, *geometry_args(g))
+            rows = y.size // g.W  # (n, c, ih) rows of W pixels
+            cuda_kernels.launch_rows(SOURCE, "fold_gather_kernel", cols, y, rows, g.W, *geometry_args(g))
     return y
 
 

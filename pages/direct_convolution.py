@@ -118,8 +118,8 @@ with b:
     figure(image_figure(out_pixels, f"Output: {g.W_out} x {g.H_out} ({how})", caption_axis="output"), "conv_output",
            f"Each output pixel sums a {kh} x {kw} window (spread {g_ext} cells by dilation {dil}), moved {stride} "
            "cell(s) at a time.")  # fmt: skip
-    st.download_button("Download the filtered image (PNG)", png_bytes(out_pixels), file_name="filtered.png",
-                       mime="image/png")  # fmt: skip
+    st.download_button("Download the filtered image (PNG)", lambda: png_bytes(out_pixels), file_name="filtered.png",
+                       mime="image/png", on_click="ignore")  # fmt: skip
 
 # ---- one output pixel ------------------------------------------------------------------------------
 st.header("One output pixel")

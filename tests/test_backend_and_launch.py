@@ -6,7 +6,7 @@ import pytest
 import gpuops
 from gpuops import backend
 from gpuops.cuda_kernels import sources_for
-from gpuops.launch import conv_direct_launch, conv_tiled_launch, elementwise_launch
+from gpuops.launch import conv_direct_launch, conv_tiled_launch, row_launch
 from gpuops.timing import measure
 
 
@@ -54,11 +54,14 @@ def test_direct_launch_maps_outputs_to_threads():
 def test_tiled_launch_covers_filters_in_blocks_of_eight():
     g = gpuops.window_geometry(56, 56, 3, padding=1)
     launch = conv_tiled_launch(g, N=1, C=6, M=20, groups=2)  # 10 filters per group -> 2 blocks each
-    assert launch.grid == (16, 4, 1)
-    assert launch.in_tile == (18, 18)
+    # tiles of 16 rows x 32 columns (2 pixels per thread): 4 x 2 tiles cover the 56 x 56 output
+    assert launch.tile == (16, 32) and launch.grid == (8, 4, 1)
+    assert launch.in_tile == (18, 34)  # 16 + 2 halo rows, 32 + 2 halo columns
     assert list(launch.filters_of_block(1)) == [8, 9]
     assert list(launch.filters_of_block(2)) == list(range(10, 18))
-    assert launch.thread_of(0, 19, 20, 33)[0] == (1 * 4 + 2, 3, 0)
+    # filter 19: group 1, second block of it -> blockIdx.y 3; pixel (20, 33): tile (1, 1) -> blockIdx.x 3;
+    # column 33 is column 1 of its tile, owned by thread x 1 (pixels 1 and 17 of the tile)
+    assert launch.thread_of(0, 19, 20, 33) == ((3, 3, 0), (1, 4, 0))
     assert launch.shared_bytes <= 48 * 1024
 
 
@@ -69,10 +72,15 @@ def test_every_filter_belongs_to_exactly_one_block():
     assert covered == list(range(27))
 
 
-def test_elementwise_launch_grid_stride():
-    launch = elementwise_launch("reflect_pad2d", 1000)
-    assert launch.grid == (4, 1, 1)
-    assert launch.thread_of(999) == (3, 999 - 768, 0)
+def test_row_launch_maps_elements_to_threads():
+    narrow = row_launch("unfold_kernel", rows=1000, width=56)  # 64 threads per row, 4 rows per block
+    assert narrow.block == (64, 4, 1) and narrow.grid == (250, 1, 1)
+    assert narrow.thread_of(999, 55) == ((249, 0, 0), (55, 3, 0), 0)
+    tiny = row_launch("unfold_kernel", rows=100, width=7)  # 8 threads per row: a warp spans 4 rows
+    assert tiny.block == (8, 32, 1) and tiny.grid == (4, 1, 1)
+    wide = row_launch("reflect_pad2d", rows=10, width=2048)  # 256 threads walk each row, 8 steps
+    assert wide.block == (256, 1, 1) and wide.grid == (10, 1, 1)
+    assert wide.thread_of(7, 1000) == ((7, 0, 0), (1000 % 256, 0, 0), 3)
 
 
 def test_kernel_sources_are_readable_without_a_gpu():

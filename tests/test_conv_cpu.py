@@ -67,3 +67,12 @@ def test_pmpp_worked_example():
     expected = np.array([[[14, 20], [15, 24]], [[12, 24], [17, 26]]], np.float32)
     for algorithm in gpuops.ALGORITHMS:
         np.testing.assert_array_equal(gpuops.conv2d(x, w, algorithm=algorithm), expected)
+
+
+def test_auto_on_the_cpu_runs_direct(rng):
+    x = rng.standard_normal((1, 2, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    assert gpuops.resolve_algorithm(x, w) == "direct"
+    np.testing.assert_array_equal(
+        gpuops.conv2d(x, w, algorithm="auto"), gpuops.conv2d(x, w, algorithm="direct")
+    )

@@ -137,3 +137,33 @@ def test_gpu_timing_uses_cuda_events(cp):
     w = cp.ones((8, 3, 3, 3), cp.float32)
     t = measure(lambda: gpuops.conv2d(x, w, padding=1), gpu=True, warmup=2, repeat=5)
     assert t.clock == "cuda-events" and t.runs == 5 and 0 < t.median_ms < 1000
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 5, 700), (2, 3, 300, 9)], ids=str)
+def test_row_kernels_on_wide_and_narrow_rows(shape, rng, cp):
+    """Rows longer than a block (threads loop along the row) and rows shorter than a warp."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    xd = cp.asarray(x)
+    np.testing.assert_array_equal(
+        gpuops.reflect_pad(xd, (3, 4, 2, 1)).get(), gpuops.reflect_pad(x, (3, 4, 2, 1))
+    )
+    kw = dict(kernel_size=(2, 3), dilation=(1, 2), padding=(1, 2), stride=(1, 3))
+    cols = gpuops.unfold(xd, **kw)
+    np.testing.assert_array_equal(cols.get(), gpuops.unfold(x, **kw))
+    for variant in ("gather", "scatter"):
+        got = gpuops.fold(cols, shape[-2:], variant=variant, **kw).get()
+        np.testing.assert_allclose(got, gpuops.fold(cols.get(), shape[-2:], **kw), rtol=1e-5, atol=1e-5)
+
+
+def test_auto_picks_a_measured_algorithm_and_remembers_it(rng, cp):
+    from gpuops import conv
+
+    x = cp.asarray(rng.standard_normal((2, 8, 40, 40)).astype(np.float32))
+    w = cp.asarray(rng.standard_normal((16, 8, 3, 3)).astype(np.float32))
+    choice = gpuops.resolve_algorithm(x, w, None, 1, 1)
+    assert choice in gpuops.ALGORITHMS
+    assert choice in conv._AUTO_CHOICES.values()
+    before = dict(conv._AUTO_CHOICES)
+    got = gpuops.conv2d(x, w, padding=1, algorithm="auto")
+    assert before == conv._AUTO_CHOICES  # no new measurement for the same shape
+    np.testing.assert_allclose(got.get(), gpuops.conv2d(x.get(), w.get(), padding=1), rtol=1e-4, atol=1e-4)

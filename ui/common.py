@@ -92,8 +92,8 @@ def cuda_source(filename: str, ran: str) -> None:
 
 
 def figure(fig: go.Figure, name: str, caption: str) -> None:
-    """A figure, its one-line caption, and an HTML download of it."""
+    """A figure, its one-line caption, and an HTML download of it (built only when clicked)."""
     st.plotly_chart(fig, key=f"fig_{name}")
     st.caption(caption)
-    st.download_button(f"Download figure ({name}.html)", fig.to_html(include_plotlyjs="cdn", full_html=True),
-                       file_name=f"{name}.html", mime="text/html", key=f"dl_{name}")  # fmt: skip
+    st.download_button(f"Download figure ({name}.html)", lambda: fig.to_html(include_plotlyjs="cdn", full_html=True),
+                       file_name=f"{name}.html", mime="text/html", key=f"dl_{name}", on_click="ignore")  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,7 @@ class SourceImage:
     name: str
     notes: tuple[str, ...]
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         """Identifies the pixels (for caching results per image)."""
         return hashlib.sha1(self.planes.tobytes()).hexdigest()[:16] + str(self.planes.shape)

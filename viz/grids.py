@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.images import image_trace
-from viz.style import HIGHLIGHT, MAX_LABELLED, PADDING_COLOUR, SECOND, cell_rect, finish
+from viz.style import HIGHLIGHT, MAX_LABELLED, PADDING_COLOUR, SECOND, cell_rect, finish, rect_shape
 
 
 def _region(lo: int, hi: int, margin: int, floor: int, ceil: int) -> tuple[int, int]:
@@ -41,11 +41,11 @@ def receptive_field_figure(plane: np.ndarray, padded_value: np.ndarray, rf_rows:
     c0, c1 = _region(int(rf_cols.min()), int(rf_cols.max()), 2, -left, Wp - left - 1)
     region = padded_value[r0 + top : r1 + top + 1, c0 + left : c1 + left + 1]
     fig = go.Figure(value_grid(region, r0, c0))
-    # shade the padding cells so they read as "not part of the image"
-    for r in range(r0, r1 + 1):
-        for c in range(c0, c1 + 1):
-            if not (0 <= r < H and 0 <= c < W) and (r1 - r0 + 1) * (c1 - c0 + 1) <= 2500:
-                cell_rect(fig, r, c, "rgba(0,0,0,0)", width=0, fill=PADDING_COLOUR)
+    # shade the padding cells so they read as "not part of the image" (one batch of shapes)
+    if (r1 - r0 + 1) * (c1 - c0 + 1) <= 2500:
+        fig.update_layout(shapes=[rect_shape(r, c, "rgba(0,0,0,0)", width=0, fill=PADDING_COLOUR)
+                                  for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)
+                                  if not (0 <= r < H and 0 <= c < W)])  # fmt: skip
     fig.data[0].update(zmin=0, zmax=max(1.0, float(np.nanmax(region)) if region.size else 1.0))
     fig.add_trace(go.Scatter(
         x=rf_cols.ravel(), y=rf_rows.ravel(), mode="markers", name="taps",

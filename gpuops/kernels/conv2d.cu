@@ -62,27 +62,33 @@ extern "C" __global__ void conv2d_direct(
 
 // ---------------------------------------------------------------------------------------
 // Tiled convolution with shared memory and register blocking.
-// One block computes a TILE_H x TILE_W output tile for FILTERS_PER_BLOCK filters of one group.
+// One block computes an output tile of TILE_H x (TILE_W * PIXELS_PER_THREAD) pixels for
+// FILTERS_PER_BLOCK filters of one group.
 // grid  = (tiles_h * tiles_w, groups * m_blocks, N), block = (TILE_W, TILE_H).
+// Thread (tx, ty) owns the PIXELS_PER_THREAD pixels (ty, tx + p*TILE_W) of the tile: they are
+// TILE_W apart, so neighbouring threads always read neighbouring shared-memory words.
 // For each slab of `cb` input channels the block
 //   1. copies the input tile plus its halo into shared memory: the tile needs
-//        in_h = (TILE_H-1)*stride_h + (KH-1)*dil_h + 1 rows (in_w likewise),
+//        in_h = (tile_h-1)*stride_h + (KH-1)*dil_h + 1 rows (in_w likewise),
 //      applying the padding rule while loading, so the inner loop has no bounds checks;
-//   2. copies those channels' weights of its filters into shared memory;
-//   3. every thread accumulates FILTERS_PER_BLOCK outputs in registers: each input value
-//      read from shared memory is reused FILTERS_PER_BLOCK times.
-// Global traffic per input cell drops from KH*KW*M reads (direct) to about
-// (in_h*in_w)/(TILE_H*TILE_W) * M/FILTERS_PER_BLOCK.
+//   2. copies those channels' weights of its filters into shared memory, laid out
+//      [c][ki][kj][filter] so the 8 weights of one tap are 32 contiguous bytes;
+//   3. accumulates PIXELS_PER_THREAD x FILTERS_PER_BLOCK outputs per thread in registers.
+//      Per tap a thread issues 2 float4 loads (8 weights) and PIXELS_PER_THREAD input loads
+//      for 8*PIXELS_PER_THREAD fused multiply-adds: shared-memory traffic, not arithmetic,
+//      is what limited the simple version (one weight load per multiply-add).
 // ---------------------------------------------------------------------------------------
 #define FILTERS_PER_BLOCK 8
+#define PIXELS_PER_THREAD 2
 
-extern "C" __global__ void conv2d_tiled(
+extern "C" __global__ void __launch_bounds__(256) conv2d_tiled(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
     float* __restrict__ y, CONV_ARGS, int m_blocks, int cb_max, int in_h, int in_w)
 {
-    extern __shared__ float smem[];
-    float* s_in = smem;                              // [cb_max][in_h][in_w]
-    float* s_w = smem + cb_max * in_h * in_w;        // [FILTERS_PER_BLOCK][cb_max][KH][KW]
+    extern __shared__ float4 smem4[];                // float4 so the weights are 16-byte aligned
+    float* s_in = reinterpret_cast<float*>(smem4);   // [cb_max][in_h][in_w]
+    const int in_size = (cb_max * in_h * in_w + 3) & ~3;                 // rounded up to float4
+    float* s_w = s_in + in_size;                     // [cb_max][KH][KW][FILTERS_PER_BLOCK]
 
     const int n = blockIdx.z;
     const int Mg = M / groups, Cg = C / groups;
@@ -90,62 +96,73 @@ extern "C" __global__ void conv2d_tiled(
     const int m0 = g * Mg + (blockIdx.y % m_blocks) * FILTERS_PER_BLOCK;
     const int m_end = min(m0 + FILTERS_PER_BLOCK, (g + 1) * Mg);
 
+    const int tile_w = blockDim.x * PIXELS_PER_THREAD;
     const int tile_oh = (blockIdx.x / tiles_w) * blockDim.y;  // first output row of the tile
-    const int tile_ow = (blockIdx.x % tiles_w) * blockDim.x;
+    const int tile_ow = (blockIdx.x % tiles_w) * tile_w;      // first output column
     const int ih0 = tile_oh * stride_h - pad_h;      // input row of shared-memory row 0
     const int iw0 = tile_ow * stride_w - pad_w;
-    const int oh = tile_oh + threadIdx.y, ow = tile_ow + threadIdx.x;
-    const bool active = oh < H_out && ow < W_out;
+    const int oh = tile_oh + threadIdx.y;
 
     const int tid = threadIdx.y * blockDim.x + threadIdx.x;
     const int nthreads = blockDim.x * blockDim.y;
     const int KK = KH * KW;
 
-    float acc[FILTERS_PER_BLOCK];
+    float acc[PIXELS_PER_THREAD][FILTERS_PER_BLOCK];
 #pragma unroll
-    for (int f = 0; f < FILTERS_PER_BLOCK; ++f)
-        acc[f] = (bias && m0 + f < m_end) ? bias[m0 + f] : 0.0f;
+    for (int f = 0; f < FILTERS_PER_BLOCK; ++f) {
+        const float b = (bias && m0 + f < m_end) ? bias[m0 + f] : 0.0f;
+#pragma unroll
+        for (int p = 0; p < PIXELS_PER_THREAD; ++p) acc[p][f] = b;
+    }
 
     for (int c0 = 0; c0 < Cg; c0 += cb_max) {
         const int cb = min(cb_max, Cg - c0);
         // 1. input tile + halo: consecutive threads load consecutive columns (coalesced).
+        const float* x_slab = x + ((long long)n * C + g * Cg + c0) * H * W;
         for (int i = tid; i < cb * in_h * in_w; i += nthreads) {
             const int c = i / (in_h * in_w);
-            const int r = i % (in_h * in_w);
-            const float* plane = x + ((long long)n * C + g * Cg + c0 + c) * H * W;
-            s_in[i] = load_padded(plane, ih0 + r / in_w, iw0 + r % in_w, H, W, reflect);
+            const int r = i - c * (in_h * in_w);
+            const int rr = r / in_w;
+            s_in[i] = load_padded(x_slab + (long long)c * H * W, ih0 + rr, iw0 + (r - rr * in_w), H, W, reflect);
         }
-        // 2. weights of filters m0..m_end-1 for channels c0..c0+cb-1 (zeros past m_end).
+        // 2. weights, transposed to [c][ki][kj][f] (zeros past m_end).
         for (int i = tid; i < FILTERS_PER_BLOCK * cb * KK; i += nthreads) {
-            const int f = i / (cb * KK);
-            const int r = i % (cb * KK);             // c * KK + ki * KW + kj
+            const int f = i % FILTERS_PER_BLOCK;
+            const int r = i / FILTERS_PER_BLOCK;     // c * KK + ki * KW + kj
             s_w[i] = (m0 + f < m_end) ? w[((long long)(m0 + f) * Cg + c0) * KK + r] : 0.0f;
         }
         __syncthreads();
-        // 3. accumulate; shared row of output (oh, ow) tap (ki, kj) is
-        //    (oh - tile_oh)*stride_h + ki*dil_h  (column likewise).
-        if (active) {
-            for (int c = 0; c < cb; ++c) {
-                const float* s_plane = s_in + c * in_h * in_w;
-                for (int ki = 0; ki < KH; ++ki) {
-                    const float* s_row = s_plane + (threadIdx.y * stride_h + ki * dil_h) * in_w
-                                         + threadIdx.x * stride_w;
-                    for (int kj = 0; kj < KW; ++kj) {
-                        const float v = s_row[kj * dil_w];
-                        const int widx = c * KK + ki * KW + kj;
+        // 3. accumulate. The shared row of output (oh, ow) for tap (ki, kj) is
+        //    (oh - tile_oh)*stride_h + ki*dil_h, its column (ow - tile_ow)*stride_w + kj*dil_w.
+        for (int c = 0; c < cb; ++c) {
+            for (int ki = 0; ki < KH; ++ki) {
+                const float* s_row = s_in + (c * in_h + threadIdx.y * stride_h + ki * dil_h) * in_w
+                                     + threadIdx.x * stride_w;
+                const float4* s_tap = reinterpret_cast<const float4*>(s_w + ((c * KH + ki) * KW) * FILTERS_PER_BLOCK);
+                for (int kj = 0; kj < KW; ++kj) {
+                    const float4 wa = s_tap[2 * kj], wb = s_tap[2 * kj + 1];  // same address for
+                    const float wt[FILTERS_PER_BLOCK] = {wa.x, wa.y, wa.z, wa.w,  // the whole warp:
+                                                         wb.x, wb.y, wb.z, wb.w}; // a broadcast
 #pragma unroll
-                        for (int f = 0; f < FILTERS_PER_BLOCK; ++f)
-                            acc[f] += v * s_w[f * cb * KK + widx];   // same address for the
-                    }                                                // whole warp: broadcast
+                    for (int p = 0; p < PIXELS_PER_THREAD; ++p) {
+                        const float v = s_row[p * blockDim.x * stride_w + kj * dil_w];
+#pragma unroll
+                        for (int f = 0; f < FILTERS_PER_BLOCK; ++f) acc[p][f] += v * wt[f];
+                    }
                 }
             }
         }
         __syncthreads();   // everyone is done with this slab before it is overwritten
     }
-    if (active) {
-#pragma unroll   // constant indices keep acc[] in registers
-        for (int f = 0; f < FILTERS_PER_BLOCK; ++f)
-            if (m0 + f < m_end)
-                y[(((long long)n * M + m0 + f) * H_out + oh) * W_out + ow] = acc[f];
+    if (oh < H_out) {
+#pragma unroll   // constant indices keep acc[][] in registers
+        for (int p = 0; p < PIXELS_PER_THREAD; ++p) {
+            const int ow = tile_ow + threadIdx.x + p * blockDim.x;
+            if (ow >= W_out) continue;
+#pragma unroll
+            for (int f = 0; f < FILTERS_PER_BLOCK; ++f)
+                if (m0 + f < m_end)
+                    y[(((long long)n * M + m0 + f) * H_out + oh) * W_out + ow] = acc[p][f];
+        }
     }
 }

@@ -6,82 +6,98 @@
 // and that element comes from input cell
 //   ih = oh*stride_h - pad_h + ki*dil_h,   iw = ow*stride_w - pad_w + kj*dil_w
 // (zero when (ih, iw) falls in the padding).
+//
+// Work split (all three kernels): one thread ROW per row of W_out (or W) consecutive
+// elements. The row index is split into (n*C + c, ki, kj, oh) once per row, with 32-bit
+// arithmetic (a 64-bit division costs several times more; the host checks rows < 2^31), so the
+// inner loop is one multiply-add and a bounds check per element, and neighbouring threads
+// touch neighbouring addresses (coalesced). A block is (bx, by) threads: by rows, bx threads
+// per row (bx may be smaller than a warp when rows are short: one warp then spans rows).
 
 // Every kernel takes the same geometry arguments, in this order.
 #define GEOMETRY_ARGS int H, int W, int KH, int KW, int H_out, int W_out, \
                       int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w
 
-// unfold: one thread per element of cols. Consecutive threads write consecutive ow,
-// so writes are coalesced and (for stride 1) so are the reads.
+// unfold: row = ((n*C + c)*KH + ki)*KW + kj)*H_out + oh, a row of W_out outputs.
 extern "C" __global__ void unfold_kernel(
-    const float* __restrict__ x, float* __restrict__ cols, long long total, GEOMETRY_ARGS)
+    const float* __restrict__ x, float* __restrict__ cols, unsigned rows, GEOMETRY_ARGS)
 {
-    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-         idx += (long long)gridDim.x * blockDim.x) {
-        long long t = idx;
-        const int ow = (int)(t % W_out); t /= W_out;
-        const int oh = (int)(t % H_out); t /= H_out;
-        const int kj = (int)(t % KW);    t /= KW;
-        const int ki = (int)(t % KH);    t /= KH;
-        const long long nc = t;            // n*C + c
-        const int ih = oh * stride_h - pad_h + ki * dil_h;
-        const int iw = ow * stride_w - pad_w + kj * dil_w;
-        const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-        cols[idx] = inside ? x[(nc * H + ih) * W + iw] : 0.0f;
+    const unsigned row = blockIdx.x * blockDim.y + threadIdx.y;
+    if (row >= rows) return;
+    unsigned t = row;
+    const int oh = (int)(t % H_out); t /= H_out;
+    const int kj = (int)(t % KW);    t /= KW;
+    const int ki = (int)(t % KH);    t /= KH;
+    const long long nc = t;                                  // n*C + c
+    const int ih = oh * stride_h - pad_h + ki * dil_h;       // the input row this row reads
+    float* __restrict__ dst = cols + (long long)row * W_out;
+    if (ih < 0 || ih >= H) {                                 // the whole row is padding
+        for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) dst[ow] = 0.0f;
+        return;
+    }
+    const float* __restrict__ src = x + (nc * H + ih) * W;
+    const int iw0 = kj * dil_w - pad_w;                      // iw of ow = 0
+#pragma unroll 4
+    for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) {
+        const int iw = iw0 + ow * stride_w;
+        dst[ow] = (iw >= 0 && iw < W) ? src[iw] : 0.0f;
     }
 }
 
-// fold, scatter form: one thread per element of cols adds it onto the pixel it came from.
+// fold, scatter form: each cols entry is added onto the pixel it came from.
 // Overlapping patches hit the same pixel, hence atomicAdd (and a summation order that can
 // change from run to run). y must be zeroed before the launch.
 extern "C" __global__ void fold_scatter_kernel(
-    const float* __restrict__ cols, float* __restrict__ y, long long total, GEOMETRY_ARGS)
+    const float* __restrict__ cols, float* __restrict__ y, unsigned rows, GEOMETRY_ARGS)
 {
-    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-         idx += (long long)gridDim.x * blockDim.x) {
-        long long t = idx;
-        const int ow = (int)(t % W_out); t /= W_out;
-        const int oh = (int)(t % H_out); t /= H_out;
-        const int kj = (int)(t % KW);    t /= KW;
-        const int ki = (int)(t % KH);    t /= KH;
-        const long long nc = t;
-        const int ih = oh * stride_h - pad_h + ki * dil_h;
-        const int iw = ow * stride_w - pad_w + kj * dil_w;
-        if (ih >= 0 && ih < H && iw >= 0 && iw < W) {
-            atomicAdd(&y[(nc * H + ih) * W + iw], cols[idx]);
-        }
+    const unsigned row = blockIdx.x * blockDim.y + threadIdx.y;
+    if (row >= rows) return;
+    unsigned t = row;
+    const int oh = (int)(t % H_out); t /= H_out;
+    const int kj = (int)(t % KW);    t /= KW;
+    const int ki = (int)(t % KH);    t /= KH;
+    const long long nc = t;
+    const int ih = oh * stride_h - pad_h + ki * dil_h;
+    if (ih < 0 || ih >= H) return;                           // this row fed only padding
+    const float* __restrict__ src = cols + (long long)row * W_out;
+    float* dst = y + (nc * H + ih) * W;
+    const int iw0 = kj * dil_w - pad_w;
+    for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) {
+        const int iw = iw0 + ow * stride_w;
+        if (iw >= 0 && iw < W) atomicAdd(&dst[iw], src[ow]);
     }
 }
 
 // fold, gather form: one thread per OUTPUT pixel sums every column entry that covers it.
 // Invert ih = oh*stride - pad + ki*dil: for each ki, oh = (ih + pad - ki*dil) / stride,
-// valid only when the division is exact and 0 <= oh < H_out. No atomics, fixed order:
-// the result is deterministic.
+// valid only when the division is exact and 0 <= oh < H_out (columns likewise).
+// No atomics, fixed order: the result is deterministic. Here a row is a row of the output:
+// row = (n*C + c)*H + ih.
 extern "C" __global__ void fold_gather_kernel(
-    const float* __restrict__ cols, float* __restrict__ y, long long total, GEOMETRY_ARGS)
+    const float* __restrict__ cols, float* __restrict__ y, unsigned rows, GEOMETRY_ARGS)
 {
-    const int L = H_out * W_out;
-    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-         idx += (long long)gridDim.x * blockDim.x) {
-        const int iw = (int)(idx % W);
-        const long long row = idx / W;
-        const int ih = (int)(row % H);
-        const long long nc = row / H;
+    const unsigned row = blockIdx.x * blockDim.y + threadIdx.y;
+    if (row >= rows) return;
+    const int ih = (int)(row % H);
+    const long long nc = row / H;
+    const long long L = (long long)H_out * W_out;
+    float* __restrict__ dst = y + (long long)row * W;
+    for (int iw = threadIdx.x; iw < W; iw += blockDim.x) {
         float sum = 0.0f;
         for (int ki = 0; ki < KH; ++ki) {
             const int th = ih + pad_h - ki * dil_h;
             if (th < 0 || th % stride_h != 0) continue;
             const int oh = th / stride_h;
             if (oh >= H_out) continue;
+            // the KW rows of cols for (n, c, ki, kj = 0..KW-1), at output row oh
+            const float* __restrict__ crow = cols + ((nc * KH + ki) * KW) * L + (long long)oh * W_out;
             for (int kj = 0; kj < KW; ++kj) {
                 const int tw = iw + pad_w - kj * dil_w;
                 if (tw < 0 || tw % stride_w != 0) continue;
                 const int ow = tw / stride_w;
-                if (ow >= W_out) continue;
-                const long long crow = (nc * KH + ki) * KW + kj;  // row of cols
-                sum += cols[crow * L + (long long)oh * W_out + ow];
+                if (ow < W_out) sum += crow[kj * L + ow];
             }
         }
-        y[idx] = sum;
+        dst[iw] = sum;
     }
 }

@@ -1,0 +1,28 @@
+"""Run each GPU kernel once on the standard shapes, for Nsight Compute to profile.
+
+`ncu --metrics ... python bench/profile_kernels.py` (see bench/NOTES.md for the command).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import cupy as cp  # noqa: E402
+
+import gpuops  # noqa: E402
+from gpuops.bench import STANDARD_SHAPES  # noqa: E402
+
+for s in STANDARD_SHAPES:
+    x = cp.random.standard_normal((s.N, s.C, s.H, s.W), dtype=cp.float32)
+    w = cp.random.standard_normal((s.M, s.C, s.K, s.K), dtype=cp.float32)
+    gpuops.reflect_pad(x, min(s.pad + 2, s.H - 1))
+    cols = gpuops.unfold(x, s.K, 1, s.pad, s.stride)
+    gpuops.fold(cols, (s.H, s.W), s.K, 1, s.pad, s.stride, variant="gather")
+    gpuops.fold(cols, (s.H, s.W), s.K, 1, s.pad, s.stride, variant="scatter")
+    for algorithm in ("direct", "tiled"):
+        gpuops.conv2d(x, w, stride=s.stride, padding=s.pad, algorithm=algorithm)
+    cp.cuda.Device().synchronize()
+    print("profiled", s.name, file=sys.stderr)
