@@ -10,10 +10,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import cupy as cp  # noqa: E402
+import cupy as cp
 
-import gpuops  # noqa: E402
-from gpuops.bench import STANDARD_SHAPES  # noqa: E402
+import gpuops
+from gpuops.bench import STANDARD_SHAPES
 
 for s in STANDARD_SHAPES:
     x = cp.random.standard_normal((s.N, s.C, s.H, s.W), dtype=cp.float32)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuops import cuda_kernels
+from gpuops import autotune, cuda_kernels
 from gpuops.arrays import as_float32
 from gpuops.backend import array_module
 from gpuops.geometry import (
@@ -139,7 +139,7 @@ def _launch_and_args(plan: ConvPlan) -> tuple[ConvLaunch, tuple]:
             int(plan.padding_mode == "reflect"), launch.tiles_w]  # fmt: skip
     if launch.kernel == "conv2d_tiled":
         m_blocks = launch.grid[1] // plan.groups
-        args += [m_blocks, launch.channels_per_stage, *launch.in_tile]
+        args += [m_blocks, launch.channels_per_stage, *launch.in_tile, launch.pitch]
     return launch, cuda_kernels.kernel_args(*args)
 
 
@@ -227,7 +227,7 @@ def _conv_kernel_cupy(x: Any, w: Any, bias: Any, plan: ConvPlan, y: Any) -> None
             int(plan.padding_mode == "reflect"), launch.tiles_w]  # fmt: skip
     if launch.kernel == "conv2d_tiled":
         m_blocks = launch.grid[1] // plan.groups
-        args += [m_blocks, launch.channels_per_stage, *launch.in_tile]
+        args += [m_blocks, launch.channels_per_stage, *launch.in_tile, launch.pitch]
     kernel = cuda_kernels.function(SOURCE, launch.kernel)
     bias_ptr = bias if bias is not None else np.uint64(0)  # NULL: the kernel skips the bias
     kernel(
@@ -238,43 +238,23 @@ def _conv_kernel_cupy(x: Any, w: Any, bias: Any, plan: ConvPlan, y: Any) -> None
     )
 
 
-_AUTO_CHOICES: dict[tuple, str] = {}  # process-wide, like cuDNN's benchmark cache
-AUTO_CACHE_SIZE = 512
-
-
 def resolve_algorithm(x: Any, w: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
                       groups: int = 1, padding_mode: str = "zeros") -> str:  # fmt: skip
     """The algorithm that "auto" runs for these arguments.
 
     On the GPU: the first call for a shape times direct, tiled and im2col (CUDA events, median
-    of 5) and remembers the fastest; later calls reuse the choice. On the CPU: direct (the
-    tap-by-tap NumPy loop needs no K*K-times larger X_unroll).
+    of 5) and remembers the fastest (gpuops.autotune); later calls reuse the choice. On the
+    CPU: direct (the tap-by-tap NumPy loop needs no K*K-times larger X_unroll).
     """
     if array_module(x) is np:
         return "direct"
-    key = (tuple(x.shape), tuple(w.shape), bias is None, repr(stride), repr(padding), repr(dilation), groups,
-           padding_mode)  # fmt: skip
-    choice = _AUTO_CHOICES.get(key)
-    if choice is not None:
-        return choice
-    from cupyx.profiler import benchmark
-
-    timings = {}
-    for algorithm in ALGORITHMS:
-        try:
-            args = (x, w, bias, stride, padding, dilation, groups, padding_mode, algorithm)
-            timings[algorithm] = float(
-                np.median(benchmark(conv2d, args, n_warmup=1, n_repeat=5).gpu_times[0])
-            )
-        except ValueError:  # e.g. the tiled halo does not fit, or X_unroll does not fit in memory
-            continue
-    if not timings:  # every algorithm refused: let direct raise its message
-        return "direct"
-    choice = min(timings, key=timings.__getitem__)
-    if len(_AUTO_CHOICES) >= AUTO_CACHE_SIZE:
-        _AUTO_CHOICES.pop(next(iter(_AUTO_CHOICES)))
-    _AUTO_CHOICES[key] = choice
-    return choice
+    key = ("conv2d", tuple(x.shape), tuple(w.shape), bias is None, repr(stride), repr(padding), repr(dilation),
+           groups, padding_mode)  # fmt: skip
+    candidates = {
+        a: functools.partial(conv2d, x, w, bias, stride, padding, dilation, groups, padding_mode, a)
+        for a in ALGORITHMS
+    }
+    return autotune.fastest(key, candidates) or "direct"  # if all refuse, direct raises the message
 
 
 def gemm(filter_matrix: Any, x_unroll: Any) -> Any:

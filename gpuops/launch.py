@@ -32,6 +32,7 @@ class ConvLaunch:
     filters_per_group: int = 1
     channels_per_stage: int = 0
     in_tile: tuple[int, int] = (0, 0)  # shared-memory input tile with halo (rows, cols)
+    pitch: int = 0  # floats between shared-memory rows (>= cols; padded to avoid bank conflicts)
     shared_bytes: int = 0
     pixels_per_thread: int = 1  # along a row, blockDim.x apart
 
@@ -83,13 +84,22 @@ def _halo(tile: int, k: int, stride: int, dilation: int) -> int:
     return (tile - 1) * stride + (k - 1) * dilation + 1
 
 
+def _pitch(in_w: int, tile: int, stride_h: int) -> int:
+    """Shared-memory row pitch: a warp of 16-wide blocks covers two thread rows, stride_h*pitch
+    floats apart; pitch = 16 (mod 32) puts them in disjoint banks when stride_h is 1."""
+    if tile != 16 or stride_h != 1:
+        return in_w
+    return in_w + (16 - in_w % 32) % 32
+
+
 def conv_tiled_launch(g: WindowGeometry, N: int, C: int, M: int, groups: int) -> ConvLaunch:
     """Pick the largest tile (16, 8, 4 threads a side) whose halo and filters fit in shared memory."""
     Cg, Mg = C // groups, M // groups
     for tile in (TILE, 8, 4):
         in_h = _halo(tile, g.KH, g.stride_h, g.dil_h)
         in_w = _halo(tile * PIXELS_PER_THREAD, g.KW, g.stride_w, g.dil_w)
-        per_channel = 4 * (in_h * in_w + FILTERS_PER_BLOCK * g.KH * g.KW)
+        pitch = _pitch(in_w, tile, g.stride_h)
+        per_channel = 4 * (in_h * pitch + FILTERS_PER_BLOCK * g.KH * g.KW)
         if per_channel + 16 <= SHARED_LIMIT:
             break
     else:
@@ -112,7 +122,8 @@ def conv_tiled_launch(g: WindowGeometry, N: int, C: int, M: int, groups: int) ->
         filters_per_group=Mg,
         channels_per_stage=cb,
         in_tile=(in_h, in_w),
-        shared_bytes=4 * ((cb * in_h * in_w + 3) // 4 * 4 + cb * FILTERS_PER_BLOCK * g.KH * g.KW),
+        pitch=pitch,
+        shared_bytes=4 * ((cb * in_h * pitch + 3) // 4 * 4 + cb * FILTERS_PER_BLOCK * g.KH * g.KW),
         pixels_per_thread=PIXELS_PER_THREAD,
     )
 

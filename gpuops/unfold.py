@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from gpuops import cuda_kernels
+from gpuops import autotune, cuda_kernels
 from gpuops.arrays import as_float32
 from gpuops.geometry import WindowGeometry, as_pair, check_ndim, window_geometry
 from gpuops.indexmath import tap_slice
 
 SOURCE = "unfold_fold.cu"
 FOLD_VARIANTS = ("auto", "gather", "scatter")
-DEFAULT_GPU_FOLD = "gather"  # deterministic, and the faster one in bench/results
 
 
 def geometry_args(g: WindowGeometry) -> tuple[int, ...]:
@@ -44,7 +44,8 @@ def unfold_cupy_into(x: Any, g: WindowGeometry, out: Any) -> Any:
     """Run the unfold kernel on (N, C, H, W), writing (N, C*KH*KW, L) into `out`."""
     if out.size:
         rows = out.size // g.W_out  # (n, c, ki, kj, oh) rows of W_out columns
-        cuda_kernels.launch_rows(SOURCE, "unfold_kernel", x, out, rows, g.W_out, *geometry_args(g))
+        per_row = g.W_out // 4 if g.W_out % 4 == 0 else g.W_out  # threads a row needs (float4 stores)
+        cuda_kernels.launch_rows(SOURCE, "unfold_kernel", x, out, rows, per_row, *geometry_args(g))
     return out
 
 
@@ -129,7 +130,9 @@ def fold(
     """F.fold: sums every column back onto the pixels it came from (overlaps add up).
 
     variant (GPU only): "gather" (one thread per pixel, deterministic), "scatter" (one thread
-    per column entry, atomicAdd) or "auto" (the faster one, gather).
+    per column entry, atomicAdd) or "auto": the faster of the two for this shape, measured on
+    the first call and remembered (neither wins everywhere: scatter for strided or 7x7
+    windows, gather for 3x3 stride 1 in bench/results).
     """
     if variant not in FOLD_VARIANTS:
         raise ValueError(f"variant {variant!r} must be one of {FOLD_VARIANTS}")
@@ -140,5 +143,8 @@ def fold(
     if xp is np:
         y = fold_numpy(cols, C, g)
     else:
-        y = fold_cupy(cols, C, g, DEFAULT_GPU_FOLD if variant == "auto" else variant)
+        if variant == "auto":
+            candidates = {v: functools.partial(fold_cupy, cols, C, g, v) for v in ("gather", "scatter")}
+            variant = autotune.fastest(("fold", cols.shape, g), candidates) or "gather"
+        y = fold_cupy(cols, C, g, variant)
     return y if batched else y[0]

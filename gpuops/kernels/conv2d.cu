@@ -70,7 +70,9 @@ extern "C" __global__ void conv2d_direct(
 // For each slab of `cb` input channels the block
 //   1. copies the input tile plus its halo into shared memory: the tile needs
 //        in_h = (tile_h-1)*stride_h + (KH-1)*dil_h + 1 rows (in_w likewise),
-//      applying the padding rule while loading, so the inner loop has no bounds checks;
+//      applying the padding rule while loading, so the inner loop has no bounds checks.
+//      Rows are stored `pitch` floats apart (pitch >= in_w): a warp spans two thread rows,
+//      and with pitch = 16 (mod 32) those two rows fall in different shared-memory banks;
 //   2. copies those channels' weights of its filters into shared memory, laid out
 //      [c][ki][kj][filter] so the 8 weights of one tap are 32 contiguous bytes;
 //   3. accumulates PIXELS_PER_THREAD x FILTERS_PER_BLOCK outputs per thread in registers.
@@ -83,11 +85,11 @@ extern "C" __global__ void conv2d_direct(
 
 extern "C" __global__ void __launch_bounds__(256) conv2d_tiled(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
-    float* __restrict__ y, CONV_ARGS, int m_blocks, int cb_max, int in_h, int in_w)
+    float* __restrict__ y, CONV_ARGS, int m_blocks, int cb_max, int in_h, int in_w, int pitch)
 {
     extern __shared__ float4 smem4[];                // float4 so the weights are 16-byte aligned
-    float* s_in = reinterpret_cast<float*>(smem4);   // [cb_max][in_h][in_w]
-    const int in_size = (cb_max * in_h * in_w + 3) & ~3;                 // rounded up to float4
+    float* s_in = reinterpret_cast<float*>(smem4);   // [cb_max][in_h][pitch]
+    const int in_size = (cb_max * in_h * pitch + 3) & ~3;                // rounded up to float4
     float* s_w = s_in + in_size;                     // [cb_max][KH][KW][FILTERS_PER_BLOCK]
 
     const int n = blockIdx.z;
@@ -122,8 +124,8 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_tiled(
         for (int i = tid; i < cb * in_h * in_w; i += nthreads) {
             const int c = i / (in_h * in_w);
             const int r = i - c * (in_h * in_w);
-            const int rr = r / in_w;
-            s_in[i] = load_padded(x_slab + (long long)c * H * W, ih0 + rr, iw0 + (r - rr * in_w), H, W, reflect);
+            const int rr = r / in_w, cc = r - rr * in_w;
+            s_in[(c * in_h + rr) * pitch + cc] = load_padded(x_slab + (long long)c * H * W, ih0 + rr, iw0 + cc, H, W, reflect);
         }
         // 2. weights, transposed to [c][ki][kj][f] (zeros past m_end).
         for (int i = tid; i < FILTERS_PER_BLOCK * cb * KK; i += nthreads) {
@@ -136,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_tiled(
         //    (oh - tile_oh)*stride_h + ki*dil_h, its column (ow - tile_ow)*stride_w + kj*dil_w.
         for (int c = 0; c < cb; ++c) {
             for (int ki = 0; ki < KH; ++ki) {
-                const float* s_row = s_in + (c * in_h + threadIdx.y * stride_h + ki * dil_h) * in_w
+                const float* s_row = s_in + (c * in_h + threadIdx.y * stride_h + ki * dil_h) * pitch
                                      + threadIdx.x * stride_w;
                 const float4* s_tap = reinterpret_cast<const float4*>(s_w + ((c * KH + ki) * KW) * FILTERS_PER_BLOCK);
                 for (int kj = 0; kj < KW; ++kj) {
