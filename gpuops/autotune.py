@@ -29,7 +29,9 @@ def fastest(key: Hashable, candidates: dict[str, Callable[[], Any]], repeat: int
     timings = {}
     for name, fn in candidates.items():
         try:
-            timings[name] = float(np.median(benchmark(fn, n_warmup=1, n_repeat=repeat, name=name).gpu_times[0]))
+            timings[name] = float(
+                np.median(benchmark(fn, n_warmup=1, n_repeat=repeat, name=name).gpu_times[0])
+            )
         except ValueError:
             continue
     if not timings:

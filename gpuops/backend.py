@@ -126,3 +126,17 @@ def to_numpy(x: Any) -> np.ndarray:
     if array_module(x) is not np:
         return x.get()
     return np.asarray(x)
+
+
+def is_gpu_oom(exc: BaseException) -> bool:
+    """True for CuPy's OutOfMemoryError (without importing cupy on CPU machines)."""
+    return type(exc).__name__ == "OutOfMemoryError" and type(exc).__module__.startswith("cupy")
+
+
+def release_gpu_memory() -> None:
+    """Return every cached block of CuPy's memory pools to the driver (after an OOM)."""
+    if _choose()[0] is not None:
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
+        cupy.get_default_pinned_memory_pool().free_all_blocks()

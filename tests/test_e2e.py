@@ -69,12 +69,22 @@ def chromium_path() -> str:
     return path
 
 
+def warm_up(browser, root_url: str) -> None:
+    """Open the main page once. A fresh server learns its pages (st.navigation) on its first run;
+    before that, a deep link such as /direct shows Streamlit's "Page not found" dialog."""
+    page = browser.new_page()
+    page.goto(root_url)
+    wait_idle(page)
+    page.close()
+
+
 @pytest.fixture(scope="module")
-def browser():
+def browser(server):
     sync_api = require("playwright.sync_api", "browser tests")
     exe = chromium_path()
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        warm_up(b, server + "/")
         yield b
         b.close()
 

@@ -167,3 +167,45 @@ def test_auto_picks_a_measured_algorithm_and_remembers_it(rng, cp):
     got = gpuops.conv2d(x, w, padding=1, algorithm="auto")
     assert before == conv._AUTO_CHOICES  # no new measurement for the same shape
     np.testing.assert_allclose(got.get(), gpuops.conv2d(x.get(), w.get(), padding=1), rtol=1e-4, atol=1e-4)
+
+
+def test_im2col_larger_than_the_card_is_chunked_and_correct(cp):
+    """X_unroll for the whole batch (~150 GB) exceeds the card; im2col runs it in chunks."""
+    N, C, H, W, M = 256, 64, 512, 512, 8
+    plan = gpuops.plan_conv2d((N, C, H, W), (M, C, 3, 3), padding=1, algorithm="im2col")
+    _free, total = cp.cuda.runtime.memGetInfo()
+    assert plan.x_unroll_bytes_per_sample * N > total  # would not fit at once
+    x = cp.ones((N, C, H, W), cp.float32)
+    w = cp.full((M, C, 3, 3), 1.0 / (C * 9), cp.float32)
+    y = gpuops.conv2d(x, w, padding=1, algorithm="im2col")
+    assert 1 < gpuops.im2col_batch_chunk(plan) < N
+    # interior outputs average 576 ones: exactly 1; corners see 4 of 9 taps
+    assert float(y[:, :, 5, 5].min()) == pytest.approx(1.0) and float(y[3, 2, 0, 0]) == pytest.approx(4 / 9)
+    del x, y
+    cp.get_default_memory_pool().free_all_blocks()
+
+
+def test_im2col_refuses_a_sample_that_cannot_fit_and_the_next_call_works(cp):
+    x = cp.ones((1, 512, 2048, 2048), cp.float32)  # X_unroll of one sample: 4*512*25*2048*2048 = 215 GB
+    w = cp.ones((4, 512, 5, 5), cp.float32)
+    with pytest.raises(ValueError, match=r"im2col needs 214,748,364,800 bytes for X_unroll of one sample"):
+        gpuops.conv2d(x, w, padding=2, algorithm="im2col")
+    del x
+    small = gpuops.conv2d(cp.ones((1, 1, 8, 8), cp.float32), cp.ones((1, 1, 3, 3), cp.float32), padding=1)
+    assert float(small[0, 0, 4, 4]) == 9.0
+
+
+def test_out_of_memory_is_recognised_and_recoverable(cp):
+    from gpuops.backend import is_gpu_oom, release_gpu_memory
+
+    try:
+        gpuops.conv2d(
+            cp.ones((4096, 1, 64, 64), cp.float32), cp.ones((65535, 1, 1, 1), cp.float32)
+        )  # 4 TB output
+    except Exception as exc:
+        assert is_gpu_oom(exc), type(exc)
+    else:
+        pytest.fail("a 4 TB output cannot be allocated")
+    release_gpu_memory()
+    y = gpuops.conv2d(cp.ones((1, 2, 6, 6), cp.float32), cp.ones((3, 2, 3, 3), cp.float32))
+    assert y.shape == (1, 3, 4, 4) and float(y.max()) == 18.0

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import gpuops
+from gpuops.backend import is_gpu_oom, release_gpu_memory
 from gpuops.cuda_kernels import sources_for
 from gpuops.timing import Timing, measure
 
@@ -21,17 +22,6 @@ RESULT_SLOTS = 8  # per-session cache of computed results, bounded
 def gpu_lock() -> threading.Lock:
     """One GPU-heavy job (timing sweeps, benchmarks) at a time across all sessions."""
     return threading.Lock()
-
-
-def is_gpu_oom(exc: BaseException) -> bool:
-    return type(exc).__name__ == "OutOfMemoryError" and type(exc).__module__.startswith("cupy")
-
-
-def free_gpu_memory() -> None:
-    if gpuops.backend_info().gpu:
-        import cupy
-
-        cupy.get_default_memory_pool().free_all_blocks()
 
 
 @contextlib.contextmanager
@@ -47,7 +37,7 @@ def shown_errors(what: str) -> Iterator[None]:
     except Exception as exc:
         if not is_gpu_oom(exc):
             raise
-        free_gpu_memory()
+        release_gpu_memory()
         st.error(f"**{what}: the GPU ran out of memory.** The memory was released; try a smaller image "
                  "or batch.", icon=":material/warning:")  # fmt: skip
 

@@ -14,7 +14,9 @@ import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 MAX_PIXELS = 64_000_000  # an 8000 x 8000 photo is fine; a 50000 x 50000 "image" is refused unread
-Image.MAX_IMAGE_PIXELS = MAX_PIXELS  # Pillow raises DecompressionBombError beyond 2x this
+Image.MAX_IMAGE_PIXELS = (
+    4 * MAX_PIXELS
+)  # Pillow's own bomb check: a backstop behind ours (which names the size)
 ALLOWED_FORMATS = ("PNG", "JPEG", "WEBP", "BMP", "TIFF", "GIF")  # JPEG also opens MPO photos
 UPLOAD_TYPES = ["png", "jpg", "jpeg", "webp", "bmp", "tif", "tiff", "gif"]
 
