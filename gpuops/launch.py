@@ -93,9 +93,9 @@ def _pitch(in_w: int, tile: int, stride_h: int) -> int:
 
 
 def conv_tiled_launch(g: WindowGeometry, N: int, C: int, M: int, groups: int) -> ConvLaunch:
-    """Pick the largest tile (16, 8, 4 threads a side) whose halo and filters fit in shared memory."""
+    """Pick the largest tile (16 down to 1 thread a side) whose halo and filters fit in shared memory."""
     Cg, Mg = C // groups, M // groups
-    for tile in (TILE, 8, 4):
+    for tile in (TILE, 8, 4, 2, 1):
         in_h = _halo(tile, g.KH, g.stride_h, g.dil_h)
         in_w = _halo(tile * PIXELS_PER_THREAD, g.KW, g.stride_w, g.dil_w)
         pitch = _pitch(in_w, tile, g.stride_h)
