@@ -21,7 +21,7 @@ PARAMS = [
     Param("dc_mode", "zeros", choices=("zeros", "reflect")),
     Param("dc_dil", 1, lo=1, hi=5),
     Param("dc_mix", False),
-    Param("dc_algo", "tiled", choices=gpuops.ALGORITHMS),
+    Param("dc_algo", gpuops.AUTO, choices=(gpuops.AUTO, *gpuops.ALGORITHMS)),
     Param("dc_row", 0, lo=0, hi=4096),
     Param("dc_col", 0, lo=0, hi=4096),
 ]
@@ -51,7 +51,9 @@ with right:
     dil = bound(st.slider, "Dilation D", "dc_dil", min_value=1, max_value=5)
     mix = bound(st.toggle, "Mix channels (one output map)", "dc_mix",
                 help="Off: each colour channel is filtered on its own (groups = C). On: one filter spans all channels.")  # fmt: skip
-    algo = bound(st.radio, "Algorithm shown", "dc_algo", options=list(gpuops.ALGORITHMS), horizontal=True)
+    algo = bound(st.radio, "Algorithm", "dc_algo", options=[gpuops.AUTO, *gpuops.ALGORITHMS], horizontal=True,
+                 help="auto: on the GPU the three are timed once for this shape and the fastest is kept "
+                 "(like cuDNN's benchmark mode); on the CPU, direct.")  # fmt: skip
 
 kernel = None
 with shown_errors("The kernel"):
@@ -94,17 +96,20 @@ if plan is None:
 g = plan.geometry
 
 
-def compute() -> np.ndarray:
+def compute() -> tuple[np.ndarray, str]:
     x = gpuops.asarray(image.planes[None])
-    y = gpuops.conv2d(x, gpuops.asarray(weight), None, stride, pad, dil, groups, mode, algo)
-    return gpuops.to_numpy(y)[0]
+    w = gpuops.asarray(weight)
+    ran = gpuops.resolve_algorithm(x, w, None, stride, pad, dil, groups, mode) if algo == gpuops.AUTO else algo
+    y = gpuops.conv2d(x, w, None, stride, pad, dil, groups, mode, ran)
+    return gpuops.to_numpy(y)[0], ran
 
 
-out = None
+result = None
 with shown_errors("The convolution"):
-    out = session_cached(("conv", image.key, kernel.tobytes(), stride, pad, dil, mode, mix, algo), compute)
-if out is None:
+    result = session_cached(("conv", image.key, kernel.tobytes(), stride, pad, dil, mode, mix, algo), compute)
+if result is None:
     st.stop()
+out, ran = result
 display_mode = "abs" if filters.is_edge_filter(kernel) else "clip"
 shown, how = signed_to_display(out, display_mode)
 out_pixels = to_display(shown)
@@ -202,8 +207,9 @@ with shown_errors("Timing"):
     figure(runtime_bars(list(times), list(times.values()), f"conv2d on {W} x {H} x {C}, {kh} x {kw} kernel", backend_name()),
            "conv_runtimes", "Median of several runs after warm-up. On the CPU all three use NumPy and differ "
            "only in how the work is arranged.")  # fmt: skip
-    st.caption(f"Algorithm shown above: **{algo}**, {times[algo]:.3f} ms on {backend_name()}.")
+    chosen = f"auto chose **{ran}**" if algo == gpuops.AUTO else f"**{ran}**"
+    st.caption(f"The output above was computed by {chosen}: {times[ran]:.3f} ms on {backend_name()}.")
 
-source = {"direct": "conv2d.cu", "tiled": "conv2d.cu", "im2col": "unfold_fold.cu"}[algo]
-ran = {"direct": "conv2d_direct", "tiled": "conv2d_tiled", "im2col": "unfold_kernel, then cuBLAS GEMM"}[algo]
-cuda_source(source, ran)
+source = {"direct": "conv2d.cu", "tiled": "conv2d.cu", "im2col": "unfold_fold.cu"}[ran]
+kernel_names = {"direct": "conv2d_direct", "tiled": "conv2d_tiled", "im2col": "unfold_kernel, then cuBLAS GEMM"}
+cuda_source(source, kernel_names[ran])

@@ -246,3 +246,11 @@ def test_upload_of_a_non_image_shows_a_message_and_falls_back():
 
     with pytest.raises(ImageError):
         decode_image(b"%PDF-1.4 not an image", 256)
+
+
+@pytest.mark.parametrize("algo", ["auto", "direct", "tiled", "im2col"])
+def test_direct_page_runs_every_algorithm_and_names_the_one_that_ran(algo):
+    at = app("direct", state=dict(cap=48, dc_algo=algo))
+    assert_clean(at)
+    ran = "direct" if algo == "auto" else algo  # auto on the CPU is direct
+    assert any(f"**{ran}**" in c.value for c in at.caption)
