@@ -99,7 +99,9 @@ g = plan.geometry
 def compute() -> tuple[np.ndarray, str]:
     x = gpuops.asarray(image.planes[None])
     w = gpuops.asarray(weight)
-    ran = gpuops.resolve_algorithm(x, w, None, stride, pad, dil, groups, mode) if algo == gpuops.AUTO else algo
+    ran = (
+        gpuops.resolve_algorithm(x, w, None, stride, pad, dil, groups, mode) if algo == gpuops.AUTO else algo
+    )
     y = gpuops.conv2d(x, w, None, stride, pad, dil, groups, mode, ran)
     return gpuops.to_numpy(y)[0], ran
 
@@ -211,5 +213,9 @@ with shown_errors("Timing"):
     st.caption(f"The output above was computed by {chosen}: {times[ran]:.3f} ms on {backend_name()}.")
 
 source = {"direct": "conv2d.cu", "tiled": "conv2d.cu", "im2col": "unfold_fold.cu"}[ran]
-kernel_names = {"direct": "conv2d_direct", "tiled": "conv2d_tiled", "im2col": "unfold_kernel, then cuBLAS GEMM"}
+kernel_names = {
+    "direct": "conv2d_direct",
+    "tiled": "conv2d_tiled",
+    "im2col": "unfold_kernel, then cuBLAS GEMM",
+}
 cuda_source(source, kernel_names[ran])

@@ -98,6 +98,10 @@ def wait_idle(page, timeout: float = 90) -> None:
         if page.locator('[data-testid="stStatusWidget"]').count() == 0:
             time.sleep(0.5)
             if page.locator('[data-testid="stStatusWidget"]').count() == 0:
+                # the script is done; let the browser fetch the widgets' code and draw the charts
+                page.wait_for_load_state("networkidle", timeout=timeout * 1000)
+                if page.locator('[data-testid="stSkeleton"]').count():
+                    page.locator('[data-testid="stSkeleton"]').first.wait_for(state="detached", timeout=30000)
                 return
         time.sleep(0.3)
     raise AssertionError("the page did not finish running")
@@ -122,6 +126,9 @@ def test_every_page_opens(server, browser, path, size):
     wait_idle(page)
     no_exception(page)
     assert page.locator("h1").count() >= 1
+    if path not in ("", "benchmarks"):
+        page.locator(".js-plotly-plot").first.wait_for(timeout=30000)  # the figures are drawn
+        time.sleep(1)
     shot(page, f"{path or 'home'}_{size[0]}x{size[1]}")
     page.close()
 
