@@ -32,7 +32,8 @@ def reflect_pad(x: Any, padding: Any) -> Any:
     if xp is np:
         rows = reflect_source_rows(H, top, bottom)
         cols = reflect_source_rows(W, left, right)
-        return np.ascontiguousarray(x[..., rows[:, None], cols[None, :]])
+        # two 1-D gathers (rows, then columns) move far less index data than one 2-D gather
+        return np.take(np.take(x, rows, axis=-2), cols, axis=-1)
     y = xp.empty((*x.shape[:-2], H_out, W_out), dtype=np.float32)
     rows = y.size // W_out
     cuda_kernels.launch_rows(SOURCE, "reflect_pad2d", x, y, rows, W_out, H, W, H_out, W_out, top, left)
