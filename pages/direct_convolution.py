@@ -134,7 +134,7 @@ out, ran = result
 display_mode = "abs" if filters.is_edge_filter(kernel) else "clip"
 shown, how = signed_to_display(out, display_mode)
 out_pixels = to_display(shown)
-in_pixels = to_display(image.planes)
+in_pixels = session_cached(("display", image.key), lambda: to_display(image.planes))
 
 a, b = st.columns(2)
 with a:
@@ -200,9 +200,9 @@ for column, algorithm in ((t1, "direct"), (t2, "tiled")):
             r0, c0 = (oh // th) * th * stride - pad, (ow // tw) * tw * stride - pad
             in_h, in_w = launch.in_tile
             pads4 = (g.pad_left, g.pad_right, g.pad_top, g.pad_bottom)
-            padded_planes = gpuops.reflect_pad(image.planes, pads4) if mode == "reflect" else \
-                np.pad(image.planes, ((0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)))  # fmt: skip
-            padded_pixels = to_display(padded_planes)
+            padded_pixels = session_cached(("padded_display", image.key, pads4, mode), lambda pads4=pads4: to_display(
+                gpuops.reflect_pad(image.planes, pads4) if mode == "reflect" else
+                np.pad(image.planes, ((0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)))))  # fmt: skip
             figure(halo_figure(padded_pixels, (g.pad_top, g.pad_left), (r0, r0 + in_h), (c0, c0 + in_w), rf.rows, rf.cols,
                                f"The block's shared-memory tile: {in_h} x {in_w} input cells (tile + halo)"), "halo",
                    f"Cyan: the input tile the block copies to shared memory ({launch.channels_per_stage} channel(s) at a "

@@ -95,7 +95,13 @@ def render_sidebar() -> SourceImage:
         pixels, notes = _sample_pixels(SAMPLES[name], cap)
         picked = (pixels, f"sample: {name}", notes)
     pixels, name, notes = picked
-    image = SourceImage(to_planes(pixels, grey), name, notes)
+    # one converted image per session, rebuilt only when the pixels or the colour mode change
+    cache_key = (id(pixels), pixels.shape, name, grey)
+    cached = st.session_state.get("_source_image")
+    if cached is None or cached[0] != cache_key or cached[2] is not pixels:
+        cached = (cache_key, SourceImage(to_planes(pixels, grey), name, notes), pixels)
+        st.session_state["_source_image"] = cached
+    image = cached[1]
     c, h, w = image.planes.shape
     sb.caption(f"{name}: {w} x {h} px, {c} channel{'s' if c > 1 else ''}")
     for note in notes:

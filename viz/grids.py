@@ -41,11 +41,13 @@ def receptive_field_figure(plane: np.ndarray, padded_value: np.ndarray, rf_rows:
     c0, c1 = _region(int(rf_cols.min()), int(rf_cols.max()), 2, -left, Wp - left - 1)
     region = padded_value[r0 + top : r1 + top + 1, c0 + left : c1 + left + 1]
     fig = go.Figure(value_grid(region, r0, c0))
-    # shade the padding cells so they read as "not part of the image" (one batch of shapes)
-    if (r1 - r0 + 1) * (c1 - c0 + 1) <= 2500:
-        fig.update_layout(shapes=[rect_shape(r, c, "rgba(0,0,0,0)", width=0, fill=PADDING_COLOUR)
-                                  for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)
-                                  if not (0 <= r < H and 0 <= c < W)])  # fmt: skip
+    # shade the padding cells so they read as "not part of the image": one translucent layer
+    rr, cc = np.meshgrid(np.arange(r0, r1 + 1), np.arange(c0, c1 + 1), indexing="ij")
+    outside = ~((rr >= 0) & (rr < H) & (cc >= 0) & (cc < W))
+    if outside.any():
+        fig.add_trace(go.Heatmap(z=np.where(outside, 1.0, np.nan), x=np.arange(c0, c1 + 1), y=np.arange(r0, r1 + 1),
+                                 colorscale=[[0, PADDING_COLOUR], [1, PADDING_COLOUR]], showscale=False,
+                                 hoverinfo="skip"))  # fmt: skip
     fig.data[0].update(zmin=0, zmax=max(1.0, float(np.nanmax(region)) if region.size else 1.0))
     fig.add_trace(go.Scatter(
         x=rf_cols.ravel(), y=rf_rows.ravel(), mode="markers", name="taps",
@@ -64,6 +66,21 @@ def _crop_box(r0: int, r1: int, c0: int, c1: int, margin: int, H: int, W: int) -
     return max(0, r0 - margin), min(H, r1 + margin), max(0, c0 - margin), min(W, c1 + margin)
 
 
+def grid_lines(rows: range, cols: range, row_span: tuple[int, int], col_span: tuple[int, int]) -> go.Scatter:
+    """Tile boundaries as ONE line trace (None breaks the line): far cheaper than a shape per line."""
+    xs: list = []
+    ys: list = []
+    for y in rows:
+        xs += [col_span[0] - 0.5, col_span[1] - 0.5, None]
+        ys += [y - 0.5, y - 0.5, None]
+    for x in cols:
+        xs += [x - 0.5, x - 0.5, None]
+        ys += [row_span[0] - 0.5, row_span[1] - 0.5, None]
+    return go.Scatter(
+        x=xs, y=ys, mode="lines", line=dict(color=SECOND, width=2), hoverinfo="skip", showlegend=False
+    )
+
+
 def thread_tile_figure(out_pixels: np.ndarray, tile: tuple[int, int], oh: int, ow: int, block_idx: tuple,
                        thread_idx: tuple, kernel: str) -> go.Figure:  # fmt: skip
     """The output around one pixel, cut into thread-block tiles; its tile and thread highlighted.
@@ -75,18 +92,14 @@ def thread_tile_figure(out_pixels: np.ndarray, tile: tuple[int, int], oh: int, o
     ty0, tx0 = (oh // th) * th, (ow // tw) * tw
     y0, y1, x0, x1 = _crop_box(ty0, ty0 + th, tx0, tx0 + tw, max(th, tw), H, W)
     fig = go.Figure(image_trace(out_pixels[y0:y1, x0:x1], x0, y0))
-    for y in range(-(-y0 // th) * th, y1 + 1, th):
-        fig.add_shape(
-            type="line", x0=x0 - 0.5, x1=x1 - 0.5, y0=y - 0.5, y1=y - 0.5, line=dict(color=SECOND, width=2)
-        )
-    for x in range(-(-x0 // tw) * tw, x1 + 1, tw):
-        fig.add_shape(
-            type="line", x0=x - 0.5, x1=x - 0.5, y0=y0 - 0.5, y1=y1 - 0.5, line=dict(color=SECOND, width=2)
-        )
-    cell_rect(
-        fig, ty0, tx0, HIGHLIGHT, width=4, h=min(th, H - ty0), w=min(tw, W - tx0), fill="rgba(255,127,14,0.2)"
+    fig.add_trace(grid_lines(range(-(-y0 // th) * th, y1 + 1, th), range(-(-x0 // tw) * tw, x1 + 1, tw),
+                             (y0, y1), (x0, x1)))  # fmt: skip
+    tile_box = rect_shape(
+        ty0, tx0, HIGHLIGHT, 4, h=min(th, H - ty0), w=min(tw, W - tx0), fill="rgba(255,127,14,0.2)"
     )
-    cell_rect(fig, oh, ow, "red", width=3, fill="rgba(255,0,0,0.5)")
+    fig.update_layout(
+        shapes=[tile_box, rect_shape(oh, ow, "red", 3, fill="rgba(255,0,0,0.5)")], showlegend=False
+    )
     title = f"{kernel}<br><sub>blockIdx = {block_idx}, threadIdx = {thread_idx}</sub>"
     finish(fig, title, "output column", "output row", 480)
     fig.update_yaxes(autorange="reversed", scaleanchor="x", constrain="domain")
