@@ -92,3 +92,53 @@ def test_kernel_sources_are_readable_without_a_gpu():
 def test_cpu_timing_reports_a_median():
     t = measure(lambda: np.ones(1000).sum(), gpu=False, warmup=1, repeat=5)
     assert t.clock == "perf_counter" and t.runs == 5 and t.median_ms >= 0
+
+
+def _fake_cupy(device_count):
+    """A stand-in 'cupy' module whose runtime behaves as on a machine without a usable GPU."""
+    import types
+
+    runtime = types.SimpleNamespace(getDeviceCount=device_count)
+    fake = types.ModuleType("cupy")
+    fake.cuda = types.SimpleNamespace(runtime=runtime)
+    fake.__version__ = "0.0-fake"
+    return fake
+
+
+def test_cupy_installed_but_no_driver_falls_back_to_numpy_with_the_reason(monkeypatch, env_backend):
+    def no_driver():
+        raise RuntimeError("CUDA driver version is insufficient")
+
+    monkeypatch.setitem(__import__("sys").modules, "cupy", _fake_cupy(no_driver))
+    env_backend("")
+    info = gpuops.backend_info()
+    assert not info.gpu
+    assert "no usable GPU" in info.reason and "CUDA driver version is insufficient" in info.reason
+    assert gpuops.default_xp() is np
+
+
+def test_cupy_installed_but_no_device_falls_back_to_numpy(monkeypatch, env_backend):
+    monkeypatch.setitem(__import__("sys").modules, "cupy", _fake_cupy(lambda: 0))
+    env_backend("")
+    assert gpuops.backend_info().reason == "CuPy found no CUDA device"
+
+
+def test_kernels_that_fail_to_compile_fall_back_to_numpy_with_the_reason(monkeypatch, env_backend):
+    import types
+
+    from gpuops import cuda_kernels
+
+    fake = _fake_cupy(lambda: 1)
+    fake.cuda.runtime.getDeviceProperties = lambda i: {"name": b"Fake GPU"}
+    fake.cuda.runtime.runtimeGetVersion = lambda: 12040
+    fake.cuda.runtime.driverGetVersion = lambda: 12040
+    fake.cuda.Device = lambda: types.SimpleNamespace(id=0)
+    monkeypatch.setitem(__import__("sys").modules, "cupy", fake)
+
+    def broken(filename):
+        raise RuntimeError("nvrtc: error: invalid option")
+
+    monkeypatch.setattr(cuda_kernels, "module", broken)
+    env_backend("")
+    info = gpuops.backend_info()
+    assert not info.gpu and "the CUDA kernels failed to compile" in info.reason and "nvrtc" in info.reason

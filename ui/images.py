@@ -93,11 +93,10 @@ def decode_image(data: bytes, max_side: int) -> LoadedImage:
     except (OSError, SyntaxError, ValueError, EOFError, MemoryError) as exc:
         raise ImageError(f"the image file is damaged or truncated ({type(exc).__name__})") from None
     if max(im.size) > max_side:
-        before = im.size
         im.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
+    if im.size != (w, h) and im.size != (h, w):  # (w, h) as stored; EXIF rotation may swap them
         notes.append(
-            f"downscaled from {before[0]} x {before[1]} to {im.size[0]} x {im.size[1]} "
-            f"(working-size cap {max_side})"
+            f"downscaled from {w} x {h} to {im.size[0]} x {im.size[1]} (working-size cap {max_side})"
         )
     return LoadedImage(np.asarray(im, dtype=np.uint8).copy(), notes)
 
