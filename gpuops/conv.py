@@ -220,22 +220,10 @@ def _conv_im2col_cupy(x: Any, w: Any, plan: ConvPlan, y: Any, budget_bytes: int 
 
 
 def _conv_kernel_cupy(x: Any, w: Any, bias: Any, plan: ConvPlan, y: Any) -> None:
-    g = plan.geometry
-    launch = plan.launch()
-    args = [plan.N, plan.C, g.H, g.W, plan.M, g.KH, g.KW, g.H_out, g.W_out, g.stride_h, g.stride_w,
-            g.pad_top, g.pad_left, g.dil_h, g.dil_w, plan.groups,
-            int(plan.padding_mode == "reflect"), launch.tiles_w]  # fmt: skip
-    if launch.kernel == "conv2d_tiled":
-        m_blocks = launch.grid[1] // plan.groups
-        args += [m_blocks, launch.channels_per_stage, *launch.in_tile, launch.pitch]
+    launch, args = _launch_and_args(plan)
     kernel = cuda_kernels.function(SOURCE, launch.kernel)
-    bias_ptr = bias if bias is not None else np.uint64(0)  # NULL: the kernel skips the bias
-    kernel(
-        launch.grid,
-        launch.block,
-        (x, w, bias_ptr, y, *cuda_kernels.kernel_args(*args)),
-        shared_mem=launch.shared_bytes,
-    )
+    bias_ptr = bias if bias is not None else NULL  # the kernel skips a NULL bias
+    kernel(launch.grid, launch.block, (x, w, bias_ptr, y, *args), shared_mem=launch.shared_bytes)
 
 
 def resolve_algorithm(x: Any, w: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,

@@ -18,6 +18,16 @@
 #define GEOMETRY_ARGS int H, int W, int KH, int KW, int H_out, int W_out, \
                       int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w
 
+// Split a row of cols, row = ((n*C + c)*KH + ki)*KW + kj)*H_out + oh, into its parts;
+// returns n*C + c. Once per row, in 32-bit arithmetic.
+__device__ __forceinline__ long long split_row(unsigned row, int H_out, int KW, int KH,
+                                               int& oh, int& kj, int& ki) {
+    oh = (int)(row % H_out); row /= H_out;
+    kj = (int)(row % KW);    row /= KW;
+    ki = (int)(row % KH);    row /= KH;
+    return row;
+}
+
 // unfold: row = ((n*C + c)*KH + ki)*KW + kj)*H_out + oh, a row of W_out outputs.
 // When W_out is a multiple of 4, each thread writes 4 neighbours with one 16-byte store
 // (rows then start 16-byte aligned), and only the 4-groups that touch the padding pay for
@@ -27,11 +37,8 @@ extern "C" __global__ void unfold_kernel(
 {
     const unsigned row = blockIdx.x * blockDim.y + threadIdx.y;
     if (row >= rows) return;
-    unsigned t = row;
-    const int oh = (int)(t % H_out); t /= H_out;
-    const int kj = (int)(t % KW);    t /= KW;
-    const int ki = (int)(t % KH);    t /= KH;
-    const long long nc = t;                                  // n*C + c
+    int oh, kj, ki;
+    const long long nc = split_row(row, H_out, KW, KH, oh, kj, ki);   // n*C + c
     const int ih = oh * stride_h - pad_h + ki * dil_h;       // the input row this row reads
     float* __restrict__ dst = cols + (long long)row * W_out;
     const bool vec4 = (W_out & 3) == 0;
@@ -78,11 +85,8 @@ extern "C" __global__ void fold_scatter_kernel(
 {
     const unsigned row = blockIdx.x * blockDim.y + threadIdx.y;
     if (row >= rows) return;
-    unsigned t = row;
-    const int oh = (int)(t % H_out); t /= H_out;
-    const int kj = (int)(t % KW);    t /= KW;
-    const int ki = (int)(t % KH);    t /= KH;
-    const long long nc = t;
+    int oh, kj, ki;
+    const long long nc = split_row(row, H_out, KW, KH, oh, kj, ki);
     const int ih = oh * stride_h - pad_h + ki * dil_h;
     if (ih < 0 || ih >= H) return;                           // this row fed only padding
     const float* __restrict__ src = cols + (long long)row * W_out;
