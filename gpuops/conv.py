@@ -201,6 +201,40 @@ def im2col_batch_chunk(plan: ConvPlan, budget_bytes: int | None = None) -> int:
     return max(1, min(plan.N, budget_bytes // per_sample))
 
 
+_ONE = np.ones((), np.float32)
+_ZERO = np.zeros((), np.float32)
+
+
+def gemm_batched(w_mat: Any, cols: Any, out: Any) -> None:
+    """out[n] = w_mat @ cols[n] for every n: ONE cuBLAS strided-batched SGEMM, the filter matrix
+    shared by every sample (batch stride 0), nothing copied.
+
+    cuBLAS is column-major: a row-major (K, L) block is a column-major (L, K) matrix, so we ask
+    for out[n]^T (L x M) = cols[n]^T (L x K) @ w_mat^T (K x M), which is out[n] in row-major.
+    cols and out may be views (a group's rows of a sample); rows must be contiguous.
+    """
+    from cupy.cuda import cublas, device
+
+    nb, K, L = cols.shape
+    M = w_mat.shape[0]
+    w_mat = cupy_contiguous(w_mat)
+    sample_cols, row_cols = cols.strides[0] // 4, cols.strides[1] // 4
+    sample_out, row_out = out.strides[0] // 4, out.strides[1] // 4
+    if cols.strides[2] != 4 or out.strides[2] != 4:
+        raise ValueError("gemm_batched needs rows with unit stride")
+    cublas.sgemmStridedBatched(
+        device.get_cublas_handle(), cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, L, M, K,
+        _ONE.ctypes.data, cols.data.ptr, row_cols, sample_cols, w_mat.data.ptr, K, 0,
+        _ZERO.ctypes.data, out.data.ptr, row_out, sample_out, nb,
+    )  # fmt: skip
+
+
+def cupy_contiguous(a: Any) -> Any:
+    import cupy
+
+    return cupy.ascontiguousarray(a)
+
+
 def _conv_im2col_cupy(x: Any, w: Any, plan: ConvPlan, y: Any, budget_bytes: int | None) -> None:
     """Unroll a chunk of samples into one reused X_unroll buffer, then one batched GEMM."""
     import cupy
@@ -210,13 +244,15 @@ def _conv_im2col_cupy(x: Any, w: Any, plan: ConvPlan, y: Any, budget_bytes: int 
         x, g = reflect_pad(x, (g.pad_left, g.pad_right, g.pad_top, g.pad_bottom)), _unpadded(g)
     Cg, Mg, kk = plan.C // G, plan.M // G, g.KH * g.KW
     chunk = im2col_batch_chunk(plan, budget_bytes)
-    w_mat = w.reshape(G, Mg, Cg * kk)
     buffer = cupy.empty((chunk, plan.C * kk, g.L), dtype=np.float32)
+    y_rows = y.reshape(plan.N, plan.M, g.L)  # a view: y is contiguous
     for n0 in range(0, plan.N, chunk):
         nb = min(chunk, plan.N - n0)
         cols = unfold_cupy_into(x[n0 : n0 + nb], g, buffer[:nb])
-        out = y[n0 : n0 + nb].reshape(nb, G, Mg, g.L)
-        cupy.matmul(w_mat, cols.reshape(nb, G, Cg * kk, g.L), out=out)
+        for group in range(G):  # one strided-batched GEMM per group, over the samples
+            gemm_batched(w[group * Mg : (group + 1) * Mg].reshape(Mg, Cg * kk),
+                         cols[:, group * Cg * kk : (group + 1) * Cg * kk],
+                         y_rows[n0 : n0 + nb, group * Mg : (group + 1) * Mg])  # fmt: skip
 
 
 def _conv_kernel_cupy(x: Any, w: Any, bias: Any, plan: ConvPlan, y: Any) -> None:
