@@ -57,10 +57,13 @@ def row_block(width: int, threads: int = THREADS_1D) -> tuple[int, int]:
     return bx, threads // bx
 
 
+ROW_GRID_CAP = 4096  # blocks; the row kernels loop over further rows (a few waves on any GPU)
+
+
 def row_grid(rows: int, width: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """Grid and block of a row kernel over `rows` rows of `width` elements."""
+    """Grid and block of a row kernel over `rows` rows of `width` elements (grid capped)."""
     bx, by = row_block(width)
-    return (max(1, -(-rows // by)), 1, 1), (bx, by, 1)
+    return (max(1, min(ROW_GRID_CAP, -(-rows // by))), 1, 1), (bx, by, 1)
 
 
 def kernel_args(*args: Any) -> tuple:

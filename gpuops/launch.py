@@ -138,10 +138,16 @@ class RowLaunch:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
 
-    def thread_of(self, row: int, col: int) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
-        """(blockIdx, threadIdx, loop iteration) of the thread that handles element (row, col)."""
+    def thread_of(
+        self, row: int, col: int
+    ) -> tuple[tuple[int, int, int], tuple[int, int, int], tuple[int, int]]:
+        """(blockIdx, threadIdx, (row pass, column step)) of the thread that handles (row, col).
+
+        The grid is capped, so blocks loop over rows (row pass) and threads along a row (step).
+        """
         bx, by = self.block[0], self.block[1]
-        return (row // by, 0, 0), (col % bx, row % by, 0), col // bx
+        row_pass, block = divmod(row // by, self.grid[0])
+        return (block, 0, 0), (col % bx, row % by, 0), (row_pass, col // bx)
 
 
 def row_launch(kernel: str, rows: int, width: int) -> RowLaunch:

@@ -75,12 +75,16 @@ def test_every_filter_belongs_to_exactly_one_block():
 def test_row_launch_maps_elements_to_threads():
     narrow = row_launch("unfold_kernel", rows=1000, width=56)  # 64 threads per row, 4 rows per block
     assert narrow.block == (64, 4, 1) and narrow.grid == (250, 1, 1)
-    assert narrow.thread_of(999, 55) == ((249, 0, 0), (55, 3, 0), 0)
+    assert narrow.thread_of(999, 55) == ((249, 0, 0), (55, 3, 0), (0, 0))
     tiny = row_launch("unfold_kernel", rows=100, width=7)  # 8 threads per row: a warp spans 4 rows
     assert tiny.block == (8, 32, 1) and tiny.grid == (4, 1, 1)
+    many = row_launch("unfold_kernel", rows=10**6, width=56)  # the grid is capped; blocks loop
+    assert many.grid == (4096, 1, 1)
+    # row 4*4096 + 1: block row 4096 wraps to block 0 on its second pass; thread row 1
+    assert many.thread_of(4 * 4096 + 1, 0) == ((0, 0, 0), (0, 1, 0), (1, 0))
     wide = row_launch("reflect_pad2d", rows=10, width=2048)  # 256 threads walk each row, 8 steps
     assert wide.block == (256, 1, 1) and wide.grid == (10, 1, 1)
-    assert wide.thread_of(7, 1000) == ((7, 0, 0), (1000 % 256, 0, 0), 3)
+    assert wide.thread_of(7, 1000) == ((7, 0, 0), (1000 % 256, 0, 0), (0, 3))
 
 
 def test_kernel_sources_are_readable_without_a_gpu():

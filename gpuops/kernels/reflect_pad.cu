@@ -14,13 +14,16 @@ extern "C" __global__ void reflect_pad2d(
     int H, int W, int H_out, int W_out,
     int pad_top, int pad_left)
 {
-    const unsigned row = blockIdx.x * blockDim.y + threadIdx.y;  // plane * H_out + oy
-    if (row >= rows) return;
-    const int oy = (int)(row % H_out);
-    const long long plane = row / H_out;
-    const float* __restrict__ src = x + (plane * H + reflect_index(oy - pad_top, H)) * W;
-    float* __restrict__ dst = y + (long long)row * W_out;
+    // grid-stride over rows: a capped grid of blocks walks all rows (launching one block per
+    // row costs more than the work when rows are many and short)
+    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
+         row += gridDim.x * blockDim.y) {  // plane * H_out + oy
+        const int oy = (int)(row % H_out);
+        const long long plane = row / H_out;
+        const float* __restrict__ src = x + (plane * H + reflect_index(oy - pad_top, H)) * W;
+        float* __restrict__ dst = y + (long long)row * W_out;
 #pragma unroll 4   // several independent loads in flight per thread
-    for (int ox = threadIdx.x; ox < W_out; ox += blockDim.x)
-        dst[ox] = src[reflect_index(ox - pad_left, W)];
+        for (int ox = threadIdx.x; ox < W_out; ox += blockDim.x)
+            dst[ox] = src[reflect_index(ox - pad_left, W)];
+    }
 }

@@ -35,45 +35,48 @@ __device__ __forceinline__ long long split_row(unsigned row, int H_out, int KW, 
 extern "C" __global__ void unfold_kernel(
     const float* __restrict__ x, float* __restrict__ cols, unsigned rows, GEOMETRY_ARGS)
 {
-    const unsigned row = blockIdx.x * blockDim.y + threadIdx.y;
-    if (row >= rows) return;
-    int oh, kj, ki;
-    const long long nc = split_row(row, H_out, KW, KH, oh, kj, ki);   // n*C + c
-    const int ih = oh * stride_h - pad_h + ki * dil_h;       // the input row this row reads
-    float* __restrict__ dst = cols + (long long)row * W_out;
-    const bool vec4 = (W_out & 3) == 0;
-    if (ih < 0 || ih >= H) {                                 // the whole row is padding
-        if (vec4) {
-            for (int q = threadIdx.x; q < (W_out >> 2); q += blockDim.x)
-                reinterpret_cast<float4*>(dst)[q] = make_float4(0.f, 0.f, 0.f, 0.f);
-        } else {
-            for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) dst[ow] = 0.0f;
-        }
-        return;
-    }
-    const float* __restrict__ src = x + (nc * H + ih) * W;
-    const int iw0 = kj * dil_w - pad_w;                      // iw of ow = 0
-    // outputs ow in [ow_lo, ow_hi) read inside the image (iw0 + ow*stride_w in [0, W))
-    const int ow_lo = iw0 < 0 ? (-iw0 + stride_w - 1) / stride_w : 0;
-    const int ow_hi = W - 1 - iw0 < 0 ? 0 : min(W_out, (W - 1 - iw0) / stride_w + 1);
-    if (vec4) {
-        for (int q = threadIdx.x; q < (W_out >> 2); q += blockDim.x) {
-            const int ow = q << 2;
-            const float* p = src + iw0 + ow * stride_w;
-            float4 v;
-            if (ow >= ow_lo && ow + 3 < ow_hi) {             // all four inside the image
-                v = make_float4(p[0], p[stride_w], p[2 * stride_w], p[3 * stride_w]);
+    // grid-stride over rows: a capped grid of blocks walks all rows (launching one block per
+    // row costs more than the work when rows are many and short)
+    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
+         row += gridDim.x * blockDim.y) {
+        int oh, kj, ki;
+        const long long nc = split_row(row, H_out, KW, KH, oh, kj, ki);   // n*C + c
+        const int ih = oh * stride_h - pad_h + ki * dil_h;       // the input row this row reads
+        float* __restrict__ dst = cols + (long long)row * W_out;
+        const bool vec4 = (W_out & 3) == 0;
+        if (ih < 0 || ih >= H) {                                 // the whole row is padding
+            if (vec4) {
+                for (int q = threadIdx.x; q < (W_out >> 2); q += blockDim.x)
+                    reinterpret_cast<float4*>(dst)[q] = make_float4(0.f, 0.f, 0.f, 0.f);
             } else {
-                v.x = (ow     >= ow_lo && ow     < ow_hi) ? p[0] : 0.0f;
-                v.y = (ow + 1 >= ow_lo && ow + 1 < ow_hi) ? p[stride_w] : 0.0f;
-                v.z = (ow + 2 >= ow_lo && ow + 2 < ow_hi) ? p[2 * stride_w] : 0.0f;
-                v.w = (ow + 3 >= ow_lo && ow + 3 < ow_hi) ? p[3 * stride_w] : 0.0f;
+                for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) dst[ow] = 0.0f;
             }
-            reinterpret_cast<float4*>(dst)[q] = v;
+            continue;
         }
-    } else {
-        for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x)
-            dst[ow] = (ow >= ow_lo && ow < ow_hi) ? src[iw0 + ow * stride_w] : 0.0f;
+        const float* __restrict__ src = x + (nc * H + ih) * W;
+        const int iw0 = kj * dil_w - pad_w;                      // iw of ow = 0
+        // outputs ow in [ow_lo, ow_hi) read inside the image (iw0 + ow*stride_w in [0, W))
+        const int ow_lo = iw0 < 0 ? (-iw0 + stride_w - 1) / stride_w : 0;
+        const int ow_hi = W - 1 - iw0 < 0 ? 0 : min(W_out, (W - 1 - iw0) / stride_w + 1);
+        if (vec4) {
+            for (int q = threadIdx.x; q < (W_out >> 2); q += blockDim.x) {
+                const int ow = q << 2;
+                const float* p = src + iw0 + ow * stride_w;
+                float4 v;
+                if (ow >= ow_lo && ow + 3 < ow_hi) {             // all four inside the image
+                    v = make_float4(p[0], p[stride_w], p[2 * stride_w], p[3 * stride_w]);
+                } else {
+                    v.x = (ow     >= ow_lo && ow     < ow_hi) ? p[0] : 0.0f;
+                    v.y = (ow + 1 >= ow_lo && ow + 1 < ow_hi) ? p[stride_w] : 0.0f;
+                    v.z = (ow + 2 >= ow_lo && ow + 2 < ow_hi) ? p[2 * stride_w] : 0.0f;
+                    v.w = (ow + 3 >= ow_lo && ow + 3 < ow_hi) ? p[3 * stride_w] : 0.0f;
+                }
+                reinterpret_cast<float4*>(dst)[q] = v;
+            }
+        } else {
+            for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x)
+                dst[ow] = (ow >= ow_lo && ow < ow_hi) ? src[iw0 + ow * stride_w] : 0.0f;
+        }
     }
 }
 
@@ -83,18 +86,21 @@ extern "C" __global__ void unfold_kernel(
 extern "C" __global__ void fold_scatter_kernel(
     const float* __restrict__ cols, float* __restrict__ y, unsigned rows, GEOMETRY_ARGS)
 {
-    const unsigned row = blockIdx.x * blockDim.y + threadIdx.y;
-    if (row >= rows) return;
-    int oh, kj, ki;
-    const long long nc = split_row(row, H_out, KW, KH, oh, kj, ki);
-    const int ih = oh * stride_h - pad_h + ki * dil_h;
-    if (ih < 0 || ih >= H) return;                           // this row fed only padding
-    const float* __restrict__ src = cols + (long long)row * W_out;
-    float* dst = y + (nc * H + ih) * W;
-    const int iw0 = kj * dil_w - pad_w;
-    for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) {
-        const int iw = iw0 + ow * stride_w;
-        if (iw >= 0 && iw < W) atomicAdd(&dst[iw], src[ow]);
+    // grid-stride over rows: a capped grid of blocks walks all rows (launching one block per
+    // row costs more than the work when rows are many and short)
+    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
+         row += gridDim.x * blockDim.y) {
+        int oh, kj, ki;
+        const long long nc = split_row(row, H_out, KW, KH, oh, kj, ki);
+        const int ih = oh * stride_h - pad_h + ki * dil_h;
+        if (ih < 0 || ih >= H) continue;                           // this row fed only padding
+        const float* __restrict__ src = cols + (long long)row * W_out;
+        float* dst = y + (nc * H + ih) * W;
+        const int iw0 = kj * dil_w - pad_w;
+        for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) {
+            const int iw = iw0 + ow * stride_w;
+            if (iw >= 0 && iw < W) atomicAdd(&dst[iw], src[ow]);
+        }
     }
 }
 
@@ -106,28 +112,31 @@ extern "C" __global__ void fold_scatter_kernel(
 extern "C" __global__ void fold_gather_kernel(
     const float* __restrict__ cols, float* __restrict__ y, unsigned rows, GEOMETRY_ARGS)
 {
-    const unsigned row = blockIdx.x * blockDim.y + threadIdx.y;
-    if (row >= rows) return;
-    const int ih = (int)(row % H);
-    const long long nc = row / H;
-    const long long L = (long long)H_out * W_out;
-    float* __restrict__ dst = y + (long long)row * W;
-    for (int iw = threadIdx.x; iw < W; iw += blockDim.x) {
-        float sum = 0.0f;
-        for (int ki = 0; ki < KH; ++ki) {
-            const int th = ih + pad_h - ki * dil_h;
-            if (th < 0 || th % stride_h != 0) continue;
-            const int oh = th / stride_h;
-            if (oh >= H_out) continue;
-            // the KW rows of cols for (n, c, ki, kj = 0..KW-1), at output row oh
-            const float* __restrict__ crow = cols + ((nc * KH + ki) * KW) * L + (long long)oh * W_out;
-            for (int kj = 0; kj < KW; ++kj) {
-                const int tw = iw + pad_w - kj * dil_w;
-                if (tw < 0 || tw % stride_w != 0) continue;
-                const int ow = tw / stride_w;
-                if (ow < W_out) sum += crow[kj * L + ow];
+    // grid-stride over rows: a capped grid of blocks walks all rows (launching one block per
+    // row costs more than the work when rows are many and short)
+    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
+         row += gridDim.x * blockDim.y) {
+        const int ih = (int)(row % H);
+        const long long nc = row / H;
+        const long long L = (long long)H_out * W_out;
+        float* __restrict__ dst = y + (long long)row * W;
+        for (int iw = threadIdx.x; iw < W; iw += blockDim.x) {
+            float sum = 0.0f;
+            for (int ki = 0; ki < KH; ++ki) {
+                const int th = ih + pad_h - ki * dil_h;
+                if (th < 0 || th % stride_h != 0) continue;
+                const int oh = th / stride_h;
+                if (oh >= H_out) continue;
+                // the KW rows of cols for (n, c, ki, kj = 0..KW-1), at output row oh
+                const float* __restrict__ crow = cols + ((nc * KH + ki) * KW) * L + (long long)oh * W_out;
+                for (int kj = 0; kj < KW; ++kj) {
+                    const int tw = iw + pad_w - kj * dil_w;
+                    if (tw < 0 || tw % stride_w != 0) continue;
+                    const int ow = tw / stride_w;
+                    if (ow < W_out) sum += crow[kj * L + ow];
+                }
             }
+            dst[iw] = sum;
         }
-        dst[iw] = sum;
     }
 }
