@@ -213,11 +213,12 @@ def gemm_batched(w_mat: Any, cols: Any, out: Any) -> None:
     for out[n]^T (L x M) = cols[n]^T (L x K) @ w_mat^T (K x M), which is out[n] in row-major.
     cols and out may be views (a group's rows of a sample); rows must be contiguous.
     """
+    import cupy
     from cupy.cuda import cublas, device
 
     nb, K, L = cols.shape
     M = w_mat.shape[0]
-    w_mat = cupy_contiguous(w_mat)
+    w_mat = cupy.ascontiguousarray(w_mat)
     sample_cols, row_cols = cols.strides[0] // 4, cols.strides[1] // 4
     sample_out, row_out = out.strides[0] // 4, out.strides[1] // 4
     if cols.strides[2] != 4 or out.strides[2] != 4:
@@ -227,12 +228,6 @@ def gemm_batched(w_mat: Any, cols: Any, out: Any) -> None:
         _ONE.ctypes.data, cols.data.ptr, row_cols, sample_cols, w_mat.data.ptr, K, 0,
         _ZERO.ctypes.data, out.data.ptr, row_out, sample_out, nb,
     )  # fmt: skip
-
-
-def cupy_contiguous(a: Any) -> Any:
-    import cupy
-
-    return cupy.ascontiguousarray(a)
 
 
 def _conv_im2col_cupy(x: Any, w: Any, plan: ConvPlan, y: Any, budget_bytes: int | None) -> None:
@@ -282,8 +277,19 @@ def resolve_algorithm(x: Any, w: Any, bias: Any = None, stride: Any = 1, padding
 
 
 def gemm(filter_matrix: Any, x_unroll: Any) -> Any:
-    """The GEMM step of im2col: (M, C*KH*KW) @ (..., C*KH*KW, L) -> (..., M, L), cuBLAS on the GPU."""
-    return array_module(x_unroll).matmul(filter_matrix, x_unroll)
+    """The GEMM step of im2col on its own: (M, K) @ (K, L) or (N, K, L) -> (M, L) or (N, M, L).
+
+    On the GPU this is the same strided-batched cuBLAS call im2col makes, so the page's
+    "unroll vs GEMM" split times what conv2d(algorithm="im2col") really runs.
+    """
+    xp = array_module(x_unroll)
+    if xp is np:
+        return np.matmul(filter_matrix, x_unroll)
+    batched = x_unroll.ndim == 3
+    cols = x_unroll if batched else x_unroll[None]
+    out = xp.empty((cols.shape[0], filter_matrix.shape[0], cols.shape[2]), dtype=np.float32)
+    gemm_batched(filter_matrix, xp.ascontiguousarray(cols), out)
+    return out if batched else out[0]
 
 
 def conv2d(

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.test_e2e import CHROMIUM_ARGS, _free_port, _png, chromium_path, start_server, warm_up  # noqa: E402
+from tests.test_e2e import CHROMIUM_ARGS, _free_port, _png, chromium_path, start_server, upload_file, warm_up  # noqa: E402
 
 
 def rss_mib(pid: int) -> float:
@@ -82,14 +82,8 @@ def run_load(sessions: int, seconds: float, backend: str = "numpy") -> dict:
                 ctx = browser.new_context(viewport={"width": 1280, "height": 900})  # own cookies: own session
                 page = ctx.new_page()
                 page.goto(url)
-                _idle(page)
-                page.get_by_text("Upload", exact=True).click()
-                _idle(page)
                 w, h = 60 + 2 * i, 40 + i  # every student's image has its own size
-                page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
-                    files=[{"name": f"s{i}.png", "mimeType": "image/png", "buffer": _png(w, h)}]
-                )
-                _idle(page)
+                upload_file(page, f"s{i}.png", _png(w, h), wait=_idle)
                 page.get_by_text(f"your upload: {w} x {h} px").wait_for(timeout=60000)
                 pages.append(page)
                 sizes.append((w, h))

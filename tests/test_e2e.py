@@ -145,17 +145,23 @@ def _png(w: int, h: int) -> bytes:
     return buf.getvalue()
 
 
+def upload_file(page, name: str, data: bytes, wait=None) -> None:
+    """Choose "Upload" in the sidebar and send a file through the real file input, as a user does."""
+    wait = wait or wait_idle
+    wait(page)
+    page.get_by_text("Upload", exact=True).click()
+    wait(page)
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+        files=[{"name": name, "mimeType": "image/png", "buffer": data}]
+    )
+    wait(page)
+    no_exception(page)
+
+
 def test_upload_then_move_a_slider_changes_the_output(server, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
     page.goto(f"{server}/direct")
-    wait_idle(page)
-    page.get_by_text("Upload", exact=True).click()
-    wait_idle(page)
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
-        files=[{"name": "gradient.png", "mimeType": "image/png", "buffer": _png(120, 80)}]
-    )
-    wait_idle(page)
-    no_exception(page)
+    upload_file(page, "gradient.png", _png(120, 80))
     page.get_by_text("your upload: 120 x 80 px").wait_for(timeout=30000)
     page.get_by_text("Output: 120 x 80").first.wait_for(timeout=30000)
     shot(page, "direct_after_upload")
@@ -173,14 +179,7 @@ def test_upload_then_move_a_slider_changes_the_output(server, browser):
 def test_bad_upload_shows_a_message_and_the_page_works(server, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(f"{server}/direct")
-    wait_idle(page)
-    page.get_by_text("Upload", exact=True).click()
-    wait_idle(page)
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
-        files=[{"name": "notes.png", "mimeType": "image/png", "buffer": b"this is text, not a PNG"}]
-    )
-    wait_idle(page)
-    no_exception(page)
+    upload_file(page, "notes.png", b"this is text, not a PNG")
     page.get_by_text("not an image Conv Explorer can read").wait_for(timeout=30000)
     page.get_by_text("Output: 256 x 256").first.wait_for(timeout=30000)  # the sample is used meanwhile
     shot(page, "direct_bad_upload")

@@ -210,3 +210,14 @@ def test_out_of_memory_is_recognised_and_recoverable(cp):
     release_gpu_memory()
     y = gpuops.conv2d(cp.ones((1, 2, 6, 6), cp.float32), cp.ones((3, 2, 3, 3), cp.float32))
     assert y.shape == (1, 3, 4, 4) and float(y.max()) == 18.0
+
+
+def test_gemm_matches_numpy_for_one_and_many_samples(rng, cp):
+    w = rng.standard_normal((5, 12)).astype(np.float32)
+    cols = rng.standard_normal((3, 12, 40)).astype(np.float32)
+    np.testing.assert_allclose(
+        gpuops.gemm(cp.asarray(w), cp.asarray(cols)).get(), w @ cols, rtol=1e-4, atol=1e-4
+    )
+    np.testing.assert_allclose(
+        gpuops.gemm(cp.asarray(w), cp.asarray(cols[1])).get(), w @ cols[1], rtol=1e-4, atol=1e-4
+    )

@@ -24,13 +24,6 @@ def finish(fig: go.Figure, title: str, x_title: str, y_title: str, height: int =
     return fig
 
 
-def image_axes(fig: go.Figure, row: int | None = None, col: int | None = None) -> None:
-    """Rows grow downward and pixels are square, as in an image."""
-    kw = {} if row is None else dict(row=row, col=col)
-    fig.update_yaxes(autorange="reversed", scaleanchor="x" if row is None else None, constrain="domain", **kw)
-    fig.update_xaxes(constrain="domain", **kw)
-
-
 def rect_shape(r: float, c: float, colour: str, width: int = 3, dash: str = "solid", fill: str | None = None,
                h: float = 1, w: float = 1) -> dict:  # fmt: skip
     """A layout shape outlining cell(s) from row r, column c (cell centres at integers)."""
