@@ -120,7 +120,7 @@ class Suite:
         if F is not None:
             self.add(s.name, "unfold", "torch", lambda: F.unfold(tx, **unf), nbytes=x.nbytes + cols_bytes)
         cols = gpuops.unfold(x, **unf)
-        variants = ("gather", "scatter") if self.gpu else ("auto",)
+        variants = ("auto", "gather", "scatter") if self.gpu else ("auto",)  # auto: the default
         for v in variants:
             self.add(s.name, "fold", f"ours:{v}", lambda v=v: gpuops.fold(cols, (s.H, s.W), variant=v, **unf),
                      nbytes=cols_bytes + x.nbytes)  # fmt: skip

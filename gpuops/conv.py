@@ -20,11 +20,16 @@ from gpuops.geometry import (
     window_geometry,
 )
 from gpuops.indexmath import tap_slice
-from gpuops.launch import ConvLaunch, conv_direct_launch, conv_tiled_launch
+from gpuops.launch import (
+    ConvLaunch,
+    conv_direct_launch,
+    conv_implicit_gemm_launch,
+    conv_tiled_launch,
+)
 from gpuops.reflect import reflect_pad
 from gpuops.unfold import unfold_cupy_into, unfold_numpy, zero_pad_numpy
 
-ALGORITHMS = ("direct", "tiled", "im2col")
+ALGORITHMS = ("direct", "tiled", "im2col", "implicit_gemm")
 AUTO = "auto"  # measure the three once per shape on the GPU and keep the fastest (cuDNN-style)
 NULL = np.uint64(0)
 PADDING_MODES = ("zeros", "reflect")
@@ -66,6 +71,8 @@ class ConvPlan:
             return conv_direct_launch(self.geometry, self.N, self.M)
         if self.algorithm == "tiled":
             return conv_tiled_launch(self.geometry, self.N, self.C, self.M, self.groups)
+        if self.algorithm == "implicit_gemm":
+            return conv_implicit_gemm_launch(self.geometry, self.N, self.M, self.groups)
         return None
 
 
@@ -140,14 +147,17 @@ def _launch_and_args(plan: ConvPlan) -> tuple[ConvLaunch, tuple]:
     if launch.kernel == "conv2d_tiled":
         m_blocks = launch.grid[1] // plan.groups
         args += [m_blocks, launch.channels_per_stage, *launch.in_tile, launch.pitch]
+    elif launch.kernel == "conv2d_implicit_gemm":
+        args += [launch.grid[1] // plan.groups]  # m_blocks
     return launch, cuda_kernels.kernel_args(*args)
 
 
 def _conv_numpy(x: np.ndarray, w: np.ndarray, plan: ConvPlan) -> np.ndarray:
     """CPU twin: pad once, then for each tap (ki, kj) multiply a strided slice by W[:, :, ki, kj].
 
-    direct/tiled accumulate tap by tap (K*K matrix products over channels); im2col builds the
-    whole X_unroll and does one GEMM, as the GPU path does.
+    direct/tiled/implicit_gemm accumulate tap by tap (K*K matrix products over channels, no
+    X_unroll: the implicit GEMM's point); im2col builds the whole X_unroll and does one GEMM,
+    as the GPU path does.
     """
     g, G = plan.geometry, plan.groups
     N, C, M = plan.N, plan.C, plan.M
@@ -186,6 +196,8 @@ def im2col_batch_chunk(plan: ConvPlan, budget_bytes: int | None = None) -> int:
     Raises ValueError when one sample alone does not fit, saying how many bytes it needs.
     """
     per_sample = max(1, plan.x_unroll_bytes_per_sample)
+    if budget_bytes is None and plan.N * per_sample <= IM2COL_MIN_BUDGET:
+        return plan.N  # fits the budget it always has: no need to ask the driver (a few us)
     if budget_bytes is None:
         import cupy
 

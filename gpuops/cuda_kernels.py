@@ -10,6 +10,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 KERNEL_DIR = Path(__file__).with_name("kernels")
 THREADS_1D = 256
 
@@ -42,6 +44,14 @@ def module(filename: str) -> Any:
     )
 
 
+@functools.cache
+def l2_bytes() -> int:
+    """The GPU's L2 cache size in bytes (50 MiB on the H100)."""
+    import cupy
+
+    return int(cupy.cuda.Device().attributes["L2CacheSize"])
+
+
 def function(filename: str, name: str) -> Any:
     return module(filename).get_function(name)
 
@@ -68,23 +78,91 @@ def row_grid(rows: int, width: int) -> tuple[tuple[int, int, int], tuple[int, in
 
 def kernel_args(*args: Any) -> tuple:
     """Python ints become C `int` (CuPy would pass them as 64-bit); arrays pass through."""
-    import numpy as np
-
     return tuple(np.int32(a) if isinstance(a, (int, np.integer)) else a for a in args)
 
 
-@functools.lru_cache(maxsize=2048)
-def _row_launch(filename: str, name: str, rows: int, width: int, ints: tuple[int, ...]) -> tuple:
-    """Kernel, grid, block and packed scalars of a row launch (cached: the same shapes recur)."""
-    import numpy as np
+class PackedLaunch:
+    """A kernel launch whose grid, block and scalar arguments are fixed; per call only the
+    source and destination pointers change.
 
+    Why: CuPy's generic RawKernel call re-packs every argument on every call (~7 us on the
+    device machine, more than a 6 MB reflect pad takes on the GPU). Here the arguments are
+    packed once into C storage, and a call writes two pointers and calls cuLaunchKernel
+    (~2 us). The lock keeps two app sessions from interleaving their pointer writes; the
+    driver copies the arguments before cuLaunchKernel returns.
+    """
+
+    def __init__(self, kernel: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 scalars: tuple) -> None:  # fmt: skip
+        import ctypes
+        import threading
+
+        import cupy
+        from cupy.cuda import driver
+
+        self.kernel, self.grid, self.block, self.scalars = kernel, grid, block, scalars
+        self._pointers = (ctypes.c_uint64 * 2)()
+        ctype = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.uint32): ctypes.c_uint32}
+        self._values = [ctype[np.asarray(v).dtype](int(v)) for v in scalars]
+        base = ctypes.addressof(self._pointers)
+        addresses = [base, base + 8, *(ctypes.addressof(v) for v in self._values)]
+        self._params = (ctypes.c_void_p * len(addresses))(*addresses)
+        self._params_address = ctypes.addressof(self._params)
+        self._dims = (*grid, *block)
+        self._launch_kernel = driver.launchKernel
+        self._current_stream = cupy.cuda.get_current_stream
+        self._function = None  # the driver handle, looked up on the first launch
+        self._lock = threading.Lock()
+
+    def __call__(self, src: Any, dst: Any) -> None:
+        if self._function is None:
+            self._function = self.kernel.kernel.ptr  # compiles / loads the module once
+        stream = self._current_stream().ptr
+        with self._lock:
+            self._pointers[0] = src.data.ptr
+            self._pointers[1] = dst.data.ptr
+            self._launch_kernel(self._function, *self._dims, 0, stream, self._params_address, 0)
+
+
+@functools.lru_cache(maxsize=2048)
+def _row_launch(filename: str, name: str, rows: int, width: int, ints: tuple[int, ...]) -> PackedLaunch:
+    """The packed launch of a row kernel (cached: the same shapes recur)."""
     if rows > ROW_LIMIT:
         raise ValueError(f"{rows} rows exceed the row kernels' limit of {ROW_LIMIT}; split the batch")
     grid, block = row_grid(rows, width)
-    return function(filename, name), grid, block, (np.uint32(rows), *kernel_args(*ints))
+    return PackedLaunch(function(filename, name), grid, block, (np.uint32(rows), *kernel_args(*ints)))
 
 
-def launch_rows(filename: str, name: str, src: Any, dst: Any, rows: int, width: int, *ints: int) -> None:
-    """Launch row kernel `name(src, dst, rows, ints...)`: one thread row per row of `width`."""
-    kernel, grid, block, scalars = _row_launch(filename, name, rows, width, ints)
-    kernel(grid, block, (src, dst, *scalars))
+class ReadyCalls:
+    """The hot path of a repeated GPU call: skip every argument check the first call passed.
+
+    A class keeps recurring launches here, keyed by (input shape, the call's other arguments):
+    a classroom reruns the same settings, and for a 6 MB image the Python checks (~10 us)
+    cost more than the kernel. Only a C-contiguous float32 CuPy array of a seen shape takes
+    this path; anything else goes through the full checks. Bounded: cleared when full. The
+    key is the arguments' repr, so 1, 1.0 and True (equal as dict keys) stay apart.
+    """
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._plans: dict[tuple, tuple] = {}
+        self._array_type: type | None = None  # cupy.ndarray, learnt from the first stored call
+
+    def get(self, x: Any, key: tuple) -> tuple | None:
+        """The stored launch for this array and key, or None (unhashable keys included)."""
+        if type(x) is not self._array_type or x.dtype != np.float32 or not x.flags.c_contiguous:
+            return None
+        return self._plans.get((x.shape, repr(key)))
+
+    def put(self, x: Any, key: tuple, plan: tuple) -> None:
+        if len(self._plans) >= self.LIMIT:
+            self._plans.clear()
+        self._array_type = type(x)
+        self._plans[(x.shape, repr(key))] = plan
+
+
+def row_plan(filename: str, name: str, rows: int, width: int, *ints: int) -> PackedLaunch:
+    """The launch of row kernel `name(src, dst, rows, ints...)`: one thread row per row of
+    `width` threads' work; call it with (src, dst)."""
+    return _row_launch(filename, name, rows, width, ints)

@@ -17,6 +17,9 @@ PIXELS_PER_THREAD = 2  # must equal PIXELS_PER_THREAD in kernels/conv2d.cu (tile
 SHARED_LIMIT = 48 * 1024  # bytes of shared memory a block gets without opting in
 MAX_CHANNELS_PER_STAGE = 8
 GRID_YZ_LIMIT = 65535
+IG_BM, IG_BN = 64, 128  # must equal IG_BM / IG_BN in kernels/conv2d.cu (implicit GEMM block tile)
+IG_THREADS = (IG_BM // 8) * (IG_BN // 8)  # each thread owns 8 filters x 8 pixels
+PIXEL_LIMIT = 2**31 - 1  # the implicit GEMM numbers the batch's pixels with 32-bit ints
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class ConvLaunch:
     pitch: int = 0  # floats between shared-memory rows (>= cols; padded to avoid bank conflicts)
     shared_bytes: int = 0
     pixels_per_thread: int = 1  # along a row, blockDim.x apart
+    out_hw: tuple[int, int] = (0, 0)  # (H_out, W_out), for the implicit GEMM's pixel numbering
 
     @property
     def tile(self) -> tuple[int, int]:
@@ -45,6 +49,8 @@ class ConvLaunch:
         self, n: int, m: int, oh: int, ow: int
     ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """(blockIdx, threadIdx) of the thread that writes output (n, m, oh, ow)."""
+        if self.kernel == "conv2d_implicit_gemm":
+            return self._gemm_thread_of(n, m, oh, ow)
         th, tw = self.tile
         if self.kernel == "conv2d_direct":
             by = m
@@ -55,10 +61,28 @@ class ConvLaunch:
         bx = (oh // th) * self.tiles_w + ow // tw
         return (bx, by, n), ((ow % tw) % self.block[0], oh % th, 0)
 
+    def _gemm_thread_of(
+        self, n: int, m: int, oh: int, ow: int
+    ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """Implicit GEMM: pixel p = n*L + oh*W_out + ow picks blockIdx.x, the filter blockIdx.y;
+        inside the 8 x 8 thread tiles, halves of 4 sit IG_BM/2 (IG_BN/2) apart."""
+        L = self.out_hw[0] * self.out_hw[1]
+        p = n * L + oh * self.out_hw[1] + ow
+        group, within = divmod(m, self.filters_per_group)
+        m_blocks = -(-self.filters_per_group // IG_BM)
+        q, r = p % IG_BN, within % IG_BM
+        tn, tm = (q % (IG_BN // 2)) // 4, (r % (IG_BM // 2)) // 4
+        return (p // IG_BN, group * m_blocks + within // IG_BM, 0), (tm * (IG_BN // 8) + tn, 0, 0)
+
     def filters_of_block(self, block_y: int) -> range:
         """Filters computed by blocks with this blockIdx.y."""
         if self.kernel == "conv2d_direct":
             return range(block_y, block_y + 1)
+        if self.kernel == "conv2d_implicit_gemm":
+            m_blocks = -(-self.filters_per_group // IG_BM)
+            group, mb = divmod(block_y, m_blocks)
+            start = group * self.filters_per_group + mb * IG_BM
+            return range(start, min(start + IG_BM, (group + 1) * self.filters_per_group))
         m_blocks = -(-self.filters_per_group // self.filters_per_block)
         group, mb = divmod(block_y, m_blocks)
         start = group * self.filters_per_group + mb * self.filters_per_block
@@ -125,6 +149,30 @@ def conv_tiled_launch(g: WindowGeometry, N: int, C: int, M: int, groups: int) ->
         pitch=pitch,
         shared_bytes=4 * ((cb * in_h * pitch + 3) // 4 * 4 + cb * FILTERS_PER_BLOCK * g.KH * g.KW),
         pixels_per_thread=PIXELS_PER_THREAD,
+    )
+
+
+def conv_implicit_gemm_launch(g: WindowGeometry, N: int, M: int, groups: int) -> ConvLaunch:
+    """One block per IG_BM filters x IG_BN pixels of the whole batch (pixels run across samples)."""
+    pixels = N * g.H_out * g.W_out
+    if pixels > PIXEL_LIMIT:
+        raise ValueError(
+            f"implicit_gemm numbers the batch's {pixels} output pixels with 32-bit ints (limit "
+            f"{PIXEL_LIMIT}); split the batch or use algorithm='tiled'"
+        )
+    Mg = M // groups
+    m_blocks = -(-Mg // IG_BM)
+    _check_grid(1, groups * m_blocks)
+    return ConvLaunch(
+        "conv2d_implicit_gemm",
+        (max(1, -(-pixels // IG_BN)), groups * m_blocks, 1),
+        (IG_THREADS, 1, 1),
+        0,
+        0,
+        filters_per_block=IG_BM,
+        filters_per_group=Mg,
+        shared_bytes=0,  # static __shared__ arrays: 2 * 8 * (IG_BM + IG_BN) floats = 12 KiB
+        out_hw=(g.H_out, g.W_out),
     )
 
 

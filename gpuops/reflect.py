@@ -12,6 +12,7 @@ from gpuops.geometry import check_ndim, check_reflect_pads, reflect_pads
 from gpuops.indexmath import reflect_index
 
 SOURCE = "reflect_pad.cu"
+_ready = cuda_kernels.ReadyCalls()
 
 
 def reflect_source_rows(size: int, pad_before: int, pad_after: int) -> np.ndarray:
@@ -21,20 +22,36 @@ def reflect_source_rows(size: int, pad_before: int, pad_after: int) -> np.ndarra
 
 def reflect_pad(x: Any, padding: Any) -> Any:
     """F.pad(x, (left, right, top, bottom), mode="reflect") on (H,W), (C,H,W) or (N,C,H,W)."""
+    ready = _ready.get(x, (padding,))
+    if ready is not None:  # this shape and padding passed every check before
+        out_shape, launch = ready
+        y = _cupy_empty(out_shape)
+        launch(x, y)
+        return y
     xp, x = as_float32(x, "input")
     check_ndim(x.shape, (2, 3, 4), "input", "(H, W), (C, H, W) or (N, C, H, W)")
     left, right, top, bottom = reflect_pads(padding)
     H, W = x.shape[-2:]
     check_reflect_pads(H, W, (left, right, top, bottom))
     H_out, W_out = H + top + bottom, W + left + right
+    out_shape = (*x.shape[:-2], H_out, W_out)
     if x.size == 0:
-        return xp.zeros((*x.shape[:-2], H_out, W_out), dtype=np.float32)
+        return xp.zeros(out_shape, dtype=np.float32)
     if xp is np:
         rows = reflect_source_rows(H, top, bottom)
         cols = reflect_source_rows(W, left, right)
         # two 1-D gathers (rows, then columns) move far less index data than one 2-D gather
         return np.take(np.take(x, rows, axis=-2), cols, axis=-1)
-    y = xp.empty((*x.shape[:-2], H_out, W_out), dtype=np.float32)
-    rows = y.size // W_out
-    cuda_kernels.launch_rows(SOURCE, "reflect_pad2d", x, y, rows, W_out, H, W, H_out, W_out, top, left)
+    rows = x.size // (H * W) * H_out
+    width = max(1, W_out // 4)  # threads one row needs: each writes 4 cells per step
+    plan = cuda_kernels.row_plan(SOURCE, "reflect_pad2d", rows, width, H, W, H_out, W_out, top, left)
+    _ready.put(x, (padding,), (out_shape, plan))
+    y = _cupy_empty(out_shape)
+    plan(x, y)
     return y
+
+
+def _cupy_empty(shape: tuple[int, ...]) -> Any:
+    import cupy
+
+    return cupy.empty(shape, dtype=np.float32)

@@ -15,6 +15,8 @@ from gpuops.indexmath import tap_slice
 
 SOURCE = "unfold_fold.cu"
 FOLD_VARIANTS = ("auto", "gather", "scatter")
+_ready_unfold = cuda_kernels.ReadyCalls()
+_ready_fold = cuda_kernels.ReadyCalls()
 
 
 def geometry_args(g: WindowGeometry) -> tuple[int, ...]:
@@ -40,13 +42,32 @@ def unfold_numpy(x: np.ndarray, g: WindowGeometry) -> np.ndarray:
     return cols.reshape(N, C * g.KH * g.KW, g.L)
 
 
+def unfold_plan(g: WindowGeometry, out_size: int) -> cuda_kernels.PackedLaunch | None:
+    """Row launch of the unfold kernel writing `out_size` floats (None when there is nothing)."""
+    if not out_size:
+        return None
+    rows = out_size // g.W_out  # (n, c, ki, kj, oh) rows of W_out columns
+    per_row = g.W_out // 4 if g.W_out % 4 == 0 else g.W_out  # threads a row needs (float4 stores)
+    streaming = int(_plane_outgrows_l2(g.H * g.W * 4))
+    return cuda_kernels.row_plan(SOURCE, "unfold_kernel", rows, per_row, *geometry_args(g), streaming)
+
+
+def _plane_outgrows_l2(plane_bytes: int) -> bool:
+    """Between two taps' reads of an input plane, unfold writes about a plane of output: when
+    the two together exceed half of L2, the re-read misses unless the output streams past L2
+    (measured on the H100: image2048_k7 unfold 1.08 -> 0.98 ms; resnet56 / stride2 unchanged)."""
+    return 2 * plane_bytes > cuda_kernels.l2_bytes() // 2
+
+
 def unfold_cupy_into(x: Any, g: WindowGeometry, out: Any) -> Any:
     """Run the unfold kernel on (N, C, H, W), writing (N, C*KH*KW, L) into `out`."""
-    if out.size:
-        rows = out.size // g.W_out  # (n, c, ki, kj, oh) rows of W_out columns
-        per_row = g.W_out // 4 if g.W_out % 4 == 0 else g.W_out  # threads a row needs (float4 stores)
-        cuda_kernels.launch_rows(SOURCE, "unfold_kernel", x, out, rows, per_row, *geometry_args(g))
+    _launch(unfold_plan(g, out.size), x, out)
     return out
+
+
+def _launch(plan: cuda_kernels.PackedLaunch | None, src: Any, dst: Any) -> None:
+    if plan is not None:
+        plan(src, dst)
 
 
 def fold_numpy(cols: np.ndarray, C: int, g: WindowGeometry) -> np.ndarray:
@@ -62,20 +83,26 @@ def fold_numpy(cols: np.ndarray, C: int, g: WindowGeometry) -> np.ndarray:
     return np.ascontiguousarray(out[:, :, g.pad_top : g.pad_top + g.H, g.pad_left : g.pad_left + g.W])
 
 
+def fold_plan(
+    cols_size: int, y_size: int, g: WindowGeometry, variant: str
+) -> cuda_kernels.PackedLaunch | None:
+    """Row launch of a fold kernel (None when there is nothing to add up)."""
+    if variant == "scatter":
+        rows, width, name = cols_size // max(1, g.W_out), g.W_out, "fold_scatter_kernel"
+    else:
+        rows, width, name = y_size // max(1, g.W), g.W, "fold_gather_kernel"
+    if not rows:
+        return None
+    return cuda_kernels.row_plan(SOURCE, name, rows, width, *geometry_args(g))
+
+
 def fold_cupy(cols: Any, C: int, g: WindowGeometry, variant: str) -> Any:
     import cupy
 
-    N = cols.shape[0]
-    if variant == "scatter":
-        y = cupy.zeros((N, C, g.H, g.W), dtype=np.float32)
-        if cols.size:
-            rows = cols.size // g.W_out
-            cuda_kernels.launch_rows(SOURCE, "fold_scatter_kernel", cols, y, rows, g.W_out, *geometry_args(g))
-    else:
-        y = cupy.empty((N, C, g.H, g.W), dtype=np.float32)
-        if y.size:
-            rows = y.size // g.W  # (n, c, ih) rows of W pixels
-            cuda_kernels.launch_rows(SOURCE, "fold_gather_kernel", cols, y, rows, g.W, *geometry_args(g))
+    out_shape = (cols.shape[0], C, g.H, g.W)
+    # scatter adds onto y, so y starts at zero; gather writes every pixel
+    y = (cupy.zeros if variant == "scatter" else cupy.empty)(out_shape, dtype=np.float32)
+    _launch(fold_plan(cols.size, y.size, g, variant), cols, y)
     return y
 
 
@@ -85,6 +112,13 @@ def _batched(x: Any, xp: ModuleType, ndim_batched: int) -> tuple[Any, bool]:
 
 def unfold(x: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Any:
     """F.unfold: (N,C,H,W) -> (N, C*kh*kw, L); (C,H,W) -> (C*kh*kw, L)."""
+    key = (kernel_size, dilation, padding, stride)
+    ready = _ready_unfold.get(x, key)
+    if ready is not None:  # this shape and these arguments passed every check before
+        out_shape, plan = ready
+        cols = _cupy_empty(out_shape)
+        _launch(plan, x, cols)
+        return cols
     xp, x = as_float32(x, "input")
     check_ndim(x.shape, (3, 4), "input", "(C, H, W) or (N, C, H, W)")
     x, batched = _batched(x, xp, 4)
@@ -92,9 +126,19 @@ def unfold(x: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride
     g = window_geometry(H, W, kernel_size, stride, padding, dilation)
     if xp is np:
         cols = unfold_numpy(x, g)
-    else:
-        cols = unfold_cupy_into(x, g, xp.empty((N, C * g.KH * g.KW, g.L), dtype=np.float32))
-    return cols if batched else cols[0]
+        return cols if batched else cols[0]
+    out_shape = (N, C * g.KH * g.KW, g.L)[0 if batched else 1 :]
+    plan = unfold_plan(g, N * C * g.KH * g.KW * g.L)
+    _ready_unfold.put(x if batched else x[0], key, (out_shape, plan))
+    cols = _cupy_empty(out_shape)
+    _launch(plan, x, cols)
+    return cols
+
+
+def _cupy_empty(shape: tuple[int, ...]) -> Any:
+    import cupy
+
+    return cupy.empty(shape, dtype=np.float32)
 
 
 def fold_geometry(
@@ -134,6 +178,15 @@ def fold(
     the first call and remembered (neither wins everywhere: scatter for strided or 7x7
     windows, gather for 3x3 stride 1 in bench/results).
     """
+    key = (output_size, kernel_size, dilation, padding, stride, variant)
+    ready = _ready_fold.get(cols, key)
+    if ready is not None:  # this shape and these arguments passed every check before
+        out_shape, zeroed, plan = ready
+        import cupy
+
+        y = (cupy.zeros if zeroed else cupy.empty)(out_shape, dtype=np.float32)
+        _launch(plan, cols, y)
+        return y
     if variant not in FOLD_VARIANTS:
         raise ValueError(f"variant {variant!r} must be one of {FOLD_VARIANTS}")
     xp, cols = as_float32(cols, "input")
@@ -142,9 +195,14 @@ def fold(
     C, g = fold_geometry(cols.shape, output_size, kernel_size, dilation, padding, stride)
     if xp is np:
         y = fold_numpy(cols, C, g)
-    else:
-        if variant == "auto":
-            candidates = {v: functools.partial(fold_cupy, cols, C, g, v) for v in ("gather", "scatter")}
-            variant = autotune.fastest(("fold", cols.shape, g), candidates) or "gather"
-        y = fold_cupy(cols, C, g, variant)
+        return y if batched else y[0]
+    chosen = variant
+    if variant == "auto":
+        candidates = {v: functools.partial(fold_cupy, cols, C, g, v) for v in ("gather", "scatter")}
+        chosen = autotune.fastest(("fold", cols.shape, g), candidates) or "gather"
+    y = fold_cupy(cols, C, g, chosen)
+    plan = fold_plan(cols.size, y.size, g, chosen)
+    _ready_fold.put(
+        cols if batched else cols[0], key, (y.shape[0 if batched else 1 :], chosen == "scatter", plan)
+    )
     return y if batched else y[0]

@@ -52,7 +52,7 @@ with right:
     mix = bound(st.toggle, "Mix channels (one output map)", "dc_mix",
                 help="Off: each colour channel is filtered on its own (groups = C). On: one filter spans all channels.")  # fmt: skip
     algo = bound(st.radio, "Algorithm", "dc_algo", options=[gpuops.AUTO, *gpuops.ALGORITHMS], horizontal=True,
-                 help="auto: on the GPU the three are timed once for this shape and the fastest is kept "
+                 help="auto: on the GPU all four are timed once for this shape and the fastest is kept "
                  "(like cuDNN's benchmark mode); on the CPU, direct.")  # fmt: skip
 
 kernel = None
@@ -212,15 +212,16 @@ for column, algorithm in ((t1, "direct"), (t2, "tiled")):
 st.header("Runtime on this image")
 if times:
     figure(runtime_bars(list(times), list(times.values()), f"conv2d on {W} x {H} x {C}, {kh} x {kw} kernel", backend_name()),
-           "conv_runtimes", "Median of several runs after warm-up. On the CPU all three use NumPy and differ "
-           "only in how the work is arranged.")  # fmt: skip
+           "conv_runtimes", "Median of several runs after warm-up. On the CPU they all use NumPy and differ "
+           "only in how the work is arranged (implicit_gemm runs the tap-by-tap loop there).")  # fmt: skip
     chosen = f"auto chose **{ran}**" if algo == gpuops.AUTO else f"**{ran}**"
     st.caption(f"The output above was computed by {chosen}: {times[ran]:.3f} ms on {backend_name()}.")
 
-source = {"direct": "conv2d.cu", "tiled": "conv2d.cu", "im2col": "unfold_fold.cu"}[ran]
+source = {"direct": "conv2d.cu", "tiled": "conv2d.cu", "im2col": "unfold_fold.cu", "implicit_gemm": "conv2d.cu"}[ran]
 kernel_names = {
     "direct": "conv2d_direct",
     "tiled": "conv2d_tiled",
     "im2col": "unfold_kernel, then cuBLAS GEMM",
+    "implicit_gemm": "conv2d_implicit_gemm (im2col's GEMM without storing X_unroll)",
 }
 cuda_source(source, kernel_names[ran])

@@ -1,12 +1,15 @@
 """Backend choice, launch geometry and timing work without a GPU."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import gpuops
 from gpuops import backend
+from gpuops import launch as launch_module
 from gpuops.cuda_kernels import sources_for
-from gpuops.launch import conv_direct_launch, conv_tiled_launch, row_launch
+from gpuops.launch import conv_direct_launch, conv_implicit_gemm_launch, conv_tiled_launch, row_launch
 from gpuops.timing import measure
 
 
@@ -63,6 +66,32 @@ def test_tiled_launch_covers_filters_in_blocks_of_eight():
     # column 33 is column 1 of its tile, owned by thread x 1 (pixels 1 and 17 of the tile)
     assert launch.thread_of(0, 19, 20, 33) == ((3, 3, 0), (1, 4, 0))
     assert launch.shared_bytes <= 48 * 1024
+
+
+def test_implicit_gemm_launch_numbers_pixels_across_the_batch():
+    g = gpuops.window_geometry(10, 10, 3, padding=1)  # 10 x 10 output: L = 100 pixels per sample
+    launch = conv_implicit_gemm_launch(g, N=3, M=100, groups=1)
+    # 300 pixels in blocks of 128 -> 3 blocks; 100 filters in blocks of 64 -> 2 blocks
+    assert launch.grid == (3, 2, 1) and launch.block == (128, 1, 1)
+    assert list(launch.filters_of_block(1)) == list(range(64, 100))
+    # sample 1, (3, 5): pixel 100 + 35 = 135 = block 1, offset 7; filter 70 = block 1, offset 6.
+    # Thread t owns pixel offsets 4*(t % 16) + 0..3 (and +64) and filter offsets 4*(t // 16) + 0..3
+    # (and +32): offset 7 -> t % 16 = 1, offset 6 -> t // 16 = 1, so t = 17.
+    assert launch.thread_of(1, 70, 3, 5) == ((1, 1, 0), (17, 0, 0))
+    # offset 69 = 64 + 5 is the second half of thread t % 16 = 1's pixels
+    assert launch.thread_of(0, 0, 6, 9)[1][0] % 16 == 1
+
+
+def test_implicit_gemm_refuses_more_pixels_than_32_bit_ints_count():
+    g = gpuops.window_geometry(4096, 4096, 3, padding=1)
+    with pytest.raises(ValueError, match="32-bit"):
+        conv_implicit_gemm_launch(g, N=200, M=8, groups=1)
+
+
+def test_kernel_tile_constants_match_the_cuda_source():
+    text = (Path(gpuops.__file__).parent / "kernels" / "conv2d.cu").read_text()
+    for name in ("IG_BM", "IG_BN", "FILTERS_PER_BLOCK", "PIXELS_PER_THREAD"):
+        assert f"#define {name} {getattr(launch_module, name)}" in text, name
 
 
 def test_every_filter_belongs_to_exactly_one_block():

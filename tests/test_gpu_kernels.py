@@ -221,3 +221,16 @@ def test_gemm_matches_numpy_for_one_and_many_samples(rng, cp):
     np.testing.assert_allclose(
         gpuops.gemm(cp.asarray(w), cp.asarray(cols[1])).get(), w @ cols[1], rtol=1e-4, atol=1e-4
     )
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_implicit_gemm_on_many_filters_and_a_batch_split_across_blocks(groups, rng, cp):
+    """136 filters (68 per group: two filter blocks of 64, the second nearly empty) and a batch
+    of 5 samples of 13 x 13 pixels (169 each: blocks of 128 pixels straddle samples)."""
+    x = rng.standard_normal((5, 8, 13, 13)).astype(np.float32)
+    w = rng.standard_normal((136, 8 // groups, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(136).astype(np.float32)
+    expected = gpuops.conv2d(x.astype(np.float64), w.astype(np.float64), b, padding=1, groups=groups)
+    got = gpuops.conv2d(cp.asarray(x), cp.asarray(w), cp.asarray(b), padding=1, groups=groups,
+                        algorithm="implicit_gemm")  # fmt: skip
+    np.testing.assert_allclose(got.get(), expected, rtol=1e-4, atol=2e-4)

@@ -168,3 +168,157 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_tiled(
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Implicit GEMM: im2col's matrix product WITHOUT writing X_unroll (what cuDNN does).
+// Per group, the convolution is the product
+//   Y[m][p] = sum_k  W[m][k] * X_unroll[k][p]
+// with k = (c, ki, kj) flattened (c*KH*KW + ki*KW + kj, the order of w's rows) and
+// p = n*L + oh*W_out + ow a pixel of ANY sample (L = H_out*W_out): the batch is one long row
+// of pixels, so small images and big batches both fill the GPU.
+// X_unroll[k][p] is input cell (c, oh*stride_h - pad_h + ki*dil_h, ow*stride_w - pad_w +
+// kj*dil_w) of sample n: the block gathers it from x while it loads its tile, so the K*K-times
+// larger matrix is never stored.
+//
+// Tiling (a classic register-blocked SGEMM):
+//   block tile  = IG_BM filters x IG_BN pixels, stepping through k IG_BK at a time;
+//   thread tile = 8 filters x 8 pixels = 64 accumulators in registers. Per k a thread reads
+//   8 weights and 8 inputs from shared memory (four float4 loads) for 64 multiply-adds.
+//   The 8 filters are two groups of 4, IG_BM/2 apart (pixels likewise, IG_BN/2 apart), so the
+//   float4 reads of neighbouring threads are neighbouring words: no bank conflicts.
+//   Double buffering: while the block multiplies tile t from shared memory, each thread's
+//   loads of tile t+1 are already in flight into registers (one __syncthreads per tile).
+// grid = (ceil(N*L / IG_BN), groups * m_blocks), block = IG_THREADS threads.
+// ---------------------------------------------------------------------------------------
+#define IG_BM 64                                    // filters per block
+#define IG_BN 128                                   // pixels per block
+#define IG_BK 8                                     // k values per step
+#define IG_THREADS ((IG_BM / 8) * (IG_BN / 8))      // == IG_BN: each thread owns 8 x 8 outputs
+#define IG_A_STEP (IG_THREADS / IG_BM)              // k columns between a thread's weight loads
+
+extern "C" __global__ void __launch_bounds__(IG_THREADS) conv2d_implicit_gemm(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
+    float* __restrict__ y, CONV_ARGS, int m_blocks)
+{
+    __shared__ __align__(16) float As[2][IG_BK][IG_BM];   // weights, k-major: As[k][m]
+    __shared__ __align__(16) float Bs[2][IG_BK][IG_BN];   // gathered inputs: Bs[k][p]
+
+    const int t = threadIdx.x;
+    const int Cg = C / groups, Mg = M / groups;
+    const int KK = KH * KW, Kdim = Cg * KK;         // the GEMM's inner dimension
+    const int L = H_out * W_out;
+    const int P = N * L;                             // pixels of the whole batch (< 2^31: host checks)
+    const int g = blockIdx.y / m_blocks;             // this block's group
+    const int m0 = (blockIdx.y % m_blocks) * IG_BM;  // its first filter, within the group
+    const int p0 = blockIdx.x * IG_BN;               // its first pixel
+
+    // What this thread LOADS. Weights: filter row a_m, k columns a_k, a_k + IG_A_STEP, ...
+    // (consecutive threads take consecutive filters: conflict-free shared stores).
+    const int a_m = t % IG_BM, a_k = t / IG_BM;
+    const bool a_ok = m0 + a_m < Mg;
+    const float* __restrict__ w_row = w + (long long)(g * Mg + m0 + a_m) * Kdim;
+    // Inputs: pixel column b_p = p0 + t (IG_THREADS == IG_BN), every k of each tile.
+    // Its top-left input cell (ih0, iw0) and sample base are computed once, here.
+    const int b_p = p0 + t;
+    const bool b_ok = b_p < P;
+    int ih0 = 0, iw0 = 0;
+    const float* __restrict__ x_n = x;
+    if (b_ok) {
+        const int n = b_p / L, l = b_p % L;
+        ih0 = (l / W_out) * stride_h - pad_h;
+        iw0 = (l % W_out) * stride_w - pad_w;
+        x_n = x + ((long long)n * C + (long long)g * Cg) * H * W;
+    }
+    // The next k this thread gathers, split into (kc, ki, kj), as row / column offsets
+    // (k_ih = ki*dil_h, k_iw = kj*dil_w) and as a flat offset in x_n. Every thread walks
+    // k = 0, 1, 2, ... in order, so these are carried along: no division in the loop.
+    int kc = 0, ki = 0, kj = 0, k_ih = 0, k_iw = 0;
+    long long k_off = 0;
+    const long long pix_off = (long long)ih0 * W + iw0;   // may be negative: padding
+
+    float a_next[IG_BK / IG_A_STEP], b_next[IG_BK];
+    auto load_tile = [&](int k0) {                   // global -> registers
+#pragma unroll
+        for (int j = 0; j < IG_BK / IG_A_STEP; ++j) {
+            const int k = k0 + a_k + j * IG_A_STEP;
+            a_next[j] = (a_ok && k < Kdim) ? w_row[k] : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < IG_BK; ++j) {
+            const int ih = ih0 + k_ih, iw = iw0 + k_iw;
+            float v = 0.0f;
+            if (b_ok && k0 + j < Kdim) {
+                if (reflect)                         // uniform branch: the slow, rare mode
+                    v = x_n[(long long)kc * H * W + reflect_index(ih, H) * W + reflect_index(iw, W)];
+                else if ((unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)  // inside
+                    v = x_n[k_off + pix_off];        // (unsigned: one compare covers < 0 too)
+            }
+            b_next[j] = v;
+            // step to k + 1: next kj; past the last kj, next ki; past the last ki, next c
+            ++kj; k_iw += dil_w; k_off += dil_w;
+            if (kj == KW) {
+                kj = 0; k_iw = 0; ++ki; k_ih += dil_h;
+                k_off += (long long)dil_h * W - (long long)KW * dil_w;
+                if (ki == KH) {
+                    ki = 0; k_ih = 0; ++kc;
+                    k_off += (long long)H * W - (long long)KH * dil_h * W;
+                }
+            }
+        }
+    };
+    auto store_tile = [&](int buf) {                 // registers -> shared memory
+#pragma unroll
+        for (int j = 0; j < IG_BK / IG_A_STEP; ++j) As[buf][a_k + j * IG_A_STEP][a_m] = a_next[j];
+#pragma unroll
+        for (int j = 0; j < IG_BK; ++j) Bs[buf][j][t] = b_next[j];
+    };
+
+    // What this thread COMPUTES: filters tm*4 + {0..3} and IG_BM/2 + tm*4 + {0..3},
+    // pixels tn*4 + {0..3} and IG_BN/2 + tn*4 + {0..3} of the block tile.
+    const int tn = t % (IG_BN / 8), tm = t / (IG_BN / 8);
+    float acc[8][8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+
+    const int tiles = (Kdim + IG_BK - 1) / IG_BK;
+    load_tile(0);
+    store_tile(0);
+    __syncthreads();
+    for (int tile = 0; tile < tiles; ++tile) {
+        const int buf = tile & 1;
+        if (tile + 1 < tiles) load_tile((tile + 1) * IG_BK);   // in flight during the FMAs
+#pragma unroll
+        for (int k = 0; k < IG_BK; ++k) {
+            const float4 a0 = *reinterpret_cast<const float4*>(&As[buf][k][tm * 4]);
+            const float4 a1 = *reinterpret_cast<const float4*>(&As[buf][k][IG_BM / 2 + tm * 4]);
+            const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][k][tn * 4]);
+            const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][k][IG_BN / 2 + tn * 4]);
+            const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        // the other buffer was last read before the previous barrier: safe to overwrite
+        if (tile + 1 < tiles) store_tile(buf ^ 1);
+        __syncthreads();
+    }
+
+    // Write back: output (n, g*Mg + m, oh, ow) is y[(n*M + g*Mg + m)*L + l].
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        const int p = p0 + (j < 4 ? tn * 4 + j : IG_BN / 2 + tn * 4 + j - 4);
+        if (p >= P) continue;
+        const int n = p / L, l = p % L;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const int m = m0 + (i < 4 ? tm * 4 + i : IG_BM / 2 + tm * 4 + i - 4);
+            if (m >= Mg) continue;
+            const int mm = g * Mg + m;
+            y[((long long)n * M + mm) * L + l] = acc[i][j] + (bias ? bias[mm] : 0.0f);
+        }
+    }
+}

@@ -32,8 +32,18 @@ __device__ __forceinline__ long long split_row(unsigned row, int H_out, int KW, 
 // When W_out is a multiple of 4, each thread writes 4 neighbours with one 16-byte store
 // (rows then start 16-byte aligned), and only the 4-groups that touch the padding pay for
 // bounds checks: far fewer instructions per element than one thread per element.
+// streaming = 1 marks those stores "read once, evict first" (__stcs). cols is K*K times
+// larger than x and x's plane is re-read once per tap (ki, kj); when a plane is large
+// (2048 x 2048: 16 MB) ordinary stores push it out of L2 between two taps, and every re-read
+// goes to DRAM. The host sets it only for planes that large (small planes stay cached anyway).
+__device__ __forceinline__ void store4(float* dst, int q, float4 v, int streaming) {
+    if (streaming) __stcs(reinterpret_cast<float4*>(dst) + q, v);
+    else reinterpret_cast<float4*>(dst)[q] = v;
+}
+
 extern "C" __global__ void unfold_kernel(
-    const float* __restrict__ x, float* __restrict__ cols, unsigned rows, GEOMETRY_ARGS)
+    const float* __restrict__ x, float* __restrict__ cols, unsigned rows, GEOMETRY_ARGS,
+    int streaming)
 {
     // grid-stride over rows: a capped grid of blocks walks all rows (launching one block per
     // row costs more than the work when rows are many and short)
@@ -47,7 +57,7 @@ extern "C" __global__ void unfold_kernel(
         if (ih < 0 || ih >= H) {                                 // the whole row is padding
             if (vec4) {
                 for (int q = threadIdx.x; q < (W_out >> 2); q += blockDim.x)
-                    reinterpret_cast<float4*>(dst)[q] = make_float4(0.f, 0.f, 0.f, 0.f);
+                    store4(dst, q, make_float4(0.f, 0.f, 0.f, 0.f), streaming);
             } else {
                 for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) dst[ow] = 0.0f;
             }
@@ -71,7 +81,7 @@ extern "C" __global__ void unfold_kernel(
                     v.z = (ow + 2 >= ow_lo && ow + 2 < ow_hi) ? p[2 * stride_w] : 0.0f;
                     v.w = (ow + 3 >= ow_lo && ow + 3 < ow_hi) ? p[3 * stride_w] : 0.0f;
                 }
-                reinterpret_cast<float4*>(dst)[q] = v;
+                store4(dst, q, v, streaming);
             }
         } else {
             for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x)
