@@ -68,12 +68,16 @@ def row_block(width: int, threads: int = THREADS_1D) -> tuple[int, int]:
 
 
 ROW_GRID_CAP = 4096  # blocks; the row kernels loop over further rows (a few waves on any GPU)
+# reflect pad's rows are short and carry little work each: a larger grid keeps more of them in
+# flight (H100: stride2 0.0446 -> 0.0425 ms, resnet56 0.0252 -> 0.0245 ms; bench/NOTES.md)
+GRID_CAPS = {"reflect_pad2d": 16384}
 
 
-def row_grid(rows: int, width: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """Grid and block of a row kernel over `rows` rows of `width` elements (grid capped)."""
+def row_grid(rows: int, width: int, kernel: str = "") -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Grid and block of row kernel `kernel` over `rows` rows of `width` elements (grid capped)."""
     bx, by = row_block(width)
-    return (max(1, min(ROW_GRID_CAP, -(-rows // by))), 1, 1), (bx, by, 1)
+    cap = GRID_CAPS.get(kernel, ROW_GRID_CAP)
+    return (max(1, min(cap, -(-rows // by))), 1, 1), (bx, by, 1)
 
 
 def kernel_args(*args: Any) -> tuple:
@@ -129,7 +133,7 @@ def _row_launch(filename: str, name: str, rows: int, width: int, ints: tuple[int
     """The packed launch of a row kernel (cached: the same shapes recur)."""
     if rows > ROW_LIMIT:
         raise ValueError(f"{rows} rows exceed the row kernels' limit of {ROW_LIMIT}; split the batch")
-    grid, block = row_grid(rows, width)
+    grid, block = row_grid(rows, width, name)
     return PackedLaunch(function(filename, name), grid, block, (np.uint32(rows), *kernel_args(*ints)))
 
 

@@ -199,5 +199,5 @@ class RowLaunch:
 
 
 def row_launch(kernel: str, rows: int, width: int) -> RowLaunch:
-    grid, block = row_grid(rows, width)
+    grid, block = row_grid(rows, width, kernel)
     return RowLaunch(kernel, rows, width, grid, block)

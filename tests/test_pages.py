@@ -248,7 +248,7 @@ def test_upload_of_a_non_image_shows_a_message_and_falls_back():
         decode_image(b"%PDF-1.4 not an image", 256)
 
 
-@pytest.mark.parametrize("algo", ["auto", "direct", "tiled", "im2col"])
+@pytest.mark.parametrize("algo", ["auto", "direct", "tiled", "im2col", "implicit_gemm"])
 def test_direct_page_runs_every_algorithm_and_names_the_one_that_ran(algo):
     at = app("direct", state=dict(cap=48, dc_algo=algo))
     assert_clean(at)
