@@ -23,14 +23,14 @@ def main(src: Path, dst: Path) -> None:
     rows = {(r["shape"], r["op"], r["impl"]): r for r in report["results"]}
     shapes = list(dict.fromkeys(r["shape"] for r in report["results"] if r["shape"] != "-"))
     fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5.5))
-    impls = ["ours:direct", "ours:tiled", "ours:im2col", "torch:unfold+gemm"]
+    impls = ["ours:direct", "ours:tiled", "ours:im2col", "ours:implicit_gemm", "torch:unfold+gemm"]
     x = np.arange(len(shapes))
     for i, impl in enumerate(impls):
         ratio = [
             rows[(s, "conv2d", impl)]["median_ms"] / rows[(s, "conv2d", "torch:cudnn")]["median_ms"]
             for s in shapes
         ]
-        left.bar(x + (i - 1.5) * 0.2, ratio, 0.2, label=impl)
+        left.bar(x + (i - 2) * 0.16, ratio, 0.16, label=impl)
     left.axhline(1.0, color="black", lw=1)
     left.axhline(1.5, color="tab:red", ls="--", lw=1, label="target: 1.5x cuDNN")
     left.set_yscale("log")
@@ -39,10 +39,10 @@ def main(src: Path, dst: Path) -> None:
     left.set_title("conv2d vs cuDNN")
     left.legend(fontsize=9)
     ops = [("reflect_pad", "ours"), ("reflect_pad", "torch"), ("unfold", "ours"), ("unfold", "torch"),
-           ("fold", "ours:gather"), ("fold", "ours:scatter"), ("fold", "torch")]  # fmt: skip
+           ("fold", "ours:auto"), ("fold", "torch")]  # fmt: skip
     for i, (op, impl) in enumerate(ops):
         frac = [rows[(s, op, impl)].get("fraction_of_copy_bw") or 0 for s in shapes]
-        right.bar(x + (i - 3) * 0.11, frac, 0.11, label=f"{op} {impl}")
+        right.bar(x + (i - 2.5) * 0.13, frac, 0.13, label=f"{op} {impl}")
     right.axhline(1.0, color="black", lw=1)
     right.set_xticks(x, shapes)
     right.set_ylabel("achieved GB/s / copy GB/s")
