@@ -217,7 +217,12 @@ if times:
     chosen = f"auto chose **{ran}**" if algo == gpuops.AUTO else f"**{ran}**"
     st.caption(f"The output above was computed by {chosen}: {times[ran]:.3f} ms on {backend_name()}.")
 
-source = {"direct": "conv2d.cu", "tiled": "conv2d.cu", "im2col": "unfold_fold.cu", "implicit_gemm": "conv2d.cu"}[ran]
+source = {
+    "direct": "conv2d.cu",
+    "tiled": "conv2d.cu",
+    "im2col": "unfold_fold.cu",
+    "implicit_gemm": "conv2d.cu",
+}[ran]
 kernel_names = {
     "direct": "conv2d_direct",
     "tiled": "conv2d_tiled",
