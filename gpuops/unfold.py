@@ -61,13 +61,10 @@ def _plane_outgrows_l2(plane_bytes: int) -> bool:
 
 def unfold_cupy_into(x: Any, g: WindowGeometry, out: Any) -> Any:
     """Run the unfold kernel on (N, C, H, W), writing (N, C*KH*KW, L) into `out`."""
-    _launch(unfold_plan(g, out.size), x, out)
-    return out
-
-
-def _launch(plan: cuda_kernels.PackedLaunch | None, src: Any, dst: Any) -> None:
+    plan = unfold_plan(g, out.size)
     if plan is not None:
-        plan(src, dst)
+        plan(x, out)
+    return out
 
 
 def fold_numpy(cols: np.ndarray, C: int, g: WindowGeometry) -> np.ndarray:
@@ -96,14 +93,18 @@ def fold_plan(
     return cuda_kernels.row_plan(SOURCE, name, rows, width, *geometry_args(g))
 
 
-def fold_cupy(cols: Any, C: int, g: WindowGeometry, variant: str) -> Any:
-    import cupy
+def fold_call(
+    cols_shape: tuple[int, ...], C: int, g: WindowGeometry, variant: str, batched: bool = True
+) -> Any:
+    """The fold call for (N, C*KH*KW, L) columns; its output drops N when not batched.
+    scatter adds onto y, so y starts at zero; gather writes every pixel."""
+    N = cols_shape[0]
+    plan = fold_plan(int(np.prod(cols_shape)), N * C * g.H * g.W, g, variant)
+    return cuda_kernels.RowCall((N, C, g.H, g.W)[0 if batched else 1 :], plan, zeroed=variant == "scatter")
 
-    out_shape = (cols.shape[0], C, g.H, g.W)
-    # scatter adds onto y, so y starts at zero; gather writes every pixel
-    y = (cupy.zeros if variant == "scatter" else cupy.empty)(out_shape, dtype=np.float32)
-    _launch(fold_plan(cols.size, y.size, g, variant), cols, y)
-    return y
+
+def fold_cupy(cols: Any, C: int, g: WindowGeometry, variant: str) -> Any:
+    return fold_call(cols.shape, C, g, variant)(cols)
 
 
 def _batched(x: Any, xp: ModuleType, ndim_batched: int) -> tuple[Any, bool]:
@@ -115,10 +116,7 @@ def unfold(x: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride
     key = (kernel_size, dilation, padding, stride)
     ready = _ready_unfold.get(x, key)
     if ready is not None:  # this shape and these arguments passed every check before
-        out_shape, plan = ready
-        cols = _cupy_empty(out_shape)
-        _launch(plan, x, cols)
-        return cols
+        return ready(x)
     xp, x = as_float32(x, "input")
     check_ndim(x.shape, (3, 4), "input", "(C, H, W) or (N, C, H, W)")
     x, batched = _batched(x, xp, 4)
@@ -128,17 +126,9 @@ def unfold(x: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride
         cols = unfold_numpy(x, g)
         return cols if batched else cols[0]
     out_shape = (N, C * g.KH * g.KW, g.L)[0 if batched else 1 :]
-    plan = unfold_plan(g, N * C * g.KH * g.KW * g.L)
-    _ready_unfold.put(x if batched else x[0], key, (out_shape, plan))
-    cols = _cupy_empty(out_shape)
-    _launch(plan, x, cols)
-    return cols
-
-
-def _cupy_empty(shape: tuple[int, ...]) -> Any:
-    import cupy
-
-    return cupy.empty(shape, dtype=np.float32)
+    call = cuda_kernels.RowCall(out_shape, unfold_plan(g, N * C * g.KH * g.KW * g.L))
+    _ready_unfold.put(x if batched else x[0], key, call)
+    return call(x)
 
 
 def fold_geometry(
@@ -181,12 +171,7 @@ def fold(
     key = (output_size, kernel_size, dilation, padding, stride, variant)
     ready = _ready_fold.get(cols, key)
     if ready is not None:  # this shape and these arguments passed every check before
-        out_shape, zeroed, plan = ready
-        import cupy
-
-        y = (cupy.zeros if zeroed else cupy.empty)(out_shape, dtype=np.float32)
-        _launch(plan, cols, y)
-        return y
+        return ready(cols)
     if variant not in FOLD_VARIANTS:
         raise ValueError(f"variant {variant!r} must be one of {FOLD_VARIANTS}")
     xp, cols = as_float32(cols, "input")
@@ -200,9 +185,6 @@ def fold(
     if variant == "auto":
         candidates = {v: functools.partial(fold_cupy, cols, C, g, v) for v in ("gather", "scatter")}
         chosen = autotune.fastest(("fold", cols.shape, g), candidates) or "gather"
-    y = fold_cupy(cols, C, g, chosen)
-    plan = fold_plan(cols.size, y.size, g, chosen)
-    _ready_fold.put(
-        cols if batched else cols[0], key, (y.shape[0 if batched else 1 :], chosen == "scatter", plan)
-    )
-    return y if batched else y[0]
+    call = fold_call(cols.shape, C, g, chosen, batched)
+    _ready_fold.put(cols if batched else cols[0], key, call)
+    return call(cols)
