@@ -22,7 +22,7 @@ for s in STANDARD_SHAPES:
     cols = gpuops.unfold(x, s.K, 1, s.pad, s.stride)
     gpuops.fold(cols, (s.H, s.W), s.K, 1, s.pad, s.stride, variant="gather")
     gpuops.fold(cols, (s.H, s.W), s.K, 1, s.pad, s.stride, variant="scatter")
-    for algorithm in ("direct", "tiled"):
+    for algorithm in ("direct", "tiled_basic", "tiled", "implicit_gemm"):
         gpuops.conv2d(x, w, stride=s.stride, padding=s.pad, algorithm=algorithm)
     cp.cuda.Device().synchronize()
     print("profiled", s.name, file=sys.stderr)

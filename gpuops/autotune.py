@@ -1,7 +1,7 @@
 """Pick the fastest of several equivalent GPU implementations once per shape, then remember it.
 
 The same idea as cuDNN's benchmark mode: the first call for a shape times each candidate with
-CUDA events; later calls for that shape reuse the winner. Process-wide and bounded.
+CUDA events; later calls for that shape reuse the winner (the cache policy of gpuops.cache).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-CACHE_SIZE = 512
-_choices: dict[Hashable, str] = {}
+from gpuops.cache import Memo
+
+_choices = Memo("autotune_choices", 512)
 
 
 def fastest(key: Hashable, candidates: dict[str, Callable[[], Any]], repeat: int = 5) -> str | None:
@@ -21,6 +22,7 @@ def fastest(key: Hashable, candidates: dict[str, Callable[[], Any]], repeat: int
     A candidate that raises ValueError (it cannot handle these arguments) is skipped; None
     when every candidate refused.
     """
+    key = repr(key)
     choice = _choices.get(key)
     if choice is not None:
         return choice
@@ -37,12 +39,10 @@ def fastest(key: Hashable, candidates: dict[str, Callable[[], Any]], repeat: int
     if not timings:
         return None
     choice = min(timings, key=timings.__getitem__)
-    if len(_choices) >= CACHE_SIZE:
-        _choices.pop(next(iter(_choices)))
-    _choices[key] = choice
+    _choices.put(key, choice)
     return choice
 
 
 def remembered() -> dict[Hashable, str]:
     """A copy of the choices made so far (for tests and the benchmark report)."""
-    return dict(_choices)
+    return _choices.snapshot()

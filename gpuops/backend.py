@@ -68,9 +68,9 @@ def _probe_cupy() -> tuple[ModuleType | None, BackendInfo]:
     except Exception as exc:  # no driver, driver too old, device busy or lost
         return None, BackendInfo("numpy", reason=f"no usable GPU: {type(exc).__name__}: {exc}")
     try:  # a GPU that cannot build our kernels is no use to us
-        from gpuops import cuda_kernels
+        from gpuops import launch
 
-        cuda_kernels.module("reflect_pad.cu")
+        launch.module("reflect_pad.cu")
     except Exception as exc:
         return None, BackendInfo(
             "numpy", reason=f"the CUDA kernels failed to compile: {type(exc).__name__}: {exc}"

@@ -69,14 +69,35 @@ class Suite:
         self.records: list[Record] = []
 
     def time(self, fn: Callable[[], Any]) -> float:
-        return measure(fn, gpu=self.gpu, warmup=self.warmup, repeat=self.repeat,
-                       max_seconds=None if self.gpu else self.cpu_budget_s).median_ms  # fmt: skip
+        return measure(
+            fn,
+            gpu=self.gpu,
+            warmup=self.warmup,
+            repeat=self.repeat,
+            max_seconds=None if self.gpu else self.cpu_budget_s,
+        ).median_ms
 
-    def add(self, shape: str, op: str, impl: str, fn: Callable[[], Any], *, nbytes: int | None = None,
-            flops: int | None = None, **extra: Any) -> Record:  # fmt: skip
+    def add(
+        self,
+        shape: str,
+        op: str,
+        impl: str,
+        fn: Callable[[], Any],
+        *,
+        nbytes: int | None = None,
+        flops: int | None = None,
+        **extra: Any,
+    ) -> Record:
         ms = self.time(fn)
-        rec = Record(shape, op, impl, ms, nbytes / ms / 1e6 if nbytes else None,
-                     flops / ms / 1e9 if flops else None, extra)  # fmt: skip
+        rec = Record(
+            shape,
+            op,
+            impl,
+            ms,
+            nbytes / ms / 1e6 if nbytes else None,
+            flops / ms / 1e9 if flops else None,
+            extra,
+        )
         self.records.append(rec)
         return rec
 
@@ -87,8 +108,13 @@ class Suite:
             nbytes = min(nbytes, 256 << 20)
         src = self.xp.ones(nbytes // 4, dtype=np.float32)
         dst = self.xp.empty_like(src)
-        rec = self.add("-", "copy", "device-to-device" if self.gpu else "numpy.copyto",
-                       lambda: self.xp.copyto(dst, src), nbytes=2 * nbytes)  # fmt: skip
+        rec = self.add(
+            "-",
+            "copy",
+            "device-to-device" if self.gpu else "numpy.copyto",
+            lambda: self.xp.copyto(dst, src),
+            nbytes=2 * nbytes,
+        )
         return rec
 
     def run_shape(self, s: Shape) -> None:
@@ -122,8 +148,13 @@ class Suite:
         cols = gpuops.unfold(x, **unf)
         variants = ("auto", "gather", "scatter") if self.gpu else ("auto",)  # auto: the default
         for v in variants:
-            self.add(s.name, "fold", f"ours:{v}", lambda v=v: gpuops.fold(cols, (s.H, s.W), variant=v, **unf),
-                     nbytes=cols_bytes + x.nbytes)  # fmt: skip
+            self.add(
+                s.name,
+                "fold",
+                f"ours:{v}",
+                lambda v=v: gpuops.fold(cols, (s.H, s.W), variant=v, **unf),
+                nbytes=cols_bytes + x.nbytes,
+            )
         if F is not None:
             tcols = F.unfold(tx, **unf)
             self.add(
@@ -138,24 +169,46 @@ class Suite:
         conv = dict(stride=s.stride, padding=s.pad)
         plan = gpuops.plan_conv2d(x.shape, w.shape, **conv)
         choice = gpuops.resolve_algorithm(x, w, None, **conv)  # measures once, then cached
-        self.add(s.name, "conv2d", "ours:auto", lambda: gpuops.conv2d(x, w, algorithm="auto", **conv),
-                 flops=plan.flops, chose=choice)  # fmt: skip
+        self.add(
+            s.name,
+            "conv2d",
+            "ours:auto",
+            lambda: gpuops.conv2d(x, w, algorithm="auto", **conv),
+            flops=plan.flops,
+            chose=choice,
+        )
         for algorithm in gpuops.ALGORITHMS:
             extra = {}
             if algorithm == "im2col" and self.gpu:
                 extra = self._im2col_memory(x, w, plan, conv)
-            self.add(s.name, "conv2d", f"ours:{algorithm}",
-                     lambda a=algorithm: gpuops.conv2d(x, w, algorithm=a, **conv), flops=plan.flops, **extra)  # fmt: skip
+            self.add(
+                s.name,
+                "conv2d",
+                f"ours:{algorithm}",
+                lambda a=algorithm: gpuops.conv2d(x, w, algorithm=a, **conv),
+                flops=plan.flops,
+                **extra,
+            )
         if F is not None:
-            self.add(s.name, "conv2d", "torch:cudnn" if self.gpu else "torch:cpu",
-                     lambda: F.conv2d(tx, tw, **conv), flops=plan.flops)  # fmt: skip
+            self.add(
+                s.name,
+                "conv2d",
+                "torch:cudnn" if self.gpu else "torch:cpu",
+                lambda: F.conv2d(tx, tw, **conv),
+                flops=plan.flops,
+            )
             tcols = F.unfold(tx, **unf)
             wmat = tw.reshape(s.M, -1)
             self.add(
                 s.name, "conv2d", "torch:gemm-only", lambda: self.torch.matmul(wmat, tcols), flops=plan.flops
             )
-            self.add(s.name, "conv2d", "torch:unfold+gemm", lambda: self.torch.matmul(wmat, F.unfold(tx, **unf)),
-                     flops=plan.flops)  # fmt: skip
+            self.add(
+                s.name,
+                "conv2d",
+                "torch:unfold+gemm",
+                lambda: self.torch.matmul(wmat, F.unfold(tx, **unf)),
+                flops=plan.flops,
+            )
             del tcols
 
     def _im2col_memory(self, x: Any, w: Any, plan: Any, conv: dict) -> dict[str, Any]:
@@ -168,10 +221,14 @@ class Suite:
         with hook:
             y = gpuops.conv2d(x, w, algorithm="im2col", **conv)
         peak = hook.peak - y.nbytes
-        chunk = gpuops.im2col_batch_chunk(plan)
+        chunk = gpuops.im2col_batch_chunk(plan.problem)
         unroll = chunk * plan.x_unroll_bytes_per_sample
-        return {"batch_chunk": chunk, "x_unroll_bytes": unroll, "peak_extra_bytes": int(peak),
-                "peak_over_x_unroll": round(peak / unroll, 3)}  # fmt: skip
+        return {
+            "batch_chunk": chunk,
+            "x_unroll_bytes": unroll,
+            "peak_extra_bytes": int(peak),
+            "peak_over_x_unroll": round(peak / unroll, 3),
+        }
 
 
 def _peak_hook_class() -> type:
@@ -223,8 +280,14 @@ def add_ratios(records: list[Record]) -> list[dict[str, Any]]:
     for r in records:
         row = asdict(r)
         peer_name = "torch:cudnn" if r.op == "conv2d" else "torch"
-        peer = next((p for p in records if p.shape == r.shape and p.op == r.op
-                     and p.impl in (peer_name, "torch:cpu")), None)  # fmt: skip
+        peer = next(
+            (
+                p
+                for p in records
+                if p.shape == r.shape and p.op == r.op and p.impl in (peer_name, "torch:cpu")
+            ),
+            None,
+        )
         if peer is not None and r.impl.startswith("ours"):
             row["speedup_vs_torch"] = round(peer.median_ms / r.median_ms, 3)
         if copy is not None and r.gbps and r.op != "copy":
@@ -241,9 +304,11 @@ def format_table(rows: Iterable[dict[str, Any]]) -> str:
         def fmt(v: Any, spec: str) -> str:
             return format(v, spec) if v is not None else "-"
 
-        lines.append(f"{r['shape']:<14}{r['op']:<12}{r['impl']:<20}{r['median_ms']:>11.4f}"
-                     f"{fmt(r.get('gbps'), '.1f'):>9}{fmt(r.get('tflops'), '.2f'):>9}"
-                     f"{fmt(r.get('speedup_vs_torch'), '.2f'):>10}{fmt(r.get('fraction_of_copy_bw'), '.2f'):>9}")  # fmt: skip
+        lines.append(
+            f"{r['shape']:<14}{r['op']:<12}{r['impl']:<20}{r['median_ms']:>11.4f}"
+            f"{fmt(r.get('gbps'), '.1f'):>9}{fmt(r.get('tflops'), '.2f'):>9}"
+            f"{fmt(r.get('speedup_vs_torch'), '.2f'):>10}{fmt(r.get('fraction_of_copy_bw'), '.2f'):>9}"
+        )
     return "\n".join(lines)
 
 
@@ -280,8 +345,12 @@ def run(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", nargs="*", choices=sorted(ALL_SHAPES), help="default: the standard shapes "
-                        "on the GPU, cpu_image1024 on the CPU")  # fmt: skip
+    parser.add_argument(
+        "--shapes",
+        nargs="*",
+        choices=sorted(ALL_SHAPES),
+        help="default: the standard shapes on the GPU, cpu_image1024 on the CPU",
+    )
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
     args = parser.parse_args(argv)

@@ -1,203 +1,450 @@
-"""Launch geometry of every GPU kernel: grid, block, tiles and shared memory.
+"""Every GPU kernel launch goes through here: one `Launch` value, one loader, one launch path.
 
-Computed here once, used by the launches and returned to the app, so the picture of
-"which block and thread computed this pixel" is the launch that actually ran.
+An operation runs check -> plan -> run. Its plan builds a `Launch`: which kernel of which
+file, grid, block, shared memory, the scalar arguments by name, and a thread map that says
+which block and thread writes each output. `run(launch, arrays)` hands exactly that to the
+driver, and the app draws "which thread computed this cell" from the same value
+(`launch.thread_of(...)`), so the picture is the launch that ran. The text the app shows is
+the kernel's span of its .cu file (`kernel_span`), header included.
+
+Compiled modules are cached per device; kernels are compiled by NVRTC on first use.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import ctypes
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
 
-from gpuops.cuda_kernels import row_grid
-from gpuops.geometry import WindowGeometry
+import numpy as np
 
-TILE = 16  # output tile edge of the conv kernels: 16 x 16 = 256 threads per block
-FILTERS_PER_BLOCK = 8  # must equal FILTERS_PER_BLOCK in kernels/conv2d.cu
-PIXELS_PER_THREAD = 2  # must equal PIXELS_PER_THREAD in kernels/conv2d.cu (tiled kernel)
-SHARED_LIMIT = 48 * 1024  # bytes of shared memory a block gets without opting in
-MAX_CHANNELS_PER_STAGE = 8
+from gpuops.cache import Memo, memoised
+
+KERNEL_DIR = Path(__file__).with_name("kernels")
+GRID_X_LIMIT = 2**31 - 1
 GRID_YZ_LIMIT = 65535
-IG_BM, IG_BN = 64, 128  # must equal IG_BM / IG_BN in kernels/conv2d.cu (implicit GEMM block tile)
-IG_THREADS = (IG_BM // 8) * (IG_BN // 8)  # each thread owns 8 filters x 8 pixels
-PIXEL_LIMIT = 2**31 - 1  # the implicit GEMM numbers the batch's pixels with 32-bit ints
+SHARED_LIMIT = 48 * 1024  # bytes of shared memory a block gets without opting in
+TRACE_OPTION = "-DCONV_EXPLORER_TRACE"
 
 
+# ---- which thread writes which output ---------------------------------------------------------
 @dataclass(frozen=True)
-class ConvLaunch:
-    """A conv kernel launch: grid (tiles, filter blocks, batch), one thread per output pixel."""
+class ThreadRef:
+    """One thread of a launch; `step` counts the passes of a loop that visits several outputs
+    (a grid-stride loop over rows, threads walking along a row), 0 for the first."""
 
-    kernel: str
+    block: tuple[int, int, int]
+    thread: tuple[int, int, int]
+    step: tuple[int, ...] = ()
+
+    def trace_id(self, grid: tuple[int, int, int], block_dim: tuple[int, int, int]) -> int:
+        """The id a trace build records for this thread (see index_math.cuh)."""
+        bx, by, bz = self.block
+        tx, ty, tz = self.thread
+        block = (bz * grid[1] + by) * grid[0] + bx
+        return block * 1024 + (tz * block_dim[1] + ty) * block_dim[0] + tx + 1
+
+
+class ThreadMap(Protocol):
+    """How a kernel spreads its outputs over threads (one class per launch pattern)."""
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef: ...
+
+    def describe(self) -> str: ...
+
+
+@dataclass(frozen=True, eq=True)
+class Launch:
+    """One kernel launch, complete: what `run` passes to the driver and what the app draws."""
+
+    kernel: str  # entry point in `source`, e.g. "conv2d_v3_register_tiled"
+    source: str  # file in gpuops/kernels
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
-    tiles_w: int
-    tiles_h: int
-    filters_per_block: int = 1
-    filters_per_group: int = 1
-    channels_per_stage: int = 0
-    in_tile: tuple[int, int] = (0, 0)  # shared-memory input tile with halo (rows, cols)
-    pitch: int = 0  # floats between shared-memory rows (>= cols; padded to avoid bank conflicts)
-    shared_bytes: int = 0
-    pixels_per_thread: int = 1  # along a row, blockDim.x apart
-    out_hw: tuple[int, int] = (0, 0)  # (H_out, W_out), for the implicit GEMM's pixel numbering
+    shared_bytes: int
+    arrays: tuple[str, ...]  # the pointer parameters, in order ("x", "w", "bias", "y")
+    args: tuple[tuple[str, Any], ...]  # the scalar parameters that follow, by name (np.int32 / np.uint32)
+    threads: Any = field(compare=True)  # a ThreadMap
+    index: str = ""  # what thread_of takes, e.g. "(n, m, oh, ow) of y"
+
+    def __hash__(self) -> int:
+        # computed once: a Launch is the key of the packed-launch cache on every slow-path call
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(
+                (self.kernel, self.source, self.grid, self.block, self.shared_bytes, self.args, self.threads)
+            )
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def thread_of(self, *index: int) -> ThreadRef:
+        """The block and thread that write output `index` (see `self.index`)."""
+        return self.threads.thread_of(self, tuple(int(i) for i in index))
+
+    def arg(self, name: str) -> int:
+        return int(dict(self.args)[name])
 
     @property
-    def tile(self) -> tuple[int, int]:
-        """Output pixels one block computes: (rows, columns)."""
-        return self.block[1], self.block[0] * self.pixels_per_thread
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
 
-    def thread_of(
-        self, n: int, m: int, oh: int, ow: int
-    ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """(blockIdx, threadIdx) of the thread that writes output (n, m, oh, ow)."""
-        if self.kernel == "conv2d_implicit_gemm":
-            return self._gemm_thread_of(n, m, oh, ow)
-        th, tw = self.tile
-        if self.kernel == "conv2d_direct":
-            by = m
-        else:
-            group, within = divmod(m, self.filters_per_group)
-            m_blocks = -(-self.filters_per_group // self.filters_per_block)
-            by = group * m_blocks + within // self.filters_per_block
-        bx = (oh // th) * self.tiles_w + ow // tw
-        return (bx, by, n), ((ow % tw) % self.block[0], oh % th, 0)
+    @property
+    def blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
 
-    def _gemm_thread_of(
-        self, n: int, m: int, oh: int, ow: int
-    ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """Implicit GEMM: pixel p = n*L + oh*W_out + ow picks blockIdx.x, the filter blockIdx.y;
-        inside the 8 x 8 thread tiles, halves of 4 sit IG_BM/2 (IG_BN/2) apart."""
-        L = self.out_hw[0] * self.out_hw[1]
-        p = n * L + oh * self.out_hw[1] + ow
-        group, within = divmod(m, self.filters_per_group)
-        m_blocks = -(-self.filters_per_group // IG_BM)
-        q, r = p % IG_BN, within % IG_BM
-        tn, tm = (q % (IG_BN // 2)) // 4, (r % (IG_BM // 2)) // 4
-        return (p // IG_BN, group * m_blocks + within // IG_BM, 0), (tm * (IG_BN // 8) + tn, 0, 0)
-
-    def filters_of_block(self, block_y: int) -> range:
-        """Filters computed by blocks with this blockIdx.y."""
-        if self.kernel == "conv2d_direct":
-            return range(block_y, block_y + 1)
-        if self.kernel == "conv2d_implicit_gemm":
-            m_blocks = -(-self.filters_per_group // IG_BM)
-            group, mb = divmod(block_y, m_blocks)
-            start = group * self.filters_per_group + mb * IG_BM
-            return range(start, min(start + IG_BM, (group + 1) * self.filters_per_group))
-        m_blocks = -(-self.filters_per_group // self.filters_per_block)
-        group, mb = divmod(block_y, m_blocks)
-        start = group * self.filters_per_group + mb * self.filters_per_block
-        stop = min(start + self.filters_per_block, (group + 1) * self.filters_per_group)
-        return range(start, stop)
-
-
-def _check_grid(N: int, blocks_y: int) -> None:
-    if N > GRID_YZ_LIMIT:
-        raise ValueError(f"batch size {N} exceeds the CUDA grid limit {GRID_YZ_LIMIT}")
-    if blocks_y > GRID_YZ_LIMIT:
-        raise ValueError(f"{blocks_y} filter blocks exceed the CUDA grid limit {GRID_YZ_LIMIT}")
-
-
-def conv_direct_launch(g: WindowGeometry, N: int, M: int) -> ConvLaunch:
-    tiles_h, tiles_w = -(-g.H_out // TILE), -(-g.W_out // TILE)
-    _check_grid(N, M)
-    return ConvLaunch("conv2d_direct", (tiles_h * tiles_w, M, N), (TILE, TILE, 1), tiles_w, tiles_h)
-
-
-def _halo(tile: int, k: int, stride: int, dilation: int) -> int:
-    """Input rows a tile of `tile` outputs reads: (tile-1)*stride + (k-1)*dilation + 1."""
-    return (tile - 1) * stride + (k - 1) * dilation + 1
-
-
-def _pitch(in_w: int, tile: int, stride_h: int) -> int:
-    """Shared-memory row pitch: a warp of 16-wide blocks covers two thread rows, stride_h*pitch
-    floats apart; pitch = 16 (mod 32) puts them in disjoint banks when stride_h is 1."""
-    if tile != 16 or stride_h != 1:
-        return in_w
-    return in_w + (16 - in_w % 32) % 32
-
-
-def conv_tiled_launch(g: WindowGeometry, N: int, C: int, M: int, groups: int) -> ConvLaunch:
-    """Pick the largest tile (16 down to 1 thread a side) whose halo and filters fit in shared memory."""
-    Cg, Mg = C // groups, M // groups
-    for tile in (TILE, 8, 4, 2, 1):
-        in_h = _halo(tile, g.KH, g.stride_h, g.dil_h)
-        in_w = _halo(tile * PIXELS_PER_THREAD, g.KW, g.stride_w, g.dil_w)
-        pitch = _pitch(in_w, tile, g.stride_h)
-        per_channel = 4 * (in_h * pitch + FILTERS_PER_BLOCK * g.KH * g.KW)
-        if per_channel + 16 <= SHARED_LIMIT:
-            break
-    else:
-        raise ValueError(
-            f"the tiled kernel needs {per_channel} bytes of shared memory per channel for this "
-            f"kernel size, stride and dilation, more than the limit {SHARED_LIMIT}; "
-            "use algorithm='direct' or 'im2col'"
+    def describe(self) -> str:
+        """One line for a caption: grid, block and how outputs map to threads."""
+        return (
+            f"{self.kernel}<<<grid {self.grid}, block {self.block}"
+            f"{f', {self.shared_bytes:,} B shared' if self.shared_bytes else ''}>>>: "
+            f"{self.threads.describe()}"
         )
-    cb = max(1, min(Cg, MAX_CHANNELS_PER_STAGE, (SHARED_LIMIT - 16) // per_channel))
-    m_blocks = -(-Mg // FILTERS_PER_BLOCK)
-    tiles_h, tiles_w = -(-g.H_out // tile), -(-g.W_out // (tile * PIXELS_PER_THREAD))
-    _check_grid(N, groups * m_blocks)
-    return ConvLaunch(
-        "conv2d_tiled",
-        (tiles_h * tiles_w, groups * m_blocks, N),
-        (tile, tile, 1),
-        tiles_w,
-        tiles_h,
-        filters_per_block=FILTERS_PER_BLOCK,
-        filters_per_group=Mg,
-        channels_per_stage=cb,
-        in_tile=(in_h, in_w),
-        pitch=pitch,
-        shared_bytes=4 * ((cb * in_h * pitch + 3) // 4 * 4 + cb * FILTERS_PER_BLOCK * g.KH * g.KW),
-        pixels_per_thread=PIXELS_PER_THREAD,
-    )
 
 
-def conv_implicit_gemm_launch(g: WindowGeometry, N: int, M: int, groups: int) -> ConvLaunch:
-    """One block per IG_BM filters x IG_BN pixels of the whole batch (pixels run across samples)."""
-    pixels = N * g.H_out * g.W_out
-    if pixels > PIXEL_LIMIT:
-        raise ValueError(
-            f"implicit_gemm numbers the batch's {pixels} output pixels with 32-bit ints (limit "
-            f"{PIXEL_LIMIT}); split the batch or use algorithm='tiled'"
-        )
-    Mg = M // groups
-    m_blocks = -(-Mg // IG_BM)
-    _check_grid(1, groups * m_blocks)
-    return ConvLaunch(
-        "conv2d_implicit_gemm",
-        (max(1, -(-pixels // IG_BN)), groups * m_blocks, 1),
-        (IG_THREADS, 1, 1),
-        0,
-        0,
-        filters_per_block=IG_BM,
-        filters_per_group=Mg,
-        shared_bytes=0,  # static __shared__ arrays: 2 * 8 * (IG_BM + IG_BN) floats = 12 KiB
-        out_hw=(g.H_out, g.W_out),
-    )
+def ints(**named: int) -> tuple[tuple[str, Any], ...]:
+    """Scalar kernel arguments as C `int`s (CuPy would pass Python ints as 64-bit)."""
+    return tuple((name, np.int32(value)) for name, value in named.items())
+
+
+def check_grid(grid: tuple[int, int, int], what: str) -> None:
+    """Refuse a grid the hardware cannot launch, naming the dimension and the limit."""
+    limits = (GRID_X_LIMIT, GRID_YZ_LIMIT, GRID_YZ_LIMIT)
+    for axis, size, limit in zip("xyz", grid, limits, strict=True):
+        if size > limit:
+            raise ValueError(
+                f"{what} needs {size:,} blocks along grid {axis}, more than the CUDA limit {limit:,}"
+            )
+
+
+# ---- the row-kernel pattern (reflect pad, unfold, fold) ----------------------------------------------
+ROW_THREADS = 256  # threads per block of a row kernel
+ROW_GRID_CAP = 4096  # blocks; row kernels loop over further rows (grid-stride)
+ROW_LIMIT = 2**31 - 1  # row kernels index rows with 32-bit unsigned arithmetic
+
+
+def row_block(threads_per_row: int) -> tuple[int, int, int]:
+    """(bx, by, 1): bx threads walk a row (a power of two, 8..256, enough for the row's work),
+    by = 256 / bx rows per block. The one place threads-per-row is decided."""
+    bx = 8
+    while bx < min(threads_per_row, ROW_THREADS):
+        bx *= 2
+    return bx, ROW_THREADS // bx, 1
 
 
 @dataclass(frozen=True)
-class RowLaunch:
-    """A row kernel: block (bx, by) handles `by` rows; the bx threads of a row walk along it."""
+class RowMap:
+    """A row kernel: the output (index space `shape`) is cut into rows of `row_length` cells;
+    block b takes rows b*by .. b*by+by-1, then b*by + grid*by on its next pass; thread x of a row
+    takes cell x, x + bx, ... (or, with cells=4, the 4-cell groups x, x + bx, ...).
+    head=True: the row first writes 0-3 single cells up to a 16-byte boundary (reflect pad)."""
 
-    kernel: str
-    rows: int
-    width: int
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
+    shape: tuple[int, ...]
+    row_length: int
+    cells: int = 1
+    head: bool = False
 
-    def thread_of(
-        self, row: int, col: int
-    ) -> tuple[tuple[int, int, int], tuple[int, int, int], tuple[int, int]]:
-        """(blockIdx, threadIdx, (row pass, column step)) of the thread that handles (row, col).
+    def row_col(self, index: tuple[int, ...]) -> tuple[int, int]:
+        flat = int(np.ravel_multi_index(index, self.shape))
+        return divmod(flat, self.row_length)
 
-        The grid is capped, so blocks loop over rows (row pass) and threads along a row (step).
-        """
-        bx, by = self.block[0], self.block[1]
-        row_pass, block = divmod(row // by, self.grid[0])
-        return (block, 0, 0), (col % bx, row % by, 0), (row_pass, col // bx)
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        row, col = self.row_col(index)
+        bx, by, _ = launch.block
+        row_pass, block = divmod(row // by, launch.grid[0])
+        if self.head:  # reflect: head cells, then 4-cell groups, then tail cells
+            W = self.row_length
+            head = min(W, (4 - (row & 3) * (W & 3)) & 3)
+            groups = (W - head) >> 2
+            if col < head:
+                phase, t, k = 0, col, 0
+            elif col < head + 4 * groups:
+                phase, (k, t) = 1, divmod((col - head) // 4, bx)
+            else:
+                phase, (k, t) = 2, divmod(col - head - 4 * groups, bx)
+            return ThreadRef((block, 0, 0), (t, row % by, 0), (row_pass, phase, k))
+        k, t = divmod(col // self.cells, bx)
+        return ThreadRef((block, 0, 0), (t, row % by, 0), (row_pass, k))
+
+    def describe(self) -> str:
+        per = "4 neighbouring cells (one 16-byte store)" if self.cells == 4 else "one cell"
+        if self.head:
+            per = (
+                "4 neighbouring cells per 16-byte store, after 0-3 single cells that reach a 16-byte boundary"
+            )
+        return f"one thread row per output row of {self.row_length} cells; each thread writes {per} per step"
 
 
-def row_launch(kernel: str, rows: int, width: int) -> RowLaunch:
-    grid, block = row_grid(rows, width, kernel)
-    return RowLaunch(kernel, rows, width, grid, block)
+def row_launch(
+    kernel: str,
+    source: str,
+    arrays: tuple[str, ...],
+    shape: tuple[int, ...],
+    row_length: int,
+    args: tuple[tuple[str, Any], ...],
+    *,
+    cells: int = 1,
+    head: bool = False,
+    grid_cap: int = ROW_GRID_CAP,
+    index: str = "",
+) -> Launch:
+    """The Launch of a row kernel over `shape` (rows of `row_length`); `rows` goes first in args."""
+    rows = int(np.prod(shape)) // max(1, row_length)
+    if rows > ROW_LIMIT:
+        raise ValueError(f"{rows:,} rows exceed the row kernels' limit of {ROW_LIMIT:,}; split the batch")
+    threads_per_row = max(1, row_length // cells if cells > 1 else row_length)
+    block = row_block(threads_per_row)
+    grid = (max(1, min(grid_cap, -(-rows // block[1]))), 1, 1)
+    return Launch(
+        kernel,
+        source,
+        grid,
+        block,
+        0,
+        arrays,
+        (("rows", np.uint32(rows)), *args),
+        RowMap(tuple(shape), row_length, cells, head),
+        index,
+    )
+
+
+# ---- loading kernels (once per device) -----------------------------------------------------------
+@memoised("kernel_source", 64)
+def source_text(filename: str) -> str:
+    """The verbatim text of a kernel file (also readable without a GPU)."""
+    return (KERNEL_DIR / filename).read_text(encoding="utf-8")
+
+
+_modules = Memo("compiled_modules", 64)
+
+
+def module(filename: str, options: tuple[str, ...] = ()) -> Any:
+    """The compiled module of a kernel file on the current device (NVRTC, cached per device)."""
+    import cupy
+
+    device = cupy.cuda.runtime.getDevice()
+
+    def compile_it() -> Any:
+        return cupy.RawModule(code=source_text(filename), options=("-std=c++17", f"-I{KERNEL_DIR}", *options))
+
+    return _modules.get_or_make((device, filename, options), compile_it)
+
+
+def function(filename: str, name: str, options: tuple[str, ...] = ()) -> Any:
+    return module(filename, options).get_function(name)
+
+
+@memoised("l2_bytes", 16)
+def l2_bytes(device: int = 0) -> int:
+    """A GPU's L2 cache size in bytes (50 MiB on the H100)."""
+    import cupy
+
+    return int(cupy.cuda.Device(device).attributes["L2CacheSize"])
+
+
+# ---- the one launch path ---------------------------------------------------------------------------
+class _Packed:
+    """A launch whose grid, block and scalar arguments are packed once into C storage; per
+    call only the array pointers change before cuLaunchKernel.
+
+    Why: CuPy's generic kernel call re-packs every argument on every call (~7 us on the H100
+    host, more than a 6 MB reflect pad takes on the GPU); this costs ~2 us. The lock keeps two
+    app sessions from interleaving their pointer writes; the driver copies the arguments before
+    cuLaunchKernel returns.
+    """
+
+    _CTYPES: ClassVar = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.uint32): ctypes.c_uint32}
+
+    def __init__(self, launch: Launch, options: tuple[str, ...] = ()) -> None:
+        import cupy
+        from cupy.cuda import driver
+
+        self.launch = launch
+        self._kernel = function(launch.source, launch.kernel, options)
+        self._pointers = (ctypes.c_uint64 * len(launch.arrays))()
+        self._values = [self._CTYPES[np.asarray(v).dtype](int(v)) for _, v in launch.args]
+        base = ctypes.addressof(self._pointers)
+        addresses = [base + 8 * i for i in range(len(launch.arrays))]
+        addresses += [ctypes.addressof(v) for v in self._values]
+        self._params = (ctypes.c_void_p * len(addresses))(*addresses)
+        self._params_address = ctypes.addressof(self._params)
+        self._dims = (*launch.grid, *launch.block)
+        self._launch_kernel = driver.launchKernel
+        self._current_stream = cupy.cuda.get_current_stream
+        self._function: int | None = None  # the driver handle, looked up on the first launch
+        self._lock = threading.Lock()
+
+    def __call__(self, arrays: tuple[Any, ...]) -> None:
+        if self._function is None:
+            self._function = self._kernel.kernel.ptr  # loads the module on first use
+            if self.launch.shared_bytes > SHARED_LIMIT:
+                self._kernel.max_dynamic_shared_size_bytes = self.launch.shared_bytes
+        stream = self._current_stream().ptr
+        with self._lock:
+            for i, a in enumerate(arrays):
+                self._pointers[i] = 0 if a is None else a.data.ptr
+            self._launch_kernel(
+                self._function, *self._dims, self.launch.shared_bytes, stream, self._params_address, 0
+            )
+        if _recording is not None:
+            _recording.append(self.launch)
+
+
+_packed = Memo("packed_launches", 4096)
+
+
+def packed(launch: Launch) -> _Packed:
+    """The packed form of a launch on the current device (cached)."""
+    import cupy
+
+    return _packed.get_or_make((cupy.cuda.runtime.getDevice(), launch), lambda: _Packed(launch))
+
+
+def run(launch: Launch, *arrays: Any) -> None:
+    """Launch on the current device and stream: pointers for `launch.arrays`, in order
+    (None passes a NULL pointer, e.g. no bias)."""
+    if len(arrays) != len(launch.arrays):
+        raise ValueError(
+            f"{launch.kernel} takes {len(launch.arrays)} arrays {launch.arrays}, got {len(arrays)}"
+        )
+    packed(launch)(arrays)
+
+
+class Call:
+    """One planned call with its output: allocate it (zeroed when the kernel adds into it),
+    launch, return it. Plans build one after their checks; ops keep it for the next call with
+    the same arguments (the hot path of a classroom that reruns the same settings)."""
+
+    def __init__(self, out_shape: tuple[int, ...], launch: Launch | None, zeroed: bool = False) -> None:
+        import cupy
+
+        self.out_shape, self.launch = out_shape, launch
+        self._alloc = cupy.zeros if zeroed else cupy.empty
+        self._packed = packed(launch) if launch is not None else None
+
+    def __call__(self, *inputs: Any) -> Any:
+        out = self._alloc(self.out_shape, dtype=np.float32)
+        if self._packed is not None:  # None: nothing to compute (an empty batch)
+            self._packed((*inputs, out))
+        return out
+
+
+_gpu_array: type | None = None
+
+
+def ready_device(*arrays: Any) -> int | None:
+    """The current device when every array (None allowed) is a C-contiguous float32 CuPy array,
+    else None: only such calls may skip the checks on a repeat (see Call)."""
+    global _gpu_array
+    if _gpu_array is None:
+        if not type(arrays[0]).__module__.startswith("cupy"):
+            return None
+        import cupy
+
+        _gpu_array = cupy.ndarray
+    for a in arrays:
+        if a is not None and (type(a) is not _gpu_array or a.dtype != np.float32 or not a.flags.c_contiguous):
+            return None
+    import cupy
+
+    return cupy.cuda.runtime.getDevice()
+
+
+# ---- tests: what really ran, and who wrote each output -------------------------------------------
+_recording: list[Launch] | None = None
+
+
+@contextlib.contextmanager
+def recorded() -> Iterator[list[Launch]]:
+    """Collect every Launch handed to the driver inside the block (for tests)."""
+    global _recording
+    previous, _recording = _recording, []
+    try:
+        yield _recording
+    finally:
+        _recording = previous
+
+
+def traced(launch: Launch, *arrays: Any) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Run `launch` built with -DCONV_EXPLORER_TRACE; return, for every element of the last
+    array (the output), the trace id of the thread that stored it (0: none), and the gridDim
+    and blockDim the kernel saw."""
+    import cupy
+
+    out = arrays[-1]
+    writer = cupy.zeros(out.size, dtype=cupy.uint64)
+    mod = module(launch.source, (TRACE_OPTION,))
+    address = np.array([writer.data.ptr], dtype=np.uint64)
+    mod.get_global("trace_writer").copy_from_host(address.ctypes.data, address.nbytes)
+    _Packed(launch, (TRACE_OPTION,))(arrays)
+    cupy.cuda.runtime.deviceSynchronize()
+    dims = np.zeros(6, dtype=np.uint32)
+    mod.get_global("trace_dims").copy_to_host(dims.ctypes.data, dims.nbytes)
+    return writer.get().reshape(out.shape), tuple(int(v) for v in dims)
+
+
+# ---- the source the app shows -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SourceSpan:
+    """The lines of a kernel file that define one kernel, from its version header to its end."""
+
+    filename: str
+    first_line: int  # 1-based, inclusive
+    last_line: int
+    text: str
+
+
+_HEADER = re.compile(r"^// ={20,}")
+
+
+@memoised("kernel_spans", 256)
+def kernel_span(filename: str, kernel: str) -> SourceSpan:
+    """The kernel's version header (the `// ====` block above it), anything between, and its body."""
+    lines = source_text(filename).splitlines()
+    entry = re.compile(rf"__global__\s+void\s+(__launch_bounds__\([^)]*\)\s+)?{re.escape(kernel)}\s*\(")
+    start = next((i for i, line in enumerate(lines) if entry.search(line)), None)
+    if start is None:
+        raise ValueError(f"kernel {kernel!r} is not defined in {filename}")
+    first = start
+    while first > 0 and not _HEADER.match(lines[first]):
+        first -= 1
+    while first > 0 and lines[first - 1].startswith("//"):  # the header's opening rule and text
+        first -= 1
+    depth, seen, last = 0, False, start
+    for last in range(start, len(lines)):
+        depth += lines[last].count("{") - lines[last].count("}")
+        seen = seen or "{" in lines[last]
+        if seen and depth == 0:
+            break
+    return SourceSpan(filename, first + 1, last + 1, "\n".join(lines[first : last + 1]))
+
+
+def file_preamble(filename: str) -> str:
+    """The file's opening comment and shared helpers: everything before its first version header."""
+    lines = source_text(filename).splitlines()
+    cut = next((i for i, line in enumerate(lines) if _HEADER.match(line)), len(lines))
+    return "\n".join(lines[:cut]).rstrip()
+
+
+def includes(filename: str) -> list[str]:
+    """Header files a kernel file includes (the app shows them too)."""
+    return [
+        line.split('"')[1] for line in source_text(filename).splitlines() if line.startswith('#include "')
+    ]
+
+
+def kernel_signature(filename: str, kernel: str) -> tuple[list[str], list[str]]:
+    """(pointer parameter names, scalar parameter names) of a kernel, parsed from its source:
+    tests check them against the Launch's arrays and args."""
+    text = kernel_span(filename, kernel).text
+    params = re.sub(r"//[^\n]*", "", text[text.index(kernel + "(") + len(kernel) + 1 :])
+    params = params[: params.index(")")]
+    pointers, scalars = [], []
+    for part in (p.strip() for p in params.split(",")):
+        name = re.split(r"[\s*]+", part)[-1]
+        (pointers if "*" in part else scalars).append(name)
+    return pointers, scalars

@@ -5,7 +5,8 @@ import pandas as pd
 import streamlit as st
 
 import gpuops
-from gpuops import filters, indexmaps
+from gpuops import filters
+from gpuops.maps import conv2d as conv_maps
 from ui.common import backend_name, cuda_source, figure, session_cached, shown_errors, time_call
 from ui.images import png_bytes, to_display
 from ui.state import Param, bound, clamp_state, init_params, show_notices, sync_query
@@ -157,7 +158,7 @@ with p1:
 with p2:
     ow = bound(st.number_input, "Output column", "dc_col", min_value=0, max_value=g.W_out - 1, step=1)
 sync_query(PARAMS)
-rf = indexmaps.receptive_field(g, oh, ow, mode)
+rf = conv_maps.receptive_field(g, oh, ow, mode)
 channel = 0
 padded_plane = gpuops.reflect_pad(image.planes[channel], (g.pad_left, g.pad_right, g.pad_top, g.pad_bottom)) \
     if mode == "reflect" else np.pad(image.planes[channel], ((g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)))  # fmt: skip
@@ -170,7 +171,7 @@ with c1:
            f"({'copies of mirrored cells' if mode == 'reflect' else 'zeros'}).")  # fmt: skip
 with c2:
     x_group = image.planes if mix else image.planes[channel : channel + 1]
-    terms = indexmaps.tap_products(x_group, filt, rf)
+    terms = conv_maps.tap_products(x_group, filt, rf)
     table = pd.DataFrame({"channel": terms.channel, "tap (ki, kj)": [f"({i}, {j})" for i, j in zip(terms.ki, terms.kj, strict=True)],
                           "input cell": [f"({r}, {c})" if r >= 0 else "padding (0)" for r, c in zip(terms.input_row, terms.input_col, strict=True)],
                           "value": terms.value, "weight": terms.weight, "product": terms.product})  # fmt: skip
@@ -184,28 +185,24 @@ with c2:
 st.header("Which block and thread computed it")
 m = 0 if mix else channel
 t1, t2 = st.columns(2)
-for column, algorithm in ((t1, "direct"), (t2, "tiled")):
+for column, algorithm in ((t1, "tiled_basic"), (t2, "tiled")):
     with column, shown_errors(f"The {algorithm} launch"):
         launch = gpuops.plan_conv2d(
             (1, C, H, W), weight.shape, None, stride, pad, dil, groups, mode, algorithm
-        ).launch()
-        block, thread = launch.thread_of(0, m, oh, ow)
-        figure(thread_tile_figure(out_pixels, launch.tile, oh, ow, block, thread, launch.kernel), f"threads_{algorithm}",
-               f"Red: output ({oh}, {ow}); orange: its block's tile; cyan: tile edges. "
-               f"grid = {launch.grid}, block = {launch.block}: one thread per output pixel, one block per "
-               f"{launch.tile[0]} x {launch.tile[1]} tile" + ("" if algorithm == "direct" else
-               f", each thread accumulating {len(launch.filters_of_block(block[1]))} filter(s) in registers"))  # fmt: skip
+        ).launch
+        ref = launch.thread_of(0, m, oh, ow)
+        figure(thread_tile_figure(out_pixels, launch.threads.tile, oh, ow, ref.block, ref.thread, launch.kernel),
+               f"threads_{algorithm}", f"Red: output ({oh}, {ow}); orange: its block's tile; cyan: tile edges. "
+               + launch.describe())  # fmt: skip
         if algorithm == "tiled":
-            th, tw = launch.tile
-            r0, c0 = (oh // th) * th * stride - pad, (ow // tw) * tw * stride - pad
-            in_h, in_w = launch.in_tile
-            pads4 = (g.pad_left, g.pad_right, g.pad_top, g.pad_bottom)
+            r0, r1, c0, c1 = conv_maps.shared_tile(launch, g, oh, ow)
+            pads4 = g.pads
             padded_pixels = session_cached(("padded_display", image.key, pads4, mode), lambda pads4=pads4: to_display(
                 gpuops.reflect_pad(image.planes, pads4) if mode == "reflect" else
                 np.pad(image.planes, ((0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)))))  # fmt: skip
-            figure(halo_figure(padded_pixels, (g.pad_top, g.pad_left), (r0, r0 + in_h), (c0, c0 + in_w), rf.rows, rf.cols,
-                               f"The block's shared-memory tile: {in_h} x {in_w} input cells (tile + halo)"), "halo",
-                   f"Cyan: the input tile the block copies to shared memory ({launch.channels_per_stage} channel(s) at a "
+            figure(halo_figure(padded_pixels, (g.pad_top, g.pad_left), (r0, r1), (c0, c1), rf.rows, rf.cols,
+                               f"The block's shared-memory tile: {r1 - r0} x {c1 - c0} input cells (tile + halo)"), "halo",
+                   f"Cyan: the input tile the block copies to shared memory ({launch.arg('cb_max')} channel(s) at a "
                    f"time, {launch.shared_bytes:,} bytes). Orange: this thread's taps inside it.")  # fmt: skip
 
 # ---- runtimes ---------------------------------------------------------------------------------------------
@@ -217,16 +214,7 @@ if times:
     chosen = f"auto chose **{ran}**" if algo == gpuops.AUTO else f"**{ran}**"
     st.caption(f"The output above was computed by {chosen}: {times[ran]:.3f} ms on {backend_name()}.")
 
-source = {
-    "direct": "conv2d.cu",
-    "tiled": "conv2d.cu",
-    "im2col": "unfold_fold.cu",
-    "implicit_gemm": "conv2d.cu",
-}[ran]
-kernel_names = {
-    "direct": "conv2d_direct",
-    "tiled": "conv2d_tiled",
-    "im2col": "unfold_kernel, then cuBLAS GEMM",
-    "implicit_gemm": "conv2d_implicit_gemm (im2col's GEMM without storing X_unroll)",
-}
-cuda_source(source, kernel_names[ran])
+cuda_source(
+    gpuops.plan_conv2d((1, C, H, W), weight.shape, None, stride, pad, dil, groups, mode, ran).launch,
+    " then cuBLAS GEMM" if ran == "im2col" else "",
+)

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 import gpuops
-from gpuops import indexmaps
+from gpuops.maps import im2col as im2col_maps
 from ui.common import backend_name, cuda_source, figure, session_cached, shown_errors, time_call
 from ui.state import Param, bound, init_params, show_notices, sync_query
 from viz.animations import column_animation
@@ -78,7 +78,7 @@ for c in range(C):
 st.markdown(
     "**Filter matrix W** (M x C·K·K): each row is one filter, flattened channel by channel, row by row"
 )
-labels = [f"c{c} ({i},{j})" for c, i, j in indexmaps.row_labels(C, gpuops.window_geometry(K, K, K))]
+labels = [f"c{c} ({i},{j})" for c, i, j in im2col_maps.row_labels(C, gpuops.window_geometry(K, K, K))]
 w_df = st.data_editor(pd.DataFrame(w_small.reshape(M, -1), columns=labels, index=[f"filter {m}" for m in range(M)]),
                       key=f"w_edit_{shape_key}")  # fmt: skip
 w_edit = np.nan_to_num(w_df.to_numpy(dtype=np.float64, na_value=0.0)).astype(np.float32).reshape(M, C, K, K)
@@ -89,11 +89,11 @@ with shown_errors("The example"):
     y = gpuops.to_numpy(gpuops.conv2d(gpuops.asarray(x_edit), gpuops.asarray(w_edit), stride=S, padding=P,
                                       algorithm="im2col"))  # (M, H_out, W_out)  # fmt: skip
     y_mat = y.reshape(M, -1)
-    src = indexmaps.unfold_source_map(C, g).T  # (L, CKK) flat input index
+    src = im2col_maps.unfold_source_map(C, g).T  # (L, CKK) flat input index
     tap_channel = np.where(src >= 0, src // (n * n), -1)
     tap_rows = np.where(src >= 0, (src % (n * n)) // n, -1)
     tap_cols = np.where(src >= 0, src % n, -1)
-    positions = np.array([indexmaps.position_of(g, l) for l in range(g.L)])
+    positions = np.array([im2col_maps.position_of(g, l) for l in range(g.L)])
     st.markdown(
         f"X_unroll has **C·K·K = {C}·{K}·{K} = {C * K * K} rows** (one per filter weight) and "
         f"**H_out·W_out = {g.H_out}·{g.W_out} = {g.L} columns** (one per output pixel). "
@@ -161,4 +161,7 @@ with shown_errors("The expansion ratio"):
                         backend_name()), "im2col_split",
            "The unroll moves K² times the input through memory; the GEMM does the arithmetic.")  # fmt: skip
 
-cuda_source("unfold_fold.cu", "unfold_kernel builds X_unroll; cuBLAS does the GEMM")
+cuda_source(
+    gpuops.plan_conv2d((1, Ci, H, W), (16, Ci, k_img, k_img), None, 1, k_img // 2, algorithm="im2col").launch,
+    ": builds X_unroll; cuBLAS does the GEMM",
+)

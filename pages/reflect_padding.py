@@ -4,7 +4,10 @@ import numpy as np
 import streamlit as st
 
 import gpuops
-from gpuops import filters, indexmaps
+from gpuops import filters
+from gpuops.index_math import reflect_index
+from gpuops.maps import reflect_pad as reflect_maps
+from gpuops.reflect_pad import reflect_pad_launch
 from ui.common import backend_name, cuda_source, figure, session_cached, shown_errors, time_call
 from ui.images import to_display
 from ui.state import Param, bound, clamp_state, init_params, show_notices, sync_query
@@ -46,14 +49,14 @@ for col, (key, label, side) in zip(cols, [("rp_left", "Left", w), ("rp_right", "
 sync_query(PARAMS)
 pads = tuple(int(p) for p in pads)
 with shown_errors("Reflect padding"):
-    rows, colsrc = indexmaps.reflect_source_map(h, w, pads)
+    rows, colsrc = reflect_maps.source_map(h, w, pads)
     figure(labelled_source_grid(rows, colsrc, h, w, pads, f"Padded {h} x {w} grid: (row, col) of the input cell copied"),
            "reflect_grid", "Cells with the same colour copy the same input cell; the black box is the original grid.")  # fmt: skip
     left, right, top, bottom = pads
     o = st.number_input("Padded column o (0 = leftmost padded cell)", min_value=0, max_value=w + left + right - 1,
                         value=0, step=1)  # fmt: skip
     i = o - left
-    src = int(indexmaps.reflect_index(i, w))
+    src = int(reflect_index(i, w))
     st.latex(rf"x_{{in}} = |i| - |i - (W-1)| - i + (W-1), \qquad i = o - p_{{left}} = {o} - {left} = {i}")
     st.latex(rf"x_{{in}} = |{i}| - |{i} - {w - 1}| - ({i}) + {w - 1} = {src}")
     st.caption("The same abs() formula as PyTorch's CUDA kernel (gpuops/kernels/index_math.cuh): inside the image it "
@@ -96,4 +99,4 @@ with shown_errors("The blur"):
             figure(image_figure(to_display(out), f"{kb} x {kb} box blur, padding_mode = '{mode}'"), f"blur_{mode}",
                    "A dark frame appears: the kernel averages in zeros at the border." if mode == "zeros" else
                    "No dark frame: the border averages mirrored pixels, which look like the image.")  # fmt: skip
-cuda_source("reflect_pad.cu", "reflect_pad2d")
+cuda_source(reflect_pad_launch(C, H, W, (p_img,) * 4) if p_img < min(H, W) else None)

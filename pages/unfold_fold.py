@@ -4,7 +4,8 @@ import numpy as np
 import streamlit as st
 
 import gpuops
-from gpuops import indexmaps
+from gpuops.maps import unfold_fold as unfold_maps
+from gpuops.unfold_fold import fold_launch, unfold_launch
 from ui.common import backend_name, cuda_source, figure, session_cached, shown_errors, time_call
 from ui.images import to_display
 from ui.state import Param, bound, init_params, show_notices, sync_query
@@ -62,7 +63,7 @@ def unfold_and_fold() -> tuple[np.ndarray, np.ndarray]:
 
 with shown_errors("Unfold / fold"):
     cols, folded = session_cached(("unfold", image.key, k, stride, pad, dil), unfold_and_fold)
-    counts = indexmaps.overlap_count(g)
+    counts = unfold_maps.overlap_count(g)
 
     # patch grid: the top-left tap of every patch, and the outline of the first patches
     a, b = st.columns(2)
@@ -109,12 +110,7 @@ with shown_errors("Unfold / fold"):
     region = image.planes[0, r0 : r0 + ch, c0 : c0 + cw]
     gr = gpuops.window_geometry(ch, cw, k, stride, pad, dil)
     padded = np.pad(region, pad)
-    taps = np.array(
-        [indexmaps.receptive_field(gr, *indexmaps.position_of(gr, l)).rows.ravel() for l in range(gr.L)]
-    )
-    tapc = np.array(
-        [indexmaps.receptive_field(gr, *indexmaps.position_of(gr, l)).cols.ravel() for l in range(gr.L)]
-    )
+    taps, tapc = unfold_maps.all_patch_cells(gr)
     figure(patch_animation(padded, taps, tapc, (pad, pad), f"Patch l of a {ch} x {cw} region (image rows {r0}-{r0 + ch - 1}, cols {c0}-{c0 + cw - 1})"),
            "patch_animation", "Press ▶ Play: the orange squares are the cells copied into column l; padding cells "
            "(negative rows/columns) contribute zeros.")  # fmt: skip
@@ -140,4 +136,6 @@ with shown_errors("Timing"):
            "fold_runtimes", "Scatter: one thread per column entry, atomicAdd onto the pixel (order varies run to run). "
            "Gather: one thread per pixel sums the entries that cover it (no atomics, deterministic)."
            + ("" if gpuops.backend_info().gpu else " On the CPU both run the same NumPy code."))  # fmt: skip
-cuda_source("unfold_fold.cu", "unfold_kernel, fold_scatter_kernel, fold_gather_kernel")
+cuda_source(unfold_launch(g, 1, C))
+cuda_source(fold_launch(g, 1, C, "gather"))
+cuda_source(fold_launch(g, 1, C, "scatter"))

@@ -30,8 +30,13 @@ class ConvCase:
         return x, w, b
 
     def kwargs(self) -> dict:
-        return dict(stride=self.stride, padding=self.padding, dilation=self.dilation,
-                    groups=self.groups, padding_mode=self.padding_mode)  # fmt: skip
+        return dict(
+            stride=self.stride,
+            padding=self.padding,
+            dilation=self.dilation,
+            groups=self.groups,
+            padding_mode=self.padding_mode,
+        )
 
 
 def _fits(size: int, k: int, d: int, p: int) -> bool:
@@ -67,21 +72,43 @@ def random_conv_cases(count: int, seed: int = 0) -> list[ConvCase]:
             pad = tuple(int(v) for v in rng.integers(0, 4, size=2))
         if not (_fits(H, kh, dil[0], pad[0]) and _fits(W, kw, dil[1], pad[1])):
             continue
-        cases.append(ConvCase(int(rng.integers(1, 3)), C, H, W, M, kh, kw, stride, pad, dil,
-                              groups, mode, bool(rng.integers(0, 2))))  # fmt: skip
+        cases.append(
+            ConvCase(
+                int(rng.integers(1, 3)),
+                C,
+                H,
+                W,
+                M,
+                kh,
+                kw,
+                stride,
+                pad,
+                dil,
+                groups,
+                mode,
+                bool(rng.integers(0, 2)),
+            )
+        )
     return cases
 
 
 def case_id(case: ConvCase) -> str:
-    return (f"N{case.N}C{case.C}x{case.H}x{case.W}-M{case.M}k{case.kh}x{case.kw}-s{case.stride}"
-            f"p{case.padding}d{case.dilation}g{case.groups}-{case.padding_mode}").replace(" ", "")  # fmt: skip
+    return (
+        f"N{case.N}C{case.C}x{case.H}x{case.W}-M{case.M}k{case.kh}x{case.kw}-s{case.stride}"
+        f"p{case.padding}d{case.dilation}g{case.groups}-{case.padding_mode}"
+    ).replace(" ", "")
 
 
 def reflect_pad_cases(count: int, seed: int = 1) -> list[tuple[tuple[int, ...], tuple[int, int, int, int]]]:
     """(shape, (left, right, top, bottom)) with pads up to size-1, including 2-D/3-D/4-D inputs."""
     rng = np.random.default_rng(seed)
-    cases = [((3, 3), (2, 2, 2, 2)), ((1, 1, 3, 3), (1, 1, 2, 0)), ((2, 1, 5), (0, 4, 0, 0)),
-             ((1, 7), (0, 0, 0, 0)), ((2, 3, 4, 6), (5, 5, 3, 3))]  # fmt: skip
+    cases = [
+        ((3, 3), (2, 2, 2, 2)),
+        ((1, 1, 3, 3), (1, 1, 2, 0)),
+        ((2, 1, 5), (0, 4, 0, 0)),
+        ((1, 7), (0, 0, 0, 0)),
+        ((2, 3, 4, 6), (5, 5, 3, 3)),
+    ]
     while len(cases) < count:
         ndim = int(rng.integers(2, 5))
         H, W = (int(v) for v in rng.integers(1, 12, size=2))

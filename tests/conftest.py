@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import zlib
 from types import ModuleType
 
 import numpy as np
@@ -52,7 +53,34 @@ def torch() -> ModuleType:
     return module
 
 
+def seed_of(test_id: str) -> int:
+    """A stable seed from a test's id: the same in every process (Python's hash() is salted per
+    process, so a failure seeded by it could not be replayed)."""
+    return zlib.crc32(test_id.encode())
+
+
 @pytest.fixture
 def rng(request: pytest.FixtureRequest) -> np.random.Generator:
-    """A fresh generator per test, seeded by the test's name (reproducible, not shared)."""
-    return np.random.default_rng(abs(hash(request.node.nodeid)) % 2**32)
+    """A fresh generator per test, seeded by the test's id (reproducible, not shared)."""
+    return np.random.default_rng(seed_of(request.node.nodeid))
+
+
+# One test body for both backends (CuPy's numpy_cupy_* pattern): parametrise with BACKENDS and
+# take the `xp` fixture; the CuPy half is marked gpu and runs with `pytest -m gpu`.
+BACKENDS = [pytest.param("numpy", id="numpy"), pytest.param("cupy", id="cupy", marks=pytest.mark.gpu)]
+
+
+@pytest.fixture
+def xp(request: pytest.FixtureRequest) -> ModuleType:
+    """numpy or cupy, as the test's `backend` parameter says."""
+    return importlib.import_module(request.param)
+
+
+def on(xp: ModuleType, *arrays: np.ndarray | None) -> tuple:
+    """The arrays on backend xp (None stays None)."""
+    return tuple(None if a is None else xp.asarray(a) for a in arrays)
+
+
+def host(a) -> np.ndarray:
+    """A NumPy copy of a NumPy or CuPy array."""
+    return a.get() if hasattr(a, "get") else np.asarray(a)

@@ -14,8 +14,9 @@ def _pad_reflect_np(x: np.ndarray, left: int, right: int, top: int, bottom: int)
     return np.pad(x, pads, mode="reflect")  # NumPy's "reflect" does not repeat the edge either
 
 
-def conv2d_ref(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1,
-               padding_mode="zeros") -> np.ndarray:  # fmt: skip
+def conv2d_ref(
+    x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, padding_mode="zeros"
+) -> np.ndarray:
     x = x.astype(np.float64)
     w = w.astype(np.float64)
     ph, pw = padding
@@ -36,8 +37,9 @@ def conv2d_ref(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), gro
         chans = xp[:, g * Cg : (g + 1) * Cg]
         for i in range(Ho):
             for j in range(Wo):
-                window = chans[:, :, i * sh : i * sh + dh * (kh - 1) + 1 : dh,
-                               j * sw : j * sw + dw * (kw - 1) + 1 : dw]  # fmt: skip
+                window = chans[
+                    :, :, i * sh : i * sh + dh * (kh - 1) + 1 : dh, j * sw : j * sw + dw * (kw - 1) + 1 : dw
+                ]
                 out[:, m, i, j] = np.sum(window * w[m], axis=(1, 2, 3))
     if b is not None:
         out += np.asarray(b, np.float64)[None, :, None, None]

@@ -12,7 +12,7 @@ import streamlit as st
 
 import gpuops
 from gpuops.backend import is_gpu_oom, release_gpu_memory
-from gpuops.cuda_kernels import sources_for
+from gpuops.launch import Launch, file_preamble, includes, kernel_span, source_text
 from gpuops.timing import Timing, measure
 
 RESULT_SLOTS = 8  # per-session cache of computed results, bounded
@@ -71,14 +71,23 @@ def backend_name() -> str:
     return f"GPU {info.device}" if info.gpu else "CPU (NumPy)"
 
 
-def cuda_source(filename: str, ran: str) -> None:
-    """The kernel file that ran, verbatim, with the headers it includes."""
-    with st.expander(f"CUDA source: `{filename}` ({ran})"):
+def cuda_source(launch: Launch | None, note: str = "") -> None:
+    """The kernel that ran: its span of the .cu file (version header included), then the file's
+    shared helpers and the headers it includes, verbatim."""
+    if launch is None:
+        return
+    span = kernel_span(launch.source, launch.kernel)
+    with st.expander(f"CUDA source: `{launch.kernel}` (gpuops/kernels/{launch.source}, lines "
+                     f"{span.first_line}-{span.last_line}){note}"):  # fmt: skip
         if not gpuops.backend_info().gpu:
             st.caption("This machine has no GPU: the NumPy twin ran, using the same index formulas.")
-        for name, text in sources_for(filename).items():
-            st.markdown(f"**`gpuops/kernels/{name}`**")
-            st.code(text, language="cpp")
+        st.caption(launch.describe())
+        st.code(span.text, language="cpp")
+        st.markdown(f"**Shared helpers of `{launch.source}`**")
+        st.code(file_preamble(launch.source), language="cpp")
+        for header in includes(launch.source):
+            st.markdown(f"**`gpuops/kernels/{header}`**")
+            st.code(source_text(header), language="cpp")
 
 
 def figure(fig: go.Figure, name: str, caption: str) -> None:

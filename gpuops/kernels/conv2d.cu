@@ -1,91 +1,185 @@
 // 2-D convolution (PyTorch F.conv2d semantics: cross-correlation, stride, padding, dilation,
-// groups, bias; zero or reflect padding).
+// groups, bias; zero or reflect padding), as a progression of kernels. Each version states
+// what it changes from the one before; the app shows the version that ran.
+//
+//   v1 direct          one thread per output element, everything read from global memory
+//   v2 tiled           v1 + the block's input tile (with its halo) staged in shared memory
+//   v3 register tiled  v2 + each thread computes 2 pixels x 8 filters in registers
+//   v4 implicit GEMM   im2col's matrix product without storing X_unroll (cuDNN's method)
 //
 // Shapes: x (N, C, H, W), w (M, C/groups, KH, KW), y (N, M, H_out, W_out).
-// Output (n, m, oh, ow) reads input cell
-//   ih = oh*stride_h - pad_h + ki*dil_h,   iw = ow*stride_w - pad_w + kj*dil_w
-// of every channel c of filter m's group, g = m / (M/groups).
+// Output (n, m, oh, ow) of filter m in group g = m / (M/groups) sums, over the group's
+// channels c and the taps (ki, kj), x[n, g*C/groups + c, ih, iw] * w[m, c, ki, kj] with
+//   ih = input_coord(oh, stride_h, pad_h, ki, dil_h),  iw = input_coord(ow, stride_w, pad_w, kj, dil_w)
+// (index_math.cuh). Every kernel takes the same geometry arguments, in this order:
+//   N, C, H, W          input batch, channels, height, width
+//   M, KH, KW           filters and kernel size
+//   H_out, W_out        output size (window_count, computed by the host)
+//   stride_h, stride_w, pad_h, pad_w, dil_h, dil_w
+//   groups              channels and filters split into this many independent groups
+//   reflect             1: padding cells mirror the image (padding_mode="reflect"); 0: zeros
+// Offsets into x and y are 64-bit; v1 also indexes inside a plane with 64 bits (a plane may
+// hold more than 2^31 cells), v2 and v3 with 32 bits (the host checks the plane size).
 #include "index_math.cuh"
 
-#define CONV_ARGS int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out, \
-                  int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, \
-                  int groups, int reflect, int tiles_w
-
-// Fetch input cell (ih, iw) of one channel plane, applying the padding rule:
-// zeros outside the image, or the reflected cell (PyTorch padding_mode="reflect").
+// Fetch input cell (ih, iw) of one channel plane, applying the padding rule: zero outside
+// the image, or the mirrored cell (padding_mode="reflect"). The offset inside the plane is
+// 32-bit (measured faster in v3's tile loads): the host refuses planes of 2^31 cells or more
+// for the kernels that use it.
 __device__ __forceinline__ float load_padded(const float* __restrict__ plane, int ih, int iw,
                                              int H, int W, int reflect) {
     if (reflect) {
         ih = reflect_index(ih, H);
         iw = reflect_index(iw, W);
     }
-    // With reflect, a cell can still be out of range here: only for halo cells that feed
-    // outputs beyond the edge of the output, which are never written.
+    // With reflect a cell can still be outside here, but only for halo cells of tiles that
+    // overhang the output edge; the outputs that would read them are never written.
     if (ih < 0 || ih >= H || iw < 0 || iw >= W) return 0.0f;
     return plane[ih * W + iw];
 }
 
-// ---------------------------------------------------------------------------------------
-// Direct convolution: ONE THREAD PER OUTPUT ELEMENT.
-// grid  = (tiles_h * tiles_w, M, N): blockIdx.x is the linearised output tile
-//         (as in PMPP fig. 16.12), blockIdx.y the filter m, blockIdx.z the sample n.
-// block = (TILE_W, TILE_H): threadIdx is the pixel inside the tile.
-// Every thread reads its whole receptive field from global memory: simple, but each input
-// cell is fetched KH*KW*M times (the caches absorb part of it).
-// ---------------------------------------------------------------------------------------
-extern "C" __global__ void conv2d_direct(
+// =======================================================================================
+// v1 direct: ONE THREAD PER OUTPUT ELEMENT (the source article's kernel, PMPP fig. 16.4).
+// grid  = (ceil(H_out*W_out / blockDim.x), ceil(M / blockDim.y), N)
+// block = (pixels, filters): threadIdx.x walks consecutive output pixels of one sample
+//         (p = oh*W_out + ow, so a warp reads neighbouring input cells), threadIdx.y picks
+//         the filter.
+// Loop order: taps outside, channels inside. A tap that falls in the zero padding is
+// skipped once for all channels, and the innermost loop is a plain strided multiply-add.
+// Every input cell is read from global memory by every output that uses it (KH*KW*M
+// times in all); the caches absorb part of that.
+// =======================================================================================
+extern "C" __global__ void conv2d_v1_direct(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
-    float* __restrict__ y, CONV_ARGS)
+    float* __restrict__ y,
+    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
+    int groups, int reflect)
 {
+    const long long L = (long long)H_out * W_out;          // output pixels per sample
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int m = blockIdx.y * blockDim.y + threadIdx.y;
     const int n = blockIdx.z;
-    const int m = blockIdx.y;
-    const int oh = (blockIdx.x / tiles_w) * blockDim.y + threadIdx.y;
-    const int ow = (blockIdx.x % tiles_w) * blockDim.x + threadIdx.x;
-    if (oh >= H_out || ow >= W_out) return;   // tiles on the right/bottom edge overhang
+    if (p >= L || m >= M) return;                          // edge blocks overhang
+    const int oh = (int)(p / W_out), ow = (int)(p % W_out);
 
-    const int Cg = C / groups;                 // input channels seen by one filter
-    const int g = m / (M / groups);            // this filter's group
+    const int Cg = C / groups;                             // channels one filter sees
+    const int g = m / (M / groups);                        // this filter's group
+    const long long plane = (long long)H * W;
+    const float* __restrict__ x_n = x + ((long long)n * C + (long long)g * Cg) * plane;
+    const float* __restrict__ w_m = w + (long long)m * Cg * KH * KW;
+
     float acc = bias ? bias[m] : 0.0f;
-    for (int c = 0; c < Cg; ++c) {
-        const float* plane = x + ((long long)n * C + g * Cg + c) * H * W;
-        const float* filt = w + ((long long)m * Cg + c) * KH * KW;
-        for (int ki = 0; ki < KH; ++ki) {
-            const int ih = oh * stride_h - pad_h + ki * dil_h;
-            for (int kj = 0; kj < KW; ++kj) {
-                const int iw = ow * stride_w - pad_w + kj * dil_w;
-                acc += load_padded(plane, ih, iw, H, W, reflect) * filt[ki * KW + kj];
-            }
+    for (int ki = 0; ki < KH; ++ki) {
+        int ih = input_coord(oh, stride_h, pad_h, ki, dil_h);
+        if (reflect) ih = reflect_index(ih, H);
+        if (ih < 0 || ih >= H) continue;                   // a row of zero padding
+        const float* __restrict__ x_row = x_n + (long long)ih * W;        // channel 0, row ih
+        const float* __restrict__ w_row = w_m + ki * KW;
+        for (int kj = 0; kj < KW; ++kj) {
+            int iw = input_coord(ow, stride_w, pad_w, kj, dil_w);
+            if (reflect) iw = reflect_index(iw, W);
+            if (iw < 0 || iw >= W) continue;
+            const float* __restrict__ xp = x_row + iw;     // tap (ki, kj) of channel 0 ...
+            const float* __restrict__ wp = w_row + kj;
+            for (int c = 0; c < Cg; ++c, xp += plane, wp += KH * KW)   // ... then channel by channel
+                acc += *xp * *wp;
         }
     }
-    y[(((long long)n * M + m) * H_out + oh) * W_out + ow] = acc;
+    store(y, ((long long)n * M + m) * L + p, acc);
 }
 
-// ---------------------------------------------------------------------------------------
-// Tiled convolution with shared memory and register blocking.
-// One block computes an output tile of TILE_H x (TILE_W * PIXELS_PER_THREAD) pixels for
-// FILTERS_PER_BLOCK filters of one group.
+// =======================================================================================
+// v2 tiled = v1 + SHARED MEMORY (PMPP ch. 7 and 16).
+// A block computes a tile of blockDim.y x blockDim.x output pixels of ONE filter.
+// Neighbouring outputs read overlapping input windows, so for each input channel the block
+// first copies the input cells its tile needs (the tile plus its halo) into shared memory:
+//   in_h = (blockDim.y - 1)*stride_h + (KH - 1)*dil_h + 1 rows,  in_w likewise,
+// applying the padding rule while it copies, plus that channel's KH x KW weights. After a
+// barrier every thread reads its taps from shared memory. Each input cell now comes from
+// global memory about once per block instead of once per output that uses it.
+// grid  = (tiles_h * tiles_w, M, N): blockIdx.x is the linearised tile (PMPP fig. 16.12)
+// block = (TILE, TILE) threads, one output pixel each.
+// =======================================================================================
+extern "C" __global__ void conv2d_v2_tiled(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
+    float* __restrict__ y,
+    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
+    int groups, int reflect,
+    int tiles_w,        // tiles per output row
+    int in_h, int in_w) // the shared input tile, halo included
+{
+    extern __shared__ float smem[];
+    float* s_in = smem;                                    // [in_h][in_w], one channel
+    float* s_w = smem + in_h * in_w;                       // [KH][KW], the same channel
+
+    const int n = blockIdx.z, m = blockIdx.y;
+    const int tile_oh = (blockIdx.x / tiles_w) * blockDim.y;   // the tile's first output row
+    const int tile_ow = (blockIdx.x % tiles_w) * blockDim.x;   // and column
+    const int oh = tile_oh + threadIdx.y, ow = tile_ow + threadIdx.x;
+    const int ih0 = input_coord(tile_oh, stride_h, pad_h, 0, dil_h);   // input cell of s_in[0][0]
+    const int iw0 = input_coord(tile_ow, stride_w, pad_w, 0, dil_w);
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    const int nthreads = blockDim.x * blockDim.y;
+
+    const int Cg = C / groups, g = m / (M / groups);
+    const long long plane = (long long)H * W;
+    float acc = bias ? bias[m] : 0.0f;
+    for (int c = 0; c < Cg; ++c) {
+        // 1. the tile + halo of channel c, and filter m's weights for it
+        const float* __restrict__ x_c = x + ((long long)n * C + g * Cg + c) * plane;
+        for (int i = tid; i < in_h * in_w; i += nthreads)
+            s_in[i] = load_padded(x_c, ih0 + i / in_w, iw0 + i % in_w, H, W, reflect);
+        for (int i = tid; i < KH * KW; i += nthreads)
+            s_w[i] = w[((long long)m * Cg + c) * KH * KW + i];
+        __syncthreads();
+        // 2. the taps, from shared memory: tap (ki, kj) of output (oh, ow) is the input cell
+        //    input_coord(oh, ...ki...), which sits input_coord(...) - ih0 rows into the tile
+        if (oh < H_out && ow < W_out) {
+            for (int ki = 0; ki < KH; ++ki) {
+                const int r = input_coord(oh, stride_h, pad_h, ki, dil_h) - ih0;
+                for (int kj = 0; kj < KW; ++kj) {
+                    const int q = input_coord(ow, stride_w, pad_w, kj, dil_w) - iw0;
+                    acc += s_in[r * in_w + q] * s_w[ki * KW + kj];
+                }
+            }
+        }
+        __syncthreads();   // everyone is done with channel c before it is overwritten
+    }
+    if (oh < H_out && ow < W_out)
+        store(y, (((long long)n * M + m) * H_out + oh) * W_out + ow, acc);
+}
+
+// =======================================================================================
+// v3 register tiled = v2 + REGISTER BLOCKING: each thread computes several outputs.
+// In v2 every multiply-add needs two shared-memory loads (an input and a weight), and
+// shared-memory bandwidth, not arithmetic, limits it. Here one block computes a tile of
+// TILE_H x (TILE_W * PIXELS_PER_THREAD) pixels for FILTERS_PER_BLOCK filters of one group,
+// and thread (tx, ty) keeps PIXELS_PER_THREAD x FILTERS_PER_BLOCK = 16 sums in registers:
+// per tap it issues 2 float4 weight loads (the same address for the whole warp: a broadcast)
+// and 2 input loads for 16 multiply-adds. Its pixels (ty, tx + p*TILE_W) are TILE_W apart,
+// so neighbouring threads still read neighbouring shared-memory words.
+// Two smaller changes ride along: `cb` channels are staged per barrier instead of one, and
+// shared rows are `pitch` floats apart (pitch >= in_w; a warp spans two thread rows, and
+// pitch = 16 mod 32 puts those rows in different memory banks).
+// Weights sit in shared memory as [c][ki][kj][filter], so one tap's 8 weights are 32 bytes.
 // grid  = (tiles_h * tiles_w, groups * m_blocks, N), block = (TILE_W, TILE_H).
-// Thread (tx, ty) owns the PIXELS_PER_THREAD pixels (ty, tx + p*TILE_W) of the tile: they are
-// TILE_W apart, so neighbouring threads always read neighbouring shared-memory words.
-// For each slab of `cb` input channels the block
-//   1. copies the input tile plus its halo into shared memory: the tile needs
-//        in_h = (tile_h-1)*stride_h + (KH-1)*dil_h + 1 rows (in_w likewise),
-//      applying the padding rule while loading, so the inner loop has no bounds checks.
-//      Rows are stored `pitch` floats apart (pitch >= in_w): a warp spans two thread rows,
-//      and with pitch = 16 (mod 32) those two rows fall in different shared-memory banks;
-//   2. copies those channels' weights of its filters into shared memory, laid out
-//      [c][ki][kj][filter] so the 8 weights of one tap are 32 contiguous bytes;
-//   3. accumulates PIXELS_PER_THREAD x FILTERS_PER_BLOCK outputs per thread in registers.
-//      Per tap a thread issues 2 float4 loads (8 weights) and PIXELS_PER_THREAD input loads
-//      for 8*PIXELS_PER_THREAD fused multiply-adds: shared-memory traffic, not arithmetic,
-//      is what limited the simple version (one weight load per multiply-add).
-// ---------------------------------------------------------------------------------------
+// =======================================================================================
 #define FILTERS_PER_BLOCK 8
 #define PIXELS_PER_THREAD 2
 
-extern "C" __global__ void __launch_bounds__(256) conv2d_tiled(
+extern "C" __global__ void __launch_bounds__(256) conv2d_v3_register_tiled(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
-    float* __restrict__ y, CONV_ARGS, int m_blocks, int cb_max, int in_h, int in_w, int pitch)
+    float* __restrict__ y,
+    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
+    int groups, int reflect,
+    int tiles_w,        // tiles per output row
+    int m_blocks,       // filter blocks per group: blockIdx.y = group * m_blocks + block
+    int cb_max,         // channels staged in shared memory per barrier
+    int in_h, int in_w, // the shared input tile, halo included
+    int pitch)          // floats between shared rows
 {
     extern __shared__ float4 smem4[];                // float4 so the weights are 16-byte aligned
     float* s_in = reinterpret_cast<float*>(smem4);   // [cb_max][in_h][pitch]
@@ -101,13 +195,14 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_tiled(
     const int tile_w = blockDim.x * PIXELS_PER_THREAD;
     const int tile_oh = (blockIdx.x / tiles_w) * blockDim.y;  // first output row of the tile
     const int tile_ow = (blockIdx.x % tiles_w) * tile_w;      // first output column
-    const int ih0 = tile_oh * stride_h - pad_h;      // input row of shared-memory row 0
-    const int iw0 = tile_ow * stride_w - pad_w;
+    const int ih0 = input_coord(tile_oh, stride_h, pad_h, 0, dil_h);   // input cell of row 0
+    const int iw0 = input_coord(tile_ow, stride_w, pad_w, 0, dil_w);
     const int oh = tile_oh + threadIdx.y;
 
     const int tid = threadIdx.y * blockDim.x + threadIdx.x;
     const int nthreads = blockDim.x * blockDim.y;
     const int KK = KH * KW;
+    const long long plane = (long long)H * W;
 
     float acc[PIXELS_PER_THREAD][FILTERS_PER_BLOCK];
 #pragma unroll
@@ -119,27 +214,28 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_tiled(
 
     for (int c0 = 0; c0 < Cg; c0 += cb_max) {
         const int cb = min(cb_max, Cg - c0);
-        // 1. input tile + halo: consecutive threads load consecutive columns (coalesced).
-        const float* x_slab = x + ((long long)n * C + g * Cg + c0) * H * W;
+        // 1. input tile + halo of cb channels: consecutive threads load consecutive columns
+        const float* __restrict__ x_slab = x + ((long long)n * C + g * Cg + c0) * plane;
         for (int i = tid; i < cb * in_h * in_w; i += nthreads) {
             const int c = i / (in_h * in_w);
             const int r = i - c * (in_h * in_w);
             const int rr = r / in_w, cc = r - rr * in_w;
-            s_in[(c * in_h + rr) * pitch + cc] = load_padded(x_slab + (long long)c * H * W, ih0 + rr, iw0 + cc, H, W, reflect);
+            s_in[(c * in_h + rr) * pitch + cc] = load_padded(x_slab + c * plane, ih0 + rr, iw0 + cc, H, W, reflect);
         }
-        // 2. weights, transposed to [c][ki][kj][f] (zeros past m_end).
+        // 2. weights, transposed to [c][ki][kj][f] (zeros past m_end)
         for (int i = tid; i < FILTERS_PER_BLOCK * cb * KK; i += nthreads) {
             const int f = i % FILTERS_PER_BLOCK;
             const int r = i / FILTERS_PER_BLOCK;     // c * KK + ki * KW + kj
             s_w[i] = (m0 + f < m_end) ? w[((long long)(m0 + f) * Cg + c0) * KK + r] : 0.0f;
         }
         __syncthreads();
-        // 3. accumulate. The shared row of output (oh, ow) for tap (ki, kj) is
-        //    (oh - tile_oh)*stride_h + ki*dil_h, its column (ow - tile_ow)*stride_w + kj*dil_w.
+        // 3. accumulate: tap (ki, kj) of pixel p reads shared row input_coord(oh, ..ki..) - ih0
+        //    = threadIdx.y*stride_h + ki*dil_h, and column
+        //    input_coord(tile_ow + tx + p*TILE_W, ..kj..) - iw0 = (tx + p*TILE_W)*stride_w + kj*dil_w
+        //    (written out: measured faster than letting the compiler cancel the two formulas)
         for (int c = 0; c < cb; ++c) {
             for (int ki = 0; ki < KH; ++ki) {
-                const float* s_row = s_in + (c * in_h + threadIdx.y * stride_h + ki * dil_h) * pitch
-                                     + threadIdx.x * stride_w;
+                const float* s_row = s_in + (c * in_h + threadIdx.y * stride_h + ki * dil_h) * pitch + threadIdx.x * stride_w;
                 const float4* s_tap = reinterpret_cast<const float4*>(s_w + ((c * KH + ki) * KW) * FILTERS_PER_BLOCK);
                 for (int kj = 0; kj < KW; ++kj) {
                     const float4 wa = s_tap[2 * kj], wb = s_tap[2 * kj + 1];  // same address for
@@ -164,41 +260,44 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_tiled(
 #pragma unroll
             for (int f = 0; f < FILTERS_PER_BLOCK; ++f)
                 if (m0 + f < m_end)
-                    y[(((long long)n * M + m0 + f) * H_out + oh) * W_out + ow] = acc[p][f];
+                    store(y, (((long long)n * M + m0 + f) * H_out + oh) * W_out + ow, acc[p][f]);
         }
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Implicit GEMM: im2col's matrix product WITHOUT writing X_unroll (what cuDNN does).
-// Per group, the convolution is the product
+// =======================================================================================
+// v4 implicit GEMM = im2col's matrix product WITHOUT WRITING X_unroll (cuDNN's method).
+// Unlike v1-v3 this is not a stencil: per group, the convolution is the product
 //   Y[m][p] = sum_k  W[m][k] * X_unroll[k][p]
 // with k = (c, ki, kj) flattened (c*KH*KW + ki*KW + kj, the order of w's rows) and
 // p = n*L + oh*W_out + ow a pixel of ANY sample (L = H_out*W_out): the batch is one long row
-// of pixels, so small images and big batches both fill the GPU.
-// X_unroll[k][p] is input cell (c, oh*stride_h - pad_h + ki*dil_h, ow*stride_w - pad_w +
-// kj*dil_w) of sample n: the block gathers it from x while it loads its tile, so the K*K-times
-// larger matrix is never stored.
+// of pixels, so small images and big batches both fill the GPU. X_unroll[k][p] is input
+// cell (c, input_coord(oh, ..ki..), input_coord(ow, ..kj..)) of sample n: the block gathers
+// it from x while it loads its tile, so the KH*KW-times larger matrix is never stored.
 //
 // Tiling (a classic register-blocked SGEMM):
 //   block tile  = IG_BM filters x IG_BN pixels, stepping through k IG_BK at a time;
-//   thread tile = 8 filters x 8 pixels = 64 accumulators in registers. Per k a thread reads
+//   thread tile = 8 filters x 8 pixels = 64 sums in registers. Per k a thread reads
 //   8 weights and 8 inputs from shared memory (four float4 loads) for 64 multiply-adds.
 //   The 8 filters are two groups of 4, IG_BM/2 apart (pixels likewise, IG_BN/2 apart), so the
 //   float4 reads of neighbouring threads are neighbouring words: no bank conflicts.
 //   Double buffering: while the block multiplies tile t from shared memory, each thread's
 //   loads of tile t+1 are already in flight into registers (one __syncthreads per tile).
 // grid = (ceil(N*L / IG_BN), groups * m_blocks), block = IG_THREADS threads.
-// ---------------------------------------------------------------------------------------
+// =======================================================================================
 #define IG_BM 64                                    // filters per block
 #define IG_BN 128                                   // pixels per block
 #define IG_BK 8                                     // k values per step
 #define IG_THREADS ((IG_BM / 8) * (IG_BN / 8))      // == IG_BN: each thread owns 8 x 8 outputs
 #define IG_A_STEP (IG_THREADS / IG_BM)              // k columns between a thread's weight loads
 
-extern "C" __global__ void __launch_bounds__(IG_THREADS) conv2d_implicit_gemm(
+extern "C" __global__ void __launch_bounds__(IG_THREADS) conv2d_v4_implicit_gemm(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
-    float* __restrict__ y, CONV_ARGS, int m_blocks)
+    float* __restrict__ y,
+    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
+    int groups, int reflect,
+    int m_blocks)       // filter blocks per group: blockIdx.y = group * m_blocks + block
 {
     __shared__ __align__(16) float As[2][IG_BK][IG_BM];   // weights, k-major: As[k][m]
     __shared__ __align__(16) float Bs[2][IG_BK][IG_BN];   // gathered inputs: Bs[k][p]
@@ -218,20 +317,21 @@ extern "C" __global__ void __launch_bounds__(IG_THREADS) conv2d_implicit_gemm(
     const bool a_ok = m0 + a_m < Mg;
     const float* __restrict__ w_row = w + (long long)(g * Mg + m0 + a_m) * Kdim;
     // Inputs: pixel column b_p = p0 + t (IG_THREADS == IG_BN), every k of each tile.
-    // Its top-left input cell (ih0, iw0) and sample base are computed once, here.
+    // Its tap-(0, 0) input cell (ih0, iw0) and sample base are computed once, here.
     const int b_p = p0 + t;
     const bool b_ok = b_p < P;
     int ih0 = 0, iw0 = 0;
     const float* __restrict__ x_n = x;
     if (b_ok) {
         const int n = b_p / L, l = b_p % L;
-        ih0 = (l / W_out) * stride_h - pad_h;
-        iw0 = (l % W_out) * stride_w - pad_w;
+        ih0 = input_coord(l / W_out, stride_h, pad_h, 0, dil_h);
+        iw0 = input_coord(l % W_out, stride_w, pad_w, 0, dil_w);
         x_n = x + ((long long)n * C + (long long)g * Cg) * H * W;
     }
     // The next k this thread gathers, split into (kc, ki, kj), as row / column offsets
-    // (k_ih = ki*dil_h, k_iw = kj*dil_w) and as a flat offset in x_n. Every thread walks
-    // k = 0, 1, 2, ... in order, so these are carried along: no division in the loop.
+    // (tap (ki, kj) reads (ih0 + k_ih, iw0 + k_iw) with k_ih = ki*dil_h, k_iw = kj*dil_w) and
+    // as a flat offset in x_n. Every thread walks k = 0, 1, 2, ... in order, so these are
+    // carried along: no division in the loop.
     int kc = 0, ki = 0, kj = 0, k_ih = 0, k_iw = 0;
     long long k_off = 0;
     const long long pix_off = (long long)ih0 * W + iw0;   // may be negative: padding
@@ -249,7 +349,7 @@ extern "C" __global__ void __launch_bounds__(IG_THREADS) conv2d_implicit_gemm(
             float v = 0.0f;
             if (b_ok && k0 + j < Kdim) {
                 if (reflect)                         // uniform branch: the slow, rare mode
-                    v = x_n[(long long)kc * H * W + reflect_index(ih, H) * W + reflect_index(iw, W)];
+                    v = x_n[(long long)kc * H * W + (long long)reflect_index(ih, H) * W + reflect_index(iw, W)];
                 else if ((unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W)  // inside
                     v = x_n[k_off + pix_off];        // (unsigned: one compare covers < 0 too)
             }
@@ -318,7 +418,7 @@ extern "C" __global__ void __launch_bounds__(IG_THREADS) conv2d_implicit_gemm(
             const int m = m0 + (i < 4 ? tm * 4 + i : IG_BM / 2 + tm * 4 + i - 4);
             if (m >= Mg) continue;
             const int mm = g * Mg + m;
-            y[((long long)n * M + mm) * L + l] = acc[i][j] + (bias ? bias[mm] : 0.0f);
+            store(y, ((long long)n * M + mm) * L + l, acc[i][j] + (bias ? bias[mm] : 0.0f));
         }
     }
 }

@@ -1,22 +1,25 @@
 // unfold (im2col) and fold (col2im) with PyTorch semantics: stride, zero padding, dilation.
 //
+//   v1 unfold          one thread ROW per row of cols; 16-byte stores where rows allow
+//   v1 fold_scatter    the same walk, adding each entry onto its pixel with atomicAdd
+//   v2 fold_gather     v1 turned around: one thread per PIXEL sums the entries that cover it
+//
 // cols has shape (N, C*KH*KW, L) with L = H_out * W_out. Its flat index decomposes into the
 // 6-D index (n, c, ki, kj, oh, ow):
 //   idx = ((((n*C + c)*KH + ki)*KW + kj)*H_out + oh)*W_out + ow
-// and that element comes from input cell
-//   ih = oh*stride_h - pad_h + ki*dil_h,   iw = ow*stride_w - pad_w + kj*dil_w
+// and that element holds input cell
+//   ih = input_coord(oh, stride_h, pad_h, ki, dil_h),  iw = input_coord(ow, stride_w, pad_w, kj, dil_w)
 // (zero when (ih, iw) falls in the padding).
 //
-// Work split (all three kernels): one thread ROW per row of W_out (or W) consecutive
-// elements. The row index is split into (n*C + c, ki, kj, oh) once per row, with 32-bit
-// arithmetic (a 64-bit division costs several times more; the host checks rows < 2^31), so the
-// inner loop is one multiply-add and a bounds check per element, and neighbouring threads
-// touch neighbouring addresses (coalesced). A block is (bx, by) threads: by rows, bx threads
-// per row (bx may be smaller than a warp when rows are short: one warp then spans rows).
-
-// Every kernel takes the same geometry arguments, in this order.
-#define GEOMETRY_ARGS int H, int W, int KH, int KW, int H_out, int W_out, \
-                      int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w
+// Work split: one thread ROW per row of W_out (or W) consecutive elements. The row index is
+// split into (n*C + c, ki, kj, oh) once per row, with 32-bit arithmetic (a 64-bit division
+// costs several times more; the host checks rows < 2^31), so the inner loop is one
+// multiply-add and a bounds check per element, and neighbouring threads touch neighbouring
+// addresses (coalesced). A block is (bx, by) threads: by rows, bx threads per row (bx may be
+// smaller than a warp when rows are short: one warp then spans rows). A capped grid of blocks
+// walks all rows (grid-stride loop): one block per row would cost more than the work when
+// rows are many and short.
+#include "index_math.cuh"
 
 // Split a row of cols, row = ((n*C + c)*KH + ki)*KW + kj)*H_out + oh, into its parts;
 // returns n*C + c. Once per row, in 32-bit arithmetic.
@@ -28,7 +31,9 @@ __device__ __forceinline__ long long split_row(unsigned row, int H_out, int KW, 
     return row;
 }
 
-// unfold: row = ((n*C + c)*KH + ki)*KW + kj)*H_out + oh, a row of W_out outputs.
+// =======================================================================================
+// v1 unfold: row = ((n*C + c)*KH + ki)*KW + kj)*H_out + oh, a row of W_out outputs that all
+// read input row ih = input_coord(oh, ..ki..).
 // When W_out is a multiple of 4, each thread writes 4 neighbours with one 16-byte store
 // (rows then start 16-byte aligned), and only the 4-groups that touch the padding pay for
 // bounds checks: far fewer instructions per element than one thread per element.
@@ -36,35 +41,33 @@ __device__ __forceinline__ long long split_row(unsigned row, int H_out, int KW, 
 // larger than x and x's plane is re-read once per tap (ki, kj); when a plane is large
 // (2048 x 2048: 16 MB) ordinary stores push it out of L2 between two taps, and every re-read
 // goes to DRAM. The host sets it only for planes that large (small planes stay cached anyway).
-__device__ __forceinline__ void store4(float* dst, int q, float4 v, int streaming) {
-    if (streaming) __stcs(reinterpret_cast<float4*>(dst) + q, v);
-    else reinterpret_cast<float4*>(dst)[q] = v;
-}
-
-extern "C" __global__ void unfold_kernel(
-    const float* __restrict__ x, float* __restrict__ cols, unsigned rows, GEOMETRY_ARGS,
+// =======================================================================================
+extern "C" __global__ void unfold_v1(
+    const float* __restrict__ x,   // (N, C, H, W)
+    float* __restrict__ cols,      // (N, C*KH*KW, H_out*W_out)
+    unsigned rows,                 // N*C*KH*KW*H_out
+    int H, int W, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
     int streaming)
 {
-    // grid-stride over rows: a capped grid of blocks walks all rows (launching one block per
-    // row costs more than the work when rows are many and short)
     for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
          row += gridDim.x * blockDim.y) {
         int oh, kj, ki;
         const long long nc = split_row(row, H_out, KW, KH, oh, kj, ki);   // n*C + c
-        const int ih = oh * stride_h - pad_h + ki * dil_h;       // the input row this row reads
-        float* __restrict__ dst = cols + (long long)row * W_out;
+        const int ih = input_coord(oh, stride_h, pad_h, ki, dil_h);       // the input row it reads
+        const long long out0 = (long long)row * W_out;                    // cols index of ow = 0
         const bool vec4 = (W_out & 3) == 0;
         if (ih < 0 || ih >= H) {                                 // the whole row is padding
             if (vec4) {
                 for (int q = threadIdx.x; q < (W_out >> 2); q += blockDim.x)
-                    store4(dst, q, make_float4(0.f, 0.f, 0.f, 0.f), streaming);
+                    store4(cols, out0 + (q << 2), make_float4(0.f, 0.f, 0.f, 0.f), streaming);
             } else {
-                for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) dst[ow] = 0.0f;
+                for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) store(cols, out0 + ow, 0.0f);
             }
             continue;
         }
         const float* __restrict__ src = x + (nc * H + ih) * W;
-        const int iw0 = kj * dil_w - pad_w;                      // iw of ow = 0
+        const int iw0 = input_coord(0, stride_w, pad_w, kj, dil_w);      // iw of ow = 0
         // outputs ow in [ow_lo, ow_hi) read inside the image (iw0 + ow*stride_w in [0, W))
         const int ow_lo = iw0 < 0 ? (-iw0 + stride_w - 1) / stride_w : 0;
         const int ow_hi = W - 1 - iw0 < 0 ? 0 : min(W_out, (W - 1 - iw0) / stride_w + 1);
@@ -81,72 +84,75 @@ extern "C" __global__ void unfold_kernel(
                     v.z = (ow + 2 >= ow_lo && ow + 2 < ow_hi) ? p[2 * stride_w] : 0.0f;
                     v.w = (ow + 3 >= ow_lo && ow + 3 < ow_hi) ? p[3 * stride_w] : 0.0f;
                 }
-                store4(dst, q, v, streaming);
+                store4(cols, out0 + ow, v, streaming);
             }
         } else {
             for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x)
-                dst[ow] = (ow >= ow_lo && ow < ow_hi) ? src[iw0 + ow * stride_w] : 0.0f;
+                store(cols, out0 + ow, (ow >= ow_lo && ow < ow_hi) ? src[iw0 + ow * stride_w] : 0.0f);
         }
     }
 }
 
-// fold, scatter form: each cols entry is added onto the pixel it came from.
-// Overlapping patches hit the same pixel, hence atomicAdd (and a summation order that can
-// change from run to run). y must be zeroed before the launch.
-extern "C" __global__ void fold_scatter_kernel(
-    const float* __restrict__ cols, float* __restrict__ y, unsigned rows, GEOMETRY_ARGS)
+// =======================================================================================
+// v1 fold_scatter: the walk of unfold run backwards, each cols entry ADDED onto the pixel it
+// came from. Overlapping patches hit the same pixel, hence atomicAdd (and a summation order
+// that can change from run to run). y must be zeroed before the launch.
+// =======================================================================================
+extern "C" __global__ void fold_v1_scatter(
+    const float* __restrict__ cols,  // (N, C*KH*KW, H_out*W_out)
+    float* __restrict__ y,           // (N, C, H, W), zeroed
+    unsigned rows,                   // N*C*KH*KW*H_out
+    int H, int W, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w)
 {
-    // grid-stride over rows: a capped grid of blocks walks all rows (launching one block per
-    // row costs more than the work when rows are many and short)
     for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
          row += gridDim.x * blockDim.y) {
         int oh, kj, ki;
         const long long nc = split_row(row, H_out, KW, KH, oh, kj, ki);
-        const int ih = oh * stride_h - pad_h + ki * dil_h;
+        const int ih = input_coord(oh, stride_h, pad_h, ki, dil_h);
         if (ih < 0 || ih >= H) continue;                           // this row fed only padding
         const float* __restrict__ src = cols + (long long)row * W_out;
         float* dst = y + (nc * H + ih) * W;
-        const int iw0 = kj * dil_w - pad_w;
         for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) {
-            const int iw = iw0 + ow * stride_w;
+            const int iw = input_coord(ow, stride_w, pad_w, kj, dil_w);
             if (iw >= 0 && iw < W) atomicAdd(&dst[iw], src[ow]);
         }
     }
 }
 
-// fold, gather form: one thread per OUTPUT pixel sums every column entry that covers it.
-// Invert ih = oh*stride - pad + ki*dil: for each ki, oh = (ih + pad - ki*dil) / stride,
-// valid only when the division is exact and 0 <= oh < H_out (columns likewise).
-// No atomics, fixed order: the result is deterministic. Here a row is a row of the output:
-// row = (n*C + c)*H + ih.
-extern "C" __global__ void fold_gather_kernel(
-    const float* __restrict__ cols, float* __restrict__ y, unsigned rows, GEOMETRY_ARGS)
+// =======================================================================================
+// v2 fold_gather = v1 turned around: one thread per OUTPUT pixel sums every cols entry that
+// covers it. For each tap (ki, kj) the entry is at output position
+//   oh = output_coord(ih, stride_h, pad_h, ki, dil_h, H_out)   (-1: no window puts tap ki there)
+// and likewise ow. No atomics and a fixed order: the result is deterministic.
+// Here a row is a row of the OUTPUT: row = (n*C + c)*H + ih.
+// =======================================================================================
+extern "C" __global__ void fold_v2_gather(
+    const float* __restrict__ cols,  // (N, C*KH*KW, H_out*W_out)
+    float* __restrict__ y,           // (N, C, H, W)
+    unsigned rows,                   // N*C*H
+    int H, int W, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w)
 {
-    // grid-stride over rows: a capped grid of blocks walks all rows (launching one block per
-    // row costs more than the work when rows are many and short)
     for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
          row += gridDim.x * blockDim.y) {
         const int ih = (int)(row % H);
         const long long nc = row / H;
         const long long L = (long long)H_out * W_out;
-        float* __restrict__ dst = y + (long long)row * W;
+        const long long out0 = (long long)row * W;                // y index of (row, iw = 0)
         for (int iw = threadIdx.x; iw < W; iw += blockDim.x) {
             float sum = 0.0f;
             for (int ki = 0; ki < KH; ++ki) {
-                const int th = ih + pad_h - ki * dil_h;
-                if (th < 0 || th % stride_h != 0) continue;
-                const int oh = th / stride_h;
-                if (oh >= H_out) continue;
+                const int oh = output_coord(ih, stride_h, pad_h, ki, dil_h, H_out);
+                if (oh < 0) continue;
                 // the KW rows of cols for (n, c, ki, kj = 0..KW-1), at output row oh
                 const float* __restrict__ crow = cols + ((nc * KH + ki) * KW) * L + (long long)oh * W_out;
                 for (int kj = 0; kj < KW; ++kj) {
-                    const int tw = iw + pad_w - kj * dil_w;
-                    if (tw < 0 || tw % stride_w != 0) continue;
-                    const int ow = tw / stride_w;
-                    if (ow < W_out) sum += crow[kj * L + ow];
+                    const int ow = output_coord(iw, stride_w, pad_w, kj, dil_w, W_out);
+                    if (ow >= 0) sum += crow[kj * L + ow];
                 }
             }
-            dst[iw] = sum;
+            store(y, out0 + iw, sum);
         }
     }
 }

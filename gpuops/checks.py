@@ -1,17 +1,21 @@
-"""Argument checking and output shapes for sliding-window operations.
+"""The check stage: argument checks and output shapes, shared by every operation.
 
-Every bad argument becomes a ValueError that names the parameter, its value and the limit,
-so the app can show it in place of a result.
+Every bad argument becomes a ValueError that names the parameter, its value and the limit, so
+the app can show it in place of a result; nothing here touches device memory.
 """
 
 from __future__ import annotations
 
-import functools
 import numbers
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
-from gpuops.indexmath import window_count
+import numpy as np
+
+from gpuops.backend import array_module
+from gpuops.cache import memoised
+from gpuops.index_math import window_count
 
 AXES = ("height", "width")
 
@@ -85,28 +89,27 @@ class WindowGeometry:
     def padded_hw(self) -> tuple[int, int]:
         return self.H + self.pad_top + self.pad_bottom, self.W + self.pad_left + self.pad_right
 
+    @property
+    def pads(self) -> tuple[int, int, int, int]:
+        """(left, right, top, bottom), the order of F.pad and reflect_pad."""
+        return self.pad_left, self.pad_right, self.pad_top, self.pad_bottom
 
-def window_geometry(H: int, W: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                    dilation: Any = 1) -> WindowGeometry:  # fmt: skip
+    def unpadded(self) -> WindowGeometry:
+        """The same windows on an input that has already been padded."""
+        Hp, Wp = self.padded_hw
+        return WindowGeometry(
+            Hp, Wp, self.KH, self.KW, self.stride_h, self.stride_w, 0, 0, 0, 0, self.dil_h, self.dil_w
+        )
+
+
+@memoised("window_geometry", 1024)
+def window_geometry(
+    H: int, W: int, kernel_size: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1
+) -> WindowGeometry:
     """Check window arguments against an H x W input and return the geometry (symmetric pads).
 
-    Results are cached (the checks cost more than a small kernel launch); unhashable
-    arguments such as lists skip the cache.
+    Remembered per arguments: the checks cost more than a small kernel launch.
     """
-    try:
-        return _window_geometry_cached(H, W, kernel_size, stride, padding, dilation)
-    except TypeError:
-        return _window_geometry(H, W, kernel_size, stride, padding, dilation)
-
-
-def _window_geometry(
-    H: int,
-    W: int,
-    kernel_size: Any,
-    stride: Any = 1,
-    padding: Any = 0,
-    dilation: Any = 1,
-) -> WindowGeometry:
     kh, kw = as_pair(kernel_size, "kernel_size")
     sh, sw = as_pair(stride, "stride")
     ph, pw = as_pair(padding, "padding")
@@ -126,9 +129,6 @@ def _window_geometry(
                 f"input {axis} {padded} (input {size} + 2 x padding {p})"
             )
     return WindowGeometry(H, W, kh, kw, sh, sw, ph, ph, pw, pw, dh, dw)
-
-
-_window_geometry_cached = functools.lru_cache(maxsize=1024)(_window_geometry)
 
 
 def reflect_pads(padding: Any) -> tuple[int, int, int, int]:
@@ -153,3 +153,22 @@ def check_reflect_pads(H: int, W: int, pads: tuple[int, int, int, int]) -> None:
             raise ValueError(f"reflect padding {pad} ({side}) must be at least 0")
         if pad >= size:
             raise ValueError(f"reflect padding {pad} ({side}) must be smaller than the input {axis} {size}")
+
+
+def as_float32(x: Any, name: str, xp: ModuleType | None = None) -> tuple[ModuleType, Any]:
+    """Return (module, contiguous float32 array) on x's own backend, or on `xp` when given."""
+    own = array_module(x)
+    module = xp if xp is not None else own
+    if module is own and getattr(x, "dtype", None) == np.float32 and x.flags.c_contiguous:
+        return module, x  # the hot path of every GPU call: nothing to convert
+    if module is not np and array_module(x) is np:
+        x = np.asarray(x)
+    elif module is np and array_module(x) is not np:
+        x = x.get()
+    try:
+        arr = module.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be an array of numbers: {exc}") from None
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    return module, module.ascontiguousarray(arr, dtype=np.float32)

@@ -1,0 +1,78 @@
+"""Time the v1 direct kernel under several block shapes against the source article's naive kernel
+(bench/peers/article_naive_conv.cu), on the standard shapes, in one run.
+
+`python3 bench/direct_variants.py [--repeat 30]`: prints a table (median ms, CUDA events) and
+checks every variant against cuDNN-free float64-ish ground truth (our tiled kernel) first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import cupy as cp
+import numpy as np
+from cupyx.profiler import benchmark
+
+import gpuops
+from gpuops.bench import STANDARD_SHAPES
+from gpuops.conv2d import PixelRowMap, check_conv2d, direct_launch
+from gpuops.launch import run
+
+PEER = (Path(__file__).parent / "peers" / "article_naive_conv.cu").read_text()
+BLOCKS = [(16, 16, 1), (32, 8, 1), (64, 4, 1), (128, 2, 1), (32, 4, 1), (64, 2, 1)]
+
+
+def median_ms(fn, repeat: int) -> float:
+    return float(np.median(benchmark(fn, n_warmup=5, n_repeat=repeat).gpu_times[0]) * 1e3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=30)
+    args = parser.parse_args()
+    peer = cp.RawModule(code=PEER).get_function("article_naive_conv")
+    print(f"{'shape':<14}{'variant':<22}{'median ms':>10}{'max err':>10}")
+    for s in STANDARD_SHAPES:
+        x = cp.random.standard_normal((s.N, s.C, s.H, s.W), dtype=cp.float32)
+        w = cp.random.standard_normal((s.M, s.C, s.K, s.K), dtype=cp.float32)
+        ref = gpuops.conv2d(x, w, stride=s.stride, padding=s.pad, algorithm="tiled")
+        p = check_conv2d(x.shape, w.shape, None, s.stride, s.pad)
+        g = p.geometry
+        y = cp.empty(p.out_shape, cp.float32)
+        grid = ((g.L + 15) // 16, (s.M + 15) // 16, s.N)
+        ints = [
+            np.int32(v)
+            for v in (s.N, s.C, s.H, s.W, s.M, s.K, s.K, s.stride, s.stride, s.pad, s.pad, g.H_out, g.W_out)
+        ]
+
+        def article(y=y, grid=grid, ints=ints, x=x, w=w):
+            peer(grid, (16, 16, 1), (x, w, y, *ints))
+
+        article()
+        err = float(cp.abs(y - ref).max())
+        print(f"{s.name:<14}{'article 16x16':<22}{median_ms(article, args.repeat):>10.4f}{err:>10.2e}")
+        base = direct_launch(p)
+        for block in BLOCKS:
+            grid_v = (max(1, -(-g.L // block[0])), -(-s.M // block[1]), s.N)
+            launch = dataclasses.replace(
+                base, grid=grid_v, block=block, threads=PixelRowMap(block[0], block[1], g.W_out)
+            )
+
+            def ours(launch=launch, x=x, w=w, y=y):
+                run(launch, x, w, None, y)
+
+            y[...] = cp.nan
+            ours()
+            err = float(cp.abs(y - ref).max())
+            print(
+                f"{s.name:<14}{'v1 ' + str(block[:2]):<22}{median_ms(ours, args.repeat):>10.4f}{err:>10.2e}"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,623 @@
+"""conv2d with PyTorch F.conv2d semantics: check -> plan -> run, on CuPy or NumPy.
+
+The algorithms, in the order a student meets them (kernels/conv2d.cu holds v1-v4):
+  direct         v1: one thread per output element
+  tiled_basic    v2: v1 + the block's input tile staged in shared memory (PMPP)
+  tiled          v3: v2 + register blocking (2 pixels x 8 filters per thread)
+  implicit_gemm  v4: im2col's GEMM without storing X_unroll
+  im2col         unfold + one cuBLAS GEMM (gpuops/im2col.py)
+  auto           on the GPU the fastest of them for the shape, measured once (cuDNN's
+                 benchmark mode); on the CPU, direct
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpuops import autotune, im2col
+from gpuops.backend import array_module
+from gpuops.cache import Memo, memoised
+from gpuops.checks import WindowGeometry, as_float32, as_pair, check_ndim, check_reflect_pads, window_geometry
+from gpuops.index_math import tap_slice
+from gpuops.launch import SHARED_LIMIT, Call, Launch, ThreadRef, check_grid, ints
+from gpuops.reflect_pad import reflect_pad
+
+ALGORITHMS = ("direct", "tiled_basic", "tiled", "im2col", "implicit_gemm")
+AUTO = "auto"
+PADDING_MODES = ("zeros", "reflect")
+SOURCE = "conv2d.cu"
+KERNELS = {
+    "direct": "conv2d_v1_direct",
+    "tiled_basic": "conv2d_v2_tiled",
+    "tiled": "conv2d_v3_register_tiled",
+    "implicit_gemm": "conv2d_v4_implicit_gemm",
+}
+ARRAYS = ("x", "w", "bias", "y")
+
+# launch constants; a CPU test checks they equal the #defines of kernels/conv2d.cu
+DIRECT_BLOCK = (16, 16, 1)  # v1: 16 consecutive pixels x 16 filters, as in the source article
+TILE = 16  # v2/v3: output tile edge in threads
+FILTERS_PER_BLOCK = 8  # v3
+PIXELS_PER_THREAD = 2  # v3
+MAX_CHANNELS_PER_STAGE = 8  # v3
+IG_BM, IG_BN = 64, 128  # v4 block tile: filters x pixels
+IG_THREADS = (IG_BM // 8) * (IG_BN // 8)  # each thread owns 8 filters x 8 pixels
+PIXEL_LIMIT = 2**31 - 1  # v4 numbers the batch's pixels with 32-bit ints
+
+
+# ---- check --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ConvProblem:
+    """Everything checked about one conv2d call, before any memory is touched."""
+
+    N: int
+    C: int
+    M: int
+    groups: int
+    geometry: WindowGeometry
+    padding_mode: str
+
+    @property
+    def out_shape(self) -> tuple[int, int, int, int]:
+        return self.N, self.M, self.geometry.H_out, self.geometry.W_out
+
+    @property
+    def reflect(self) -> bool:
+        return self.padding_mode == "reflect"
+
+    @property
+    def flops(self) -> int:
+        """Multiply-adds x 2 actually needed (padding taps included, as the kernels do them)."""
+        g = self.geometry
+        return 2 * self.N * self.M * g.L * (self.C // self.groups) * g.KH * g.KW
+
+    @property
+    def x_unroll_bytes_per_sample(self) -> int:
+        g = self.geometry
+        return 4 * self.C * g.KH * g.KW * g.L
+
+
+@memoised("conv2d_checks", 1024)
+def check_conv2d(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    bias_shape: tuple[int, ...] | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: Any = 1,
+    padding_mode: str = "zeros",
+) -> ConvProblem:
+    """Validate conv2d's arguments by shape alone; ValueError names the parameter and the limit."""
+    check_ndim(x_shape, (3, 4), "input", "(C, H, W) or (N, C, H, W)")
+    check_ndim(w_shape, (4,), "weight", "(out_channels, in_channels/groups, kh, kw)")
+    N, C, H, W = x_shape if len(x_shape) == 4 else (1, *x_shape)
+    M, Cg, KH, KW = w_shape
+    if padding_mode not in PADDING_MODES:
+        raise ValueError(f"padding_mode {padding_mode!r} must be one of {PADDING_MODES}")
+    if not isinstance(groups, numbers.Integral) or isinstance(groups, bool) or groups < 1:
+        raise ValueError(f"groups {groups!r} must be an int of at least 1")
+    if C % groups:
+        raise ValueError(f"groups {groups} must divide the input channels {C}")
+    if M % groups:
+        raise ValueError(f"groups {groups} must divide the output channels (filters) {M}")
+    if Cg != C // groups:
+        raise ValueError(
+            f"weight has {Cg} input channels per filter, but input channels {C} / groups {groups} "
+            f"= {C // groups}"
+        )
+    if KH < 1 or KW < 1:
+        raise ValueError(f"weight kernel size {KH}x{KW} must be at least 1x1")
+    if bias_shape is not None and tuple(bias_shape) != (M,):
+        raise ValueError(f"bias shape {tuple(bias_shape)} must be ({M},), one value per filter")
+    ph, pw = as_pair(padding, "padding")
+    if padding_mode == "reflect":
+        check_reflect_pads(H, W, (pw, pw, ph, ph))
+    g = window_geometry(H, W, (KH, KW), stride, padding, dilation)
+    return ConvProblem(N, C, M, int(groups), g, padding_mode)
+
+
+def check_algorithm(algorithm: str) -> None:
+    if algorithm not in (*ALGORITHMS, AUTO):
+        raise ValueError(f"algorithm {algorithm!r} must be one of {(*ALGORITHMS, AUTO)}")
+
+
+# ---- plan: one launch helper per kernel ---------------------------------------------------------------
+def _geometry_args(p: ConvProblem) -> tuple[tuple[str, Any], ...]:
+    """The arguments every conv2d kernel takes after its arrays, in the order of kernels/conv2d.cu."""
+    g = p.geometry
+    return ints(
+        N=p.N,
+        C=p.C,
+        H=g.H,
+        W=g.W,
+        M=p.M,
+        KH=g.KH,
+        KW=g.KW,
+        H_out=g.H_out,
+        W_out=g.W_out,
+        stride_h=g.stride_h,
+        stride_w=g.stride_w,
+        pad_h=g.pad_top,
+        pad_w=g.pad_left,
+        dil_h=g.dil_h,
+        dil_w=g.dil_w,
+        groups=p.groups,
+        reflect=int(p.reflect),
+    )
+
+
+@dataclass(frozen=True)
+class PixelRowMap:
+    """v1: a block is `pixels` consecutive output pixels (p = oh*W_out + ow) x `filters` filters."""
+
+    pixels: int
+    filters: int
+    W_out: int
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        n, m, oh, ow = index
+        p = oh * self.W_out + ow
+        return ThreadRef((p // self.pixels, m // self.filters, n), (p % self.pixels, m % self.filters, 0))
+
+    def describe(self) -> str:
+        return (
+            f"one thread per output element; a block is {self.pixels} consecutive output pixels "
+            f"x {self.filters} filters"
+        )
+
+
+@dataclass(frozen=True)
+class TileMap:
+    """v2/v3: a block computes a tile of output pixels for `filters_per_block` filters of a group;
+    thread (tx, ty) owns pixels (ty, tx + p*threads_w) of the tile, p < pixels_per_thread."""
+
+    threads_h: int
+    threads_w: int
+    tiles_w: int
+    pixels_per_thread: int
+    filters_per_block: int
+    filters_per_group: int
+
+    @property
+    def tile(self) -> tuple[int, int]:
+        """Output pixels one block computes: (rows, columns)."""
+        return self.threads_h, self.threads_w * self.pixels_per_thread
+
+    def block_y(self, m: int) -> int:
+        group, within = divmod(m, self.filters_per_group)
+        m_blocks = -(-self.filters_per_group // self.filters_per_block)
+        return group * m_blocks + within // self.filters_per_block
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        n, m, oh, ow = index
+        th, tw = self.tile
+        bx = (oh // th) * self.tiles_w + ow // tw
+        return ThreadRef((bx, self.block_y(m), n), ((ow % tw) % self.threads_w, oh % th, 0))
+
+    def tile_origin(self, oh: int, ow: int) -> tuple[int, int]:
+        """First output row and column of the tile that holds (oh, ow)."""
+        th, tw = self.tile
+        return (oh // th) * th, (ow // tw) * tw
+
+    def filters_of_block(self, block_y: int) -> range:
+        m_blocks = -(-self.filters_per_group // self.filters_per_block)
+        group, mb = divmod(block_y, m_blocks)
+        start = group * self.filters_per_group + mb * self.filters_per_block
+        return range(start, min(start + self.filters_per_block, (group + 1) * self.filters_per_group))
+
+    def pixels_of_thread(self, oh: int, ow: int) -> list[tuple[int, int]]:
+        """The output pixels computed by the thread that computes (oh, ow) (unclipped)."""
+        _, c0 = self.tile_origin(oh, ow)
+        tx = (ow - c0) % self.threads_w
+        return [(oh, c0 + tx + p * self.threads_w) for p in range(self.pixels_per_thread)]
+
+    def describe(self) -> str:
+        th, tw = self.tile
+        if self.pixels_per_thread == 1 and self.filters_per_block == 1:
+            return f"one thread per output pixel; a block is a {th} x {tw} tile of one filter"
+        return (
+            f"each thread computes {self.pixels_per_thread} pixels x {self.filters_per_block} filters "
+            f"in registers; a block is a {th} x {tw} tile of {self.filters_per_block} filters"
+        )
+
+
+@dataclass(frozen=True)
+class GemmMap:
+    """v4: pixels of the whole batch are one row, p = n*L + oh*W_out + ow; a block computes
+    BM filters x BN pixels; inside, thread t owns 8 x 8 outputs in two halves of 4."""
+
+    BM: int
+    BN: int
+    filters_per_group: int
+    H_out: int
+    W_out: int
+
+    def _thread(self, m: int, p: int) -> tuple[tuple[int, int, int], int]:
+        group, within = divmod(m, self.filters_per_group)
+        m_blocks = -(-self.filters_per_group // self.BM)
+        q, r = p % self.BN, within % self.BM
+        tn, tm = (q % (self.BN // 2)) // 4, (r % (self.BM // 2)) // 4
+        return (p // self.BN, group * m_blocks + within // self.BM, 0), tm * (self.BN // 8) + tn
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        n, m, oh, ow = index
+        block, t = self._thread(m, n * self.H_out * self.W_out + oh * self.W_out + ow)
+        return ThreadRef(block, (t, 0, 0))
+
+    def pixels_of_block(self, block_x: int, n_samples: int) -> np.ndarray:
+        """(n, oh, ow) of the batch pixels a block computes (all filters of its block row)."""
+        L = self.H_out * self.W_out
+        p = np.arange(block_x * self.BN, min((block_x + 1) * self.BN, n_samples * L))
+        return np.stack([p // L, (p % L) // self.W_out, p % self.W_out], axis=1)
+
+    def pixels_of_thread(self, n: int, oh: int, ow: int) -> np.ndarray:
+        """(n, oh, ow) of the 8 batch pixels of the thread that computes pixel (n, oh, ow)."""
+        L = self.H_out * self.W_out
+        p = n * L + oh * self.W_out + ow
+        p0, tn = p - p % self.BN, (p % self.BN % (self.BN // 2)) // 4
+        q = p0 + np.array([tn * 4 + j for j in range(4)] + [self.BN // 2 + tn * 4 + j for j in range(4)])
+        return np.stack([q // L, (q % L) // self.W_out, q % self.W_out], axis=1)
+
+    def describe(self) -> str:
+        return (
+            f"a GEMM: a block computes {self.BM} filters x {self.BN} pixels of the batch, each thread "
+            f"8 filters x 8 pixels in registers"
+        )
+
+
+def direct_launch(p: ConvProblem) -> Launch:
+    """v1: grid (pixel blocks, filter blocks, batch)."""
+    g, (bx, by, _) = p.geometry, DIRECT_BLOCK
+    grid = (max(1, -(-g.L // bx)), -(-p.M // by), p.N)
+    check_grid(grid, "the direct kernel")
+    return Launch(
+        KERNELS["direct"],
+        SOURCE,
+        grid,
+        DIRECT_BLOCK,
+        0,
+        ARRAYS,
+        _geometry_args(p),
+        PixelRowMap(bx, by, g.W_out),
+        "(n, m, oh, ow) of y",
+    )
+
+
+def _halo(tile: int, k: int, stride: int, dilation: int) -> int:
+    """Input cells a tile of `tile` outputs reads along one axis: (tile-1)*stride + (k-1)*dilation + 1."""
+    return (tile - 1) * stride + (k - 1) * dilation + 1
+
+
+PLANE_LIMIT = 2**31 - 1  # v2/v3 index inside an input plane with 32-bit ints (faster tile loads)
+
+
+def _check_plane(g: WindowGeometry, what: str) -> None:
+    if g.H * g.W > PLANE_LIMIT:
+        raise ValueError(
+            f"the {what} kernel indexes an input plane with 32-bit ints: {g.H} x {g.W} = {g.H * g.W:,} cells "
+            f"is over the limit {PLANE_LIMIT:,}; use algorithm='direct'"
+        )
+
+
+def tiled_basic_launch(p: ConvProblem) -> Launch:
+    """v2: the largest square tile (16 down to 1 thread a side) whose halo fits in shared memory."""
+    g = p.geometry
+    _check_plane(g, "tiled_basic")
+    for tile in (TILE, 8, 4, 2, 1):
+        in_h, in_w = _halo(tile, g.KH, g.stride_h, g.dil_h), _halo(tile, g.KW, g.stride_w, g.dil_w)
+        shared = 4 * (in_h * in_w + g.KH * g.KW)
+        if shared <= SHARED_LIMIT:
+            break
+    else:
+        raise ValueError(
+            f"the tiled_basic kernel needs {shared:,} bytes of shared memory for this kernel size, "
+            f"stride and dilation, more than the limit {SHARED_LIMIT:,}; use algorithm='direct'"
+        )
+    tiles_w = -(-g.W_out // tile)
+    grid = (-(-g.H_out // tile) * tiles_w, p.M, p.N)
+    check_grid(grid, "the tiled_basic kernel")
+    return Launch(
+        KERNELS["tiled_basic"],
+        SOURCE,
+        grid,
+        (tile, tile, 1),
+        shared,
+        ARRAYS,
+        _geometry_args(p) + ints(tiles_w=tiles_w, in_h=in_h, in_w=in_w),
+        TileMap(tile, tile, tiles_w, 1, 1, p.M // p.groups),
+        "(n, m, oh, ow) of y",
+    )
+
+
+def _pitch(in_w: int, tile: int, stride_h: int) -> int:
+    """v3's shared row pitch: a warp of 16-wide blocks covers two thread rows, stride_h*pitch
+    floats apart; pitch = 16 (mod 32) puts them in disjoint banks when stride_h is 1."""
+    if tile != 16 or stride_h != 1:
+        return in_w
+    return in_w + (16 - in_w % 32) % 32
+
+
+def tiled_launch(p: ConvProblem) -> Launch:
+    """v3: the largest tile (16 down to 1 thread a side) whose halo and filters fit in shared memory."""
+    g = p.geometry
+    _check_plane(g, "tiled")
+    Cg, Mg = p.C // p.groups, p.M // p.groups
+    for tile in (TILE, 8, 4, 2, 1):
+        in_h = _halo(tile, g.KH, g.stride_h, g.dil_h)
+        in_w = _halo(tile * PIXELS_PER_THREAD, g.KW, g.stride_w, g.dil_w)
+        pitch = _pitch(in_w, tile, g.stride_h)
+        per_channel = 4 * (in_h * pitch + FILTERS_PER_BLOCK * g.KH * g.KW)
+        if per_channel + 16 <= SHARED_LIMIT:
+            break
+    else:
+        raise ValueError(
+            f"the tiled kernel needs {per_channel:,} bytes of shared memory per channel for this "
+            f"kernel size, stride and dilation, more than the limit {SHARED_LIMIT:,}; "
+            "use algorithm='direct' or 'im2col'"
+        )
+    cb = max(1, min(Cg, MAX_CHANNELS_PER_STAGE, (SHARED_LIMIT - 16) // per_channel))
+    m_blocks = -(-Mg // FILTERS_PER_BLOCK)
+    tiles_w = -(-g.W_out // (tile * PIXELS_PER_THREAD))
+    grid = (-(-g.H_out // tile) * tiles_w, p.groups * m_blocks, p.N)
+    check_grid(grid, "the tiled kernel")
+    shared = 4 * ((cb * in_h * pitch + 3) // 4 * 4 + cb * FILTERS_PER_BLOCK * g.KH * g.KW)
+    args = _geometry_args(p) + ints(
+        tiles_w=tiles_w, m_blocks=m_blocks, cb_max=cb, in_h=in_h, in_w=in_w, pitch=pitch
+    )
+    return Launch(
+        KERNELS["tiled"],
+        SOURCE,
+        grid,
+        (tile, tile, 1),
+        shared,
+        ARRAYS,
+        args,
+        TileMap(tile, tile, tiles_w, PIXELS_PER_THREAD, FILTERS_PER_BLOCK, Mg),
+        "(n, m, oh, ow) of y",
+    )
+
+
+def implicit_gemm_launch(p: ConvProblem) -> Launch:
+    """v4: one block per IG_BM filters x IG_BN pixels of the whole batch."""
+    g = p.geometry
+    pixels = p.N * g.L
+    if pixels > PIXEL_LIMIT:
+        raise ValueError(
+            f"implicit_gemm numbers the batch's {pixels:,} output pixels with 32-bit ints (limit "
+            f"{PIXEL_LIMIT:,}); split the batch or use algorithm='direct'"
+        )
+    Mg = p.M // p.groups
+    m_blocks = -(-Mg // IG_BM)
+    grid = (max(1, -(-pixels // IG_BN)), p.groups * m_blocks, 1)
+    check_grid(grid, "the implicit_gemm kernel")
+    return Launch(
+        KERNELS["implicit_gemm"],
+        SOURCE,
+        grid,
+        (IG_THREADS, 1, 1),
+        0,
+        ARRAYS,
+        _geometry_args(p) + ints(m_blocks=m_blocks),
+        GemmMap(IG_BM, IG_BN, Mg, g.H_out, g.W_out),
+        "(n, m, oh, ow) of y",
+    )
+
+
+LAUNCHERS = {
+    "direct": direct_launch,
+    "tiled_basic": tiled_basic_launch,
+    "tiled": tiled_launch,
+    "implicit_gemm": implicit_gemm_launch,
+    "im2col": lambda p: im2col.unfold_launch_of(p),
+}
+
+
+@dataclass(frozen=True)
+class ConvPlan:
+    """A checked conv2d call and the launch it makes (for im2col: its unfold launch)."""
+
+    problem: ConvProblem
+    algorithm: str
+    launch: Launch | None  # None for "auto" (resolved per call) and for empty outputs
+
+    # the problem's facts, for callers that hold a plan
+    geometry = property(lambda self: self.problem.geometry)
+    out_shape = property(lambda self: self.problem.out_shape)
+    flops = property(lambda self: self.problem.flops)
+    x_unroll_bytes_per_sample = property(lambda self: self.problem.x_unroll_bytes_per_sample)
+
+
+@memoised("conv2d_plans", 1024)
+def plan_conv2d(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    bias_shape: tuple[int, ...] | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: Any = 1,
+    padding_mode: str = "zeros",
+    algorithm: str = "direct",
+) -> ConvPlan:
+    """check, then the launch of `algorithm` (the app calls this to draw the launch before running)."""
+    check_algorithm(algorithm)
+    p = check_conv2d(
+        tuple(x_shape),
+        tuple(w_shape),
+        None if bias_shape is None else tuple(bias_shape),
+        stride,
+        padding,
+        dilation,
+        groups,
+        padding_mode,
+    )
+    empty = min(p.out_shape) == 0 or p.C == 0
+    launch = None if algorithm == AUTO or empty else LAUNCHERS[algorithm](p)
+    return ConvPlan(p, algorithm, launch)
+
+
+# ---- run: the NumPy twin and the GPU path -----------------------------------------------------------------
+def conv2d_numpy(x: np.ndarray, w: np.ndarray, p: ConvProblem) -> np.ndarray:
+    """CPU twin of v1-v4: the same sums, tap by tap. Pad once; for each tap (ki, kj), the strided
+    slice of the padded input it reads for every output at once, times w[:, :, ki, kj] (a matrix
+    product over the group's channels). The GPU kernels differ in how threads share this work,
+    not in what they add up."""
+    g, G = p.geometry, p.groups
+    Cg, Mg = p.C // G, p.M // G
+    padded = padded_input(x, p).reshape(p.N, G, Cg, *g.padded_hw)
+    wg = w.reshape(G, Mg, Cg, g.KH, g.KW)
+    out = np.zeros((p.N, G, Mg, g.L), dtype=np.float32)
+    for ki in range(g.KH):
+        rows = tap_slice(ki, g.dil_h, g.stride_h, g.H_out)
+        for kj in range(g.KW):
+            patch = padded[..., rows, tap_slice(kj, g.dil_w, g.stride_w, g.W_out)]
+            out += wg[:, :, :, ki, kj] @ patch.reshape(p.N, G, Cg, g.L)
+    return out.reshape(p.out_shape)
+
+
+def padded_input(x: Any, p: ConvProblem) -> Any:
+    """x with the problem's padding applied (zeros or mirrored cells), on x's backend."""
+    g = p.geometry
+    if p.reflect:
+        return reflect_pad(x, g.pads)
+    xp = array_module(x)
+    return xp.pad(x, ((0, 0), (0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)))
+
+
+_ready = Memo("conv2d_ready_calls", 4096)
+
+
+def resolve_algorithm(
+    x: Any,
+    w: Any,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+) -> str:
+    """The algorithm that "auto" runs for these arguments.
+
+    On the GPU: the first call for a shape times every algorithm (CUDA events, median of 5)
+    and remembers the fastest (gpuops.autotune); later calls reuse the choice. On the CPU:
+    direct (the tap-by-tap NumPy loop needs no K*K-times larger X_unroll).
+    """
+    if array_module(x) is np:
+        return "direct"
+    key = (
+        "conv2d",
+        tuple(x.shape),
+        tuple(w.shape),
+        bias is None,
+        repr(stride),
+        repr(padding),
+        repr(dilation),
+        groups,
+        padding_mode,
+    )
+    candidates = {
+        a: functools.partial(conv2d, x, w, bias, stride, padding, dilation, groups, padding_mode, a)
+        for a in ALGORITHMS
+        if a not in ("direct", "tiled_basic")  # teaching versions: never the fastest
+    }
+    return autotune.fastest(key, candidates) or "direct"  # if all refuse, direct raises the message
+
+
+def conv2d(
+    x: Any,
+    weight: Any,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+    algorithm: str = "direct",
+    *,
+    im2col_budget_bytes: int | None = None,
+) -> Any:
+    """F.conv2d (cross-correlation) on (N,C,H,W) or (C,H,W) input; weight (M, C/groups, kh, kw).
+
+    padding_mode "reflect" behaves as nn.Conv2d(padding_mode="reflect"). im2col_budget_bytes
+    caps X_unroll on the GPU (default: half of the free device memory).
+    """
+    key = (stride, padding, dilation, groups, padding_mode, algorithm)
+    ready = _ready.get(_ready_key(x, weight, bias, key)) if im2col_budget_bytes is None else None
+    if ready is not None:  # the same shapes and arguments passed every check before
+        call, batched = ready
+        y = call(x if batched else x[None], weight, bias)
+        return y if batched else y[0]
+    xp, x = as_float32(x, "input")
+    _, w = as_float32(weight, "weight", xp)
+    b = None if bias is None else as_float32(bias, "bias", xp)[1]
+    check_algorithm(algorithm)
+    chosen = algorithm
+    if algorithm == AUTO:
+        chosen = resolve_algorithm(x, w, b, stride, padding, dilation, groups, padding_mode)
+    plan = plan_conv2d(
+        x.shape,
+        w.shape,
+        None if b is None else b.shape,
+        stride,
+        padding,
+        dilation,
+        groups,
+        padding_mode,
+        chosen,
+    )
+    p = plan.problem
+    batched = x.ndim == 4
+    x4 = x if batched else x[None]
+    if plan.launch is None:  # nothing to compute: an empty output or input
+        y = xp.zeros(p.out_shape, dtype=np.float32)
+        if b is not None:
+            y += b.reshape(1, -1, 1, 1)
+    elif xp is np:
+        y = im2col.im2col_numpy(x4, w, p) if chosen == "im2col" else conv2d_numpy(x4, w, p)
+        if b is not None:
+            y += b.reshape(1, -1, 1, 1)
+    elif chosen == "im2col":
+        call = functools.partial(_im2col_call, p, im2col_budget_bytes)
+        stored = _ready_key(x, weight, bias, key) if im2col_budget_bytes is None else None
+        if stored is not None:
+            _ready.put(stored, (call, batched))
+        y = call(x4, w, b)
+    else:
+        call = Call(p.out_shape, plan.launch)
+        stored = _ready_key(x, weight, bias, key)
+        if stored is not None:  # auto too: its choice is fixed per shape once measured
+            _ready.put(stored, (call, batched))
+        y = call(x4, w, b)
+    return y if batched else y[0]
+
+
+def _im2col_call(p: ConvProblem, budget_bytes: int | None, x: Any, w: Any, b: Any) -> Any:
+    """im2col on the GPU: pad first in reflect mode (then unroll without padding), unroll and GEMM."""
+    import cupy
+
+    y = cupy.empty(p.out_shape, dtype=np.float32)
+    g = p.geometry
+    if p.reflect:
+        x, g = reflect_pad(x, g.pads), g.unpadded()
+    im2col.im2col_cupy(x, w, p, g, y, budget_bytes)
+    if b is not None:
+        y += b.reshape(1, -1, 1, 1)
+    return y
+
+
+def _ready_key(x: Any, w: Any, bias: Any, key: tuple) -> tuple | None:
+    """The ready-call key of a repeat GPU call; None unless every array is a C-contiguous float32
+    CuPy array (anything else goes through the full checks and conversions)."""
+    from gpuops.launch import ready_device
+
+    device = ready_device(x, w, bias)
+    if device is None:
+        return None
+    return (device, x.shape, w.shape, None if bias is None else bias.shape, repr(key))
