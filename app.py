@@ -1,34 +1,39 @@
-"""Conv Explorer: `streamlit run app.py`.
+"""Conv Explorer: `streamlit run app.py` (or `python3 scripts/dev.py app`).
 
-The entry point: page navigation and the sidebar every page shares.
+The entry point: page navigation, the sidebar every page shares, and the one URL update per run.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from ui import budget, state
 from ui.sidebar import PARAMS as SIDEBAR_PARAMS
 from ui.sidebar import render_sidebar
-from ui.state import init_params, show_notices, sync_query
 
 st.set_page_config(page_title="Conv Explorer", page_icon=":material/grid_on:", layout="wide")
 
+# The lesson must fit the first screen of a 1366 x 768 laptop: less empty space above the title.
+st.html(
+    "<style>.block-container{padding-top:2.2rem;padding-bottom:2rem}"
+    "h1{padding-top:0.2rem!important;padding-bottom:0.3rem!important}</style>"
+)
+
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
-    st.Page(
-        "pages/direct_convolution.py",
-        title="Direct convolution",
-        icon=":material/grid_on:",
-        url_path="direct",
-    ),
-    st.Page("pages/im2col_gemm.py", title="im2col + GEMM", icon=":material/view_column:", url_path="im2col"),
+    st.Page("pages/conv2d.py", title="Direct convolution", icon=":material/grid_on:", url_path="direct"),
+    st.Page("pages/im2col.py", title="im2col + GEMM", icon=":material/view_column:", url_path="im2col"),
     st.Page("pages/unfold_fold.py", title="Unfold / Fold", icon=":material/apps:", url_path="unfold"),
-    st.Page("pages/reflect_padding.py", title="Reflect padding", icon=":material/flip:", url_path="reflect"),
+    st.Page("pages/reflect_pad.py", title="Reflect padding", icon=":material/flip:", url_path="reflect"),
     st.Page("pages/benchmarks.py", title="Benchmarks", icon=":material/speed:", url_path="benchmarks"),
 ]
 
 page = st.navigation(PAGES)
-show_notices(init_params(SIDEBAR_PARAMS))
+budget.note_session()
+state.show_notices(state.init_params(SIDEBAR_PARAMS))
+st.session_state[state.PAGE_KEY] = []  # the page registers its own settings (state.use)
 st.session_state["image"] = render_sidebar()
-sync_query(SIDEBAR_PARAMS)
-page.run()
+try:
+    page.run()
+finally:  # also when the page stops early (st.stop): the link always shows what is on screen
+    state.sync_query(SIDEBAR_PARAMS)

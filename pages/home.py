@@ -41,13 +41,13 @@ thumbs = thumbnails(image.key, image.planes)
 
 st.subheader("The four operations")
 cards = [
-    ("Direct convolution", "direct_convolution", "Each output pixel is a weighted sum of the input cells under the kernel; "
+    ("Direct convolution", "conv2d", "Each output pixel is a weighted sum of the input cells under the kernel; "
      "one GPU thread computes one output pixel, and a tiled kernel shares input tiles through shared memory."),
-    ("im2col + GEMM", "im2col_gemm", "Copy every receptive field into a column of a big matrix X_unroll, then one "
+    ("im2col + GEMM", "im2col", "Copy every receptive field into a column of a big matrix X_unroll, then one "
      "matrix multiply (cuBLAS) computes all outputs at once, at the price of K x K times more memory."),
     ("Unfold / Fold", "unfold_fold", "unfold extracts sliding patches as columns (PyTorch's F.unfold); fold puts "
      "columns back and sums where patches overlap."),
-    ("Reflect padding", "reflect_padding", "Grow the image by mirroring it at its edges (without repeating the edge "
+    ("Reflect padding", "reflect_pad", "Grow the image by mirroring it at its edges (without repeating the edge "
      "pixel), so a convolution sees no artificial black border."),
 ]  # fmt: skip
 cols = st.columns(4)

@@ -6,9 +6,10 @@ import streamlit as st
 import gpuops
 from gpuops.maps import unfold_fold as unfold_maps
 from gpuops.unfold_fold import fold_launch, unfold_launch
+from ui import state
 from ui.common import backend_name, cuda_source, figure, session_cached, shown_errors, time_call
 from ui.images import to_display
-from ui.state import Param, bound, init_params, show_notices, sync_query
+from ui.state import Param, bound
 from viz.animations import patch_animation
 from viz.charts import runtime_bars
 from viz.grids import count_map_figure
@@ -24,7 +25,7 @@ PARAMS = [
     Param("uf_dil", 1, lo=1, hi=4),
     Param("uf_crop", 12, lo=4, hi=24),
 ]
-show_notices(init_params(PARAMS))
+state.use(PARAMS)
 image = st.session_state["image"]
 C, H, W = image.planes.shape
 
@@ -40,7 +41,6 @@ with c3:
     pad = bound(st.slider, "Padding P (zeros)", "uf_pad", min_value=0, max_value=4)
 with c4:
     dil = bound(st.slider, "Dilation D", "uf_dil", min_value=1, max_value=4)
-sync_query(PARAMS)
 
 g = None
 with shown_errors("Unfold"):
@@ -104,7 +104,6 @@ with shown_errors("Unfold / fold"):
 
     st.header("Patch extraction, step by step")
     crop = bound(st.slider, "Region shown (pixels per side, channel 0)", "uf_crop", min_value=4, max_value=24)
-    sync_query(PARAMS)
     ch, cw = min(crop, H), min(crop, W)
     r0, c0 = busiest_window(image.planes[0], crop)
     region = image.planes[0, r0 : r0 + ch, c0 : c0 + cw]

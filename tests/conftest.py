@@ -84,3 +84,8 @@ def on(xp: ModuleType, *arrays: np.ndarray | None) -> tuple:
 def host(a) -> np.ndarray:
     """A NumPy copy of a NumPy or CuPy array."""
     return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+# The browser tests' fixtures (one server and one Chromium for the whole session), available to
+# every test module; imported last because tests/browser.py uses IN_CI and require from here.
+from tests.browser import browser, server  # noqa: E402, F401

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.test_e2e import CHROMIUM_ARGS, _free_port, _png, chromium_path, start_server, upload_file, warm_up  # noqa: E402
+from tests.browser import CHROMIUM_ARGS, _free_port, _png, chromium_path, start_server, upload_file, warm_up  # noqa: E402
 
 
 def rss_mib(pid: int) -> float:

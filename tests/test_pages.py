@@ -15,10 +15,10 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGES = {
-    "direct": "pages/direct_convolution.py",
-    "im2col": "pages/im2col_gemm.py",
+    "direct": "pages/conv2d.py",
+    "im2col": "pages/im2col.py",
     "unfold": "pages/unfold_fold.py",
-    "reflect": "pages/reflect_padding.py",
+    "reflect": "pages/reflect_pad.py",
     "bench": "pages/benchmarks.py",
 }
 

@@ -14,6 +14,8 @@ import gpuops
 from gpuops.backend import is_gpu_oom, release_gpu_memory
 from gpuops.launch import Launch, file_preamble, includes, kernel_span, source_text
 from gpuops.timing import Timing, measure
+from ui import budget, pick
+from viz.style import Style, style_for
 
 RESULT_SLOTS = 8  # per-session cache of computed results, bounded
 
@@ -32,6 +34,8 @@ def shown_errors(what: str) -> Iterator[None]:
     """
     try:
         yield
+    except budget.OverBudgetError as exc:
+        st.warning(f"**{what} was not computed:** {exc}", icon=":material/hourglass_disabled:")
     except ValueError as exc:
         st.error(f"**{what} cannot be computed with these settings:** {exc}", icon=":material/warning:")
     except Exception as exc:
@@ -42,12 +46,19 @@ def shown_errors(what: str) -> Iterator[None]:
                  "or batch.", icon=":material/warning:")  # fmt: skip
 
 
+def style() -> Style:
+    """The figure style of this session: presentation mode (sidebar, kept in the URL) or normal."""
+    return style_for(bool(st.session_state.get("pres", False)))
+
+
 def session_cached(key: tuple, compute: Callable[[], Any]) -> Any:
-    """Reuse a result within this session while its inputs are unchanged (bounded per session)."""
+    """Reuse a result within this session while its inputs are unchanged (bounded per session).
+    GPU work runs through the process-wide queue (ui.budget.gpu_work)."""
     store: dict = st.session_state.setdefault("_results", {})
     if key in store:
         return store[key]
-    value = compute()
+    with budget.gpu_work():
+        value = compute()
     if len(store) >= RESULT_SLOTS:
         store.pop(next(iter(store)))
     store[key] = value
@@ -90,9 +101,48 @@ def cuda_source(launch: Launch | None, note: str = "") -> None:
             st.code(source_text(header), language="cpp")
 
 
-def figure(fig: go.Figure, name: str, caption: str) -> None:
-    """A figure, its one-line caption, and an HTML download of it (built only when clicked)."""
-    st.plotly_chart(fig, key=f"fig_{name}")
-    st.caption(caption)
-    st.download_button(f"Download figure ({name}.html)", lambda: fig.to_html(include_plotlyjs="cdn", full_html=True),
-                       file_name=f"{name}.html", mime="text/html", key=f"dl_{name}", on_click="ignore")  # fmt: skip
+def figure(
+    fig: go.Figure, name: str, caption: str = "", *, pickable: bool = False, download: bool = True
+) -> None:
+    """A figure, its one-line caption, and an HTML download of it (built only when clicked; the
+    HTML carries Plotly's JavaScript, so it opens offline). pickable: its cells answer clicks
+    and hover maps through ui.pick (the page mounts pick.bridge once)."""
+    if pickable:
+        pick.chart(fig, name)
+    else:
+        st.plotly_chart(fig, key=f"fig_{name}", config={"displaylogo": False})
+    if caption:
+        st.caption(caption)
+    if download:
+        st.download_button(f"Download figure ({name}.html)", lambda: fig.to_html(include_plotlyjs=True, full_html=True),
+                           file_name=f"{name}.html", mime="text/html", key=f"dl_{name}", on_click="ignore")  # fmt: skip
+
+
+def compare(
+    key: tuple, candidates: dict[str, Callable[[], Any]], label: str = "Compare algorithms"
+) -> dict[str, Timing] | None:
+    """Time several ways of computing the same thing, only when asked ("Compare" button, with a
+    progress bar): timing every algorithm on every slider move would stall a classroom server.
+    Results are kept per key (image and settings) for the session; None until asked. A
+    candidate that refuses these arguments (ValueError) is left out with its reason."""
+    store: dict = st.session_state.setdefault("_comparisons", {})
+    if key not in store and st.button(label, key=f"compare_{abs(hash(key))}", icon=":material/timer:"):
+        bar = st.progress(0.0, text="timing")
+        results: dict[str, Timing] = {}
+        refused: dict[str, str] = {}
+        for i, (name, fn) in enumerate(candidates.items()):
+            bar.progress(i / len(candidates), text=f"timing {name}")
+            try:
+                results[name] = time_call(fn)
+            except ValueError as exc:
+                refused[name] = str(exc)
+        bar.empty()
+        if len(store) >= RESULT_SLOTS:
+            store.pop(next(iter(store)))
+        store[key] = (results, refused)
+    if key not in store:
+        return None
+    results, refused = store[key]
+    for name, why in refused.items():
+        st.caption(f"{name} was not timed: {why}")
+    return results

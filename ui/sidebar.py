@@ -11,8 +11,9 @@ import numpy as np
 import streamlit as st
 
 import gpuops
+from ui import state
 from ui.images import UPLOAD_TYPES, ImageError, decode_image, to_planes
-from ui.state import Param, bound
+from ui.state import Param
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 SAMPLES = {
@@ -22,12 +23,15 @@ SAMPLES = {
     "checkerboard": "checker.png",
 }
 CAP_OPTIONS = [32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024]
-PARAMS = [
-    Param("source", "sample", choices=("sample", "upload")),
-    Param("sample", "shapes", choices=tuple(SAMPLES)),
-    Param("grey", False),
-    Param("cap", 256, lo=32, hi=1024),
-]
+SOURCE = Param("source", "sample", "Image source", "radio", choices=("sample", "upload"))
+SAMPLE = Param("sample", "shapes", "Sample image", "select", choices=tuple(SAMPLES),
+               help="Used when no upload is chosen. Licence: assets/LICENSE.md (CC0).")  # fmt: skip
+GREY = Param("grey", False, "Greyscale (1 channel)", "toggle")
+CAP = Param("cap", 256, "Working size (longest side, px)", "select_slider", lo=32, hi=1024, choices=tuple(CAP_OPTIONS),
+            help="Larger images are downscaled to this size before any computation.")  # fmt: skip
+PRESENT = Param("pres", False, "Presentation mode", "toggle",
+                help="Large text and thick highlights for a projector; kept in the link.")  # fmt: skip
+PARAMS = [SOURCE, SAMPLE, GREY, CAP, PRESENT]
 
 
 @dataclass(frozen=True)
@@ -76,18 +80,15 @@ def render_sidebar() -> SourceImage:
     """Draw the shared sidebar and return the image every page works on."""
     sb = st.sidebar
     sb.header("Image")
-    source = bound(sb.radio, "Image source", "source", options=["sample", "upload"], horizontal=True,
-                   format_func=lambda s: "Sample" if s == "sample" else "Upload")  # fmt: skip
+    source = state.widget(SOURCE, container=sb, format_func=lambda s: "Sample" if s == "sample" else "Upload")
     if source == "upload":
         sb.file_uploader("Upload an image (PNG, JPEG, WebP, BMP, TIFF, GIF)", type=UPLOAD_TYPES,
                          key="upload_file")  # fmt: skip
-    bound(sb.selectbox, "Sample image", "sample", options=list(SAMPLES),
-          help="Used when no upload is chosen. Licence: assets/LICENSE.md (CC0).")  # fmt: skip
-    grey = bound(sb.toggle, "Greyscale (1 channel)", "grey")
+    state.widget(SAMPLE, container=sb)
+    grey = state.widget(GREY, container=sb)
     st.session_state["cap"] = min(CAP_OPTIONS, key=lambda o: abs(o - st.session_state["cap"]))
-    cap = bound(sb.select_slider, "Working size (longest side, px)", "cap",
-                options=CAP_OPTIONS,
-                help="Larger images are downscaled to this size before any computation.")  # fmt: skip
+    cap = state.widget(CAP, container=sb)
+    state.widget(PRESENT, container=sb)
 
     picked = _uploaded_pixels(cap) if source == "upload" else None
     if picked is None:

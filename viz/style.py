@@ -1,27 +1,135 @@
-"""One look for every figure: large fonts that stay readable on a projector."""
+"""One look for every figure: text sizes per mode, one colour policy, highlights that stand out.
+
+Two modes (the sidebar's "Presentation mode", kept in the URL):
+  NORMAL        ticks >= 14 px, titles >= 16 px, cell labels >= 12 px or hidden
+  PRESENTATION  all figure text >= 20 px, cell labels >= 14 px or hidden, thicker highlights
+Colour policy:
+  - non-negative data (counts, pixel values, X_unroll of an image): a sequential scale from 0;
+  - signed data (edge-filter outputs, gradients, weights with both signs): a diverging scale
+    centred at 0, so the sign reads as a change of hue and 0 as white;
+  - identity, not value: one colour per input cell wherever that cell appears (the input grid,
+    X_unroll, patches, the padded grid), from `cell_colours`, with the value written on top;
+  - highlights: a bright outline over a dark halo, readable on any image.
+"""
 
 from __future__ import annotations
 
+import colorsys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 import plotly.graph_objects as go
 
-FONT_SIZE = 16
-HIGHLIGHT = "#ff7f0e"  # orange: the selected output / column / tap
-SECOND = "#17becf"  # cyan: the tile, the patch, the original region
+HIGHLIGHT = "#ff7f0e"  # orange: the picked cell, and what it maps to
+HALO = "#111111"  # drawn under every highlight so it stands out on light and dark pixels alike
+SECOND = "#17becf"  # cyan: a tile, a patch, the original region
+READER = "#d62728"  # red: the reverse direction (outputs that read the picked input cell)
 PADDING_COLOUR = "rgba(120,140,220,0.55)"  # blue-grey wash over padding cells
-MAX_LABELLED = 24  # matrices larger than this per side get no per-cell text
+SEQUENTIAL = "Viridis"
+DIVERGING = "RdBu_r"  # negative blue, 0 white, positive red
+GREYS = "Greys_r"  # black = 0, white = max: pixel intensities
 
 
-def finish(fig: go.Figure, title: str, x_title: str, y_title: str, height: int = 480) -> go.Figure:
-    """Title, axis labels, fonts and margins shared by all figures."""
+@dataclass(frozen=True)
+class Style:
+    """Text sizes (px) and line widths of one display mode."""
+
+    name: str
+    font: int  # axis titles, legends, annotations
+    title: int
+    tick: int
+    label: int  # smallest cell label; smaller cells get no labels
+    line: int  # highlight outline width
+    height_scale: float  # figures grow with their text
+
+    @property
+    def presentation(self) -> bool:
+        return self.name == "presentation"
+
+    def outline_style(self) -> dict[str, Any]:
+        """The bridge's hover outlines in this style."""
+        return {"color": HIGHLIGHT, "halo": HALO, "width": self.line}
+
+
+NORMAL = Style("normal", font=15, title=17, tick=14, label=12, line=3, height_scale=1.0)
+PRESENTATION = Style("presentation", font=21, title=24, tick=20, label=14, line=5, height_scale=1.25)
+
+
+def style_for(presentation: bool) -> Style:
+    return PRESENTATION if presentation else NORMAL
+
+
+def finish(
+    fig: go.Figure, title: str, x_title: str, y_title: str, height: int, style: Style = NORMAL
+) -> go.Figure:
+    """Title, axis labels, fonts and margins shared by all figures. The mode bar is vertical on
+    the right, so it never covers the title."""
     fig.update_layout(
-        title=dict(text=title, font=dict(size=FONT_SIZE + 2)),
-        font=dict(size=FONT_SIZE),
-        height=height,
-        margin=dict(l=60, r=20, t=70, b=60),
+        title=dict(text=title, font=dict(size=style.title), x=0, xanchor="left", y=0.98, yanchor="top"),
+        font=dict(size=style.font),
+        height=int(height * style.height_scale),
+        margin=dict(
+            l=70, r=40, t=60 + 2 * style.title + (style.title if "<br>" in title else 0), b=60 + style.font
+        ),
+        modebar=dict(orientation="v"),
+        hoverlabel=dict(font_size=style.font),
     )  # no template: building one per figure costs ~30 ms, and Streamlit applies its own theme
-    fig.update_xaxes(title_text=x_title)
-    fig.update_yaxes(title_text=y_title)
+    fig.update_xaxes(title_text=x_title, tickfont=dict(size=style.tick), title_font=dict(size=style.font))
+    fig.update_yaxes(title_text=y_title, tickfont=dict(size=style.tick), title_font=dict(size=style.font))
+    fig.update_annotations(font_size=style.font)
     return fig
+
+
+def value_scale(values: np.ndarray) -> dict[str, Any]:
+    """Colour scale arguments for a heatmap of `values`: sequential from 0 when no value is
+    negative, diverging centred at 0 otherwise (never a diverging scale for one-signed data)."""
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    if lo >= 0:
+        return dict(colorscale=SEQUENTIAL, zmin=0.0, zmax=hi if hi > 0 else 1.0)
+    top = max(abs(lo), abs(hi))
+    return dict(colorscale=DIVERGING, zmid=0.0, zmin=-top, zmax=top)
+
+
+def cell_colours(n: int) -> list[str]:
+    """n light colours, one per input cell, that neighbours can tell apart (golden-angle hues,
+    alternating lightness): dark text stays readable on every one of them."""
+    colours = []
+    for i in range(n):
+        hue = (i * 0.618033988749895) % 1.0
+        light = (0.80, 0.70, 0.88)[i % 3]
+        r, g, b = colorsys.hls_to_rgb(hue, light, 0.65)
+        colours.append(f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}")
+    return colours
+
+
+def label_size(cells_across: int, width_px: int, style: Style, chars: int = 3) -> int | None:
+    """Font size for cell labels when `cells_across` cells share `width_px` pixels: as large as
+    the cell allows up to the style's text size, or None (no labels) below the style's minimum."""
+    cell = width_px / max(1, cells_across)
+    size = int(min(style.font, cell / max(1.0, 0.62 * chars)))
+    return size if size >= style.label else None
+
+
+def outline(r: float, c: float, style: Style = NORMAL, colour: str = HIGHLIGHT, *, h: float = 1, w: float = 1,
+            xref: str = "x", yref: str = "y", dash: str = "solid", fill: str | None = None) -> list[dict]:  # fmt: skip
+    """Layout shapes outlining h x w cells from (r, c): a dark halo under a bright line."""
+    box = dict(type="rect", x0=c - 0.5, x1=c - 0.5 + w, y0=r - 0.5, y1=r - 0.5 + h, xref=xref, yref=yref)
+    return [
+        {**box, "line": dict(color=HALO, width=style.line + 3), "fillcolor": "rgba(0,0,0,0)"},
+        {
+            **box,
+            "line": dict(color=colour, width=style.line, dash=dash),
+            "fillcolor": fill or "rgba(0,0,0,0)",
+        },
+    ]
+
+
+# kept for the figures not yet moved to the new helpers
+FONT_SIZE = NORMAL.font
+MAX_LABELLED = 24  # matrices larger than this per side get no per-cell text
 
 
 def rect_shape(r: float, c: float, colour: str, width: int = 3, dash: str = "solid", fill: str | None = None,
@@ -32,6 +140,6 @@ def rect_shape(r: float, c: float, colour: str, width: int = 3, dash: str = "sol
 
 
 def cell_rect(fig: go.Figure, r: float, c: float, colour: str, width: int = 3, dash: str = "solid",
-              fill: str | None = None, h: float = 1, w: float = 1, **where) -> None:  # fmt: skip
+              fill: str | None = None, h: float = 1, w: float = 1, **where: Any) -> None:  # fmt: skip
     """Outline cell(s) starting at row r, column c on an existing figure."""
     fig.add_shape(**rect_shape(r, c, colour, width, dash, fill, h, w), **where)

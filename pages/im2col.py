@@ -6,8 +6,9 @@ import streamlit as st
 
 import gpuops
 from gpuops.maps import im2col as im2col_maps
+from ui import state
 from ui.common import backend_name, cuda_source, figure, session_cached, shown_errors, time_call
-from ui.state import Param, bound, init_params, show_notices, sync_query
+from ui.state import Param, bound
 from viz.animations import column_animation
 from viz.charts import expansion_figure, runtime_bars
 from viz.matrices import matrix_figure
@@ -32,7 +33,7 @@ PARAMS = [
     Param("im_pad", 0, lo=0, hi=2),
     Param("im_img_k", 3, lo=1, hi=7),
 ]
-show_notices(init_params(PARAMS))
+state.use(PARAMS)
 image = st.session_state["image"]
 
 st.title("im2col + GEMM")
@@ -47,7 +48,6 @@ values = {}
 for col, (key, label, lo, hi) in zip(cols, names, strict=True):
     with col:
         values[key] = bound(st.number_input, label, key, min_value=lo, max_value=hi, step=1)
-sync_query(PARAMS)
 C, n, K, M, S, P = (values[f"im_{k}"] for k in ("c", "n", "k", "m", "stride", "pad"))
 is_book = (C, n, K, M) == (3, 3, 2, 2)
 if st.button("Reset to PMPP's example (C=3, 3 x 3 maps, M=2 filters of 2 x 2)"):
@@ -120,7 +120,6 @@ with shown_errors("The example"):
 st.header("How big X_unroll gets for your image")
 Ci, H, W = image.planes.shape
 k_img = bound(st.slider, "Kernel K for the image", "im_img_k", min_value=1, max_value=7)
-sync_query(PARAMS)
 with shown_errors("The expansion ratio"):
     gi = gpuops.window_geometry(H, W, k_img, 1, k_img // 2)
     in_bytes, unroll_bytes = 4 * Ci * H * W, 4 * Ci * k_img * k_img * gi.L

@@ -7,9 +7,10 @@ import streamlit as st
 import gpuops
 from gpuops import filters
 from gpuops.maps import conv2d as conv_maps
+from ui import state
 from ui.common import backend_name, cuda_source, figure, session_cached, shown_errors, time_call
 from ui.images import png_bytes, to_display
-from ui.state import Param, bound, clamp_state, init_params, show_notices, sync_query
+from ui.state import Param, bound, clamp_state
 from viz.charts import runtime_bars
 from viz.grids import halo_figure, receptive_field_figure, thread_tile_figure
 from viz.images import image_figure, signed_to_display
@@ -26,7 +27,7 @@ PARAMS = [
     Param("dc_row", 0, lo=0, hi=4096),
     Param("dc_col", 0, lo=0, hi=4096),
 ]
-show_notices(init_params(PARAMS))
+state.use(PARAMS)
 image = st.session_state["image"]
 C, H, W = image.planes.shape
 
@@ -71,7 +72,6 @@ with shown_errors("The kernel"):
         kernel = filters.check_custom_kernel(edited.to_numpy(dtype=np.float64, na_value=np.nan))
     else:
         kernel = filters.preset_kernel(preset, k)
-sync_query(PARAMS)
 if kernel is None:
     st.stop()
 
@@ -157,7 +157,6 @@ with p1:
     oh = bound(st.number_input, "Output row", "dc_row", min_value=0, max_value=g.H_out - 1, step=1)
 with p2:
     ow = bound(st.number_input, "Output column", "dc_col", min_value=0, max_value=g.W_out - 1, step=1)
-sync_query(PARAMS)
 rf = conv_maps.receptive_field(g, oh, ow, mode)
 channel = 0
 padded_plane = gpuops.reflect_pad(image.planes[channel], (g.pad_left, g.pad_right, g.pad_top, g.pad_bottom)) \

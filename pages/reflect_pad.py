@@ -8,9 +8,10 @@ from gpuops import filters
 from gpuops.index_math import reflect_index
 from gpuops.maps import reflect_pad as reflect_maps
 from gpuops.reflect_pad import reflect_pad_launch
+from ui import state
 from ui.common import backend_name, cuda_source, figure, session_cached, shown_errors, time_call
 from ui.images import to_display
-from ui.state import Param, bound, clamp_state, init_params, show_notices, sync_query
+from ui.state import Param, bound, clamp_state
 from viz.grids import labelled_source_grid
 from viz.images import image_figure, padded_figure
 
@@ -24,7 +25,7 @@ PARAMS = [
     Param("rp_img_pad", 24, lo=0, hi=256),
     Param("rp_blur", 9, lo=3, hi=15),
 ]
-show_notices(init_params(PARAMS))
+state.use(PARAMS)
 image = st.session_state["image"]
 C, H, W = image.planes.shape
 
@@ -46,7 +47,6 @@ for col, (key, label, side) in zip(cols, [("rp_left", "Left", w), ("rp_right", "
         clamp_state(key, 0, max(0, side - 1))
         pads.append(bound(st.slider, f"{label} pad (< {'width' if key in ('rp_left', 'rp_right') else 'height'} {side})",
                           key, min_value=0, max_value=max(side - 1, 1), disabled=side == 1))  # fmt: skip
-sync_query(PARAMS)
 pads = tuple(int(p) for p in pads)
 with shown_errors("Reflect padding"):
     rows, colsrc = reflect_maps.source_map(h, w, pads)
@@ -64,7 +64,6 @@ with shown_errors("Reflect padding"):
 
 st.header("Your image, padded")
 p_img = bound(st.slider, "Pad on every side (pixels)", "rp_img_pad", min_value=0, max_value=256)
-sync_query(PARAMS)
 with shown_errors("Reflect padding of the image"):
     padded = session_cached(("reflect", image.key, p_img),
                             lambda: gpuops.to_numpy(gpuops.reflect_pad(gpuops.asarray(image.planes), p_img)))  # fmt: skip
@@ -83,7 +82,6 @@ st.header("Zeros vs reflect: the same blur")
 kb = bound(
     st.slider, "Box blur size K (padding K // 2 keeps the size)", "rp_blur", min_value=3, max_value=15, step=2
 )
-sync_query(PARAMS)
 with shown_errors("The blur"):
     weight, groups = filters.channel_weights(filters.preset_kernel("box blur", kb), C, mix=False)
 

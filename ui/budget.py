@@ -1,0 +1,130 @@
+"""A compute budget per rerun, so no slider move can stall a classroom server.
+
+Before a page computes, it estimates the work and memory (`conv2d_cost`, `bytes_cost`) and asks
+`check`: over the budget, an `OverBudgetError` error (a ValueError, shown in place of the result by
+ui.common.shown_errors) says what it would take and what to change. GPU work from every session
+runs through one process-wide queue (`gpu_work`), and each session may hold a share of the free
+GPU memory that shrinks as more sessions are active.
+
+CPU rates are measured on a 2-core machine (bench: tap-by-tap conv2d ~0.6-0.9 GFLOP/s with
+NumPy's matmul, im2col ~0.2 GFLOP/s plus its X_unroll in memory); the estimate uses the slow end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import streamlit as st
+
+import gpuops
+from gpuops.conv2d import ConvProblem
+
+CPU_SECONDS = 2.0  # per rerun
+CPU_BYTES = 512 * 2**20
+CPU_FLOPS = {"im2col": 0.18e9, "default": 0.6e9}  # flop/s of the NumPy twins on 2 cores
+GPU_SESSION_FLOOR = 256 * 2**20  # a session may always use this much GPU memory
+ACTIVE_WINDOW_S = 120.0  # a session counts as active this long after its last rerun
+
+
+class OverBudgetError(ValueError):
+    """This step would take too long or too much memory; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Cost:
+    seconds: float
+    bytes: int
+
+    def __str__(self) -> str:
+        return f"about {self.seconds:.1f} s and {self.bytes / 2**20:,.0f} MB"
+
+
+def conv2d_cost(p: ConvProblem, algorithm: str) -> Cost:
+    """Estimated time and peak extra memory of one conv2d on the current backend."""
+    g = p.geometry
+    out_bytes = 4 * p.N * p.M * g.L
+    padded = 4 * p.N * p.C * g.padded_hw[0] * g.padded_hw[1]
+    unroll = p.N * p.x_unroll_bytes_per_sample if algorithm == "im2col" else 0
+    if gpuops.backend_info().gpu:
+        return Cost(p.flops / 5e12, out_bytes + unroll)  # seconds are not the limit on the GPU
+    rate = CPU_FLOPS["im2col" if algorithm == "im2col" else "default"]
+    return Cost(p.flops / rate, out_bytes + padded + unroll)
+
+
+def bytes_cost(nbytes: int, seconds: float = 0.0) -> Cost:
+    return Cost(seconds, int(nbytes))
+
+
+def check(cost: Cost, what: str, advice: str) -> None:
+    """Refuse a step over the budget: "what" would take `cost`; `advice` says what to change."""
+    if gpuops.backend_info().gpu:
+        limit = gpu_session_bytes()
+        if cost.bytes > limit:
+            raise OverBudgetError(
+                f"{what} needs {cost.bytes / 2**20:,.0f} MB of GPU memory, more than this session's share "
+                f"({limit / 2**20:,.0f} MB while {active_sessions()} sessions share the GPU). {advice}"
+            )
+        return
+    if cost.seconds > CPU_SECONDS or cost.bytes > CPU_BYTES:
+        raise OverBudgetError(
+            f"{what} would take {cost} on this CPU server, over the budget of {CPU_SECONDS:.0f} s and "
+            f"{CPU_BYTES / 2**20:,.0f} MB per step. {advice}"
+        )
+
+
+# ---- sessions and the GPU ----------------------------------------------------------------------------
+@st.cache_resource
+def _sessions() -> tuple[dict[str, float], threading.Lock]:
+    return {}, threading.Lock()
+
+
+def note_session() -> None:
+    """Count this session as active (app.py calls this on every rerun)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    seen, lock = _sessions()
+    now = time.monotonic()
+    with lock:
+        seen[ctx.session_id] = now
+        for sid in [s for s, t in seen.items() if now - t > ACTIVE_WINDOW_S]:
+            del seen[sid]
+
+
+def active_sessions() -> int:
+    seen, lock = _sessions()
+    now = time.monotonic()
+    with lock:
+        return max(1, sum(1 for t in seen.values() if now - t <= ACTIVE_WINDOW_S))
+
+
+def gpu_session_bytes() -> int:
+    """This session's share of the GPU: half of the free memory, split over the active sessions."""
+    import cupy
+
+    free, _total = cupy.cuda.runtime.memGetInfo()
+    free += cupy.get_default_memory_pool().free_bytes()
+    return max(GPU_SESSION_FLOOR, free // 2 // active_sessions())
+
+
+@st.cache_resource
+def _gpu_queue() -> threading.Lock:
+    return threading.Lock()
+
+
+@contextlib.contextmanager
+def gpu_work() -> Iterator[None]:
+    """Run GPU work of one session at a time (kernels are milliseconds; a queue keeps memory
+    peaks of concurrent sessions from adding up). On the CPU it does nothing: NumPy's heavy
+    calls release the GIL, so sessions share the cores."""
+    if not gpuops.backend_info().gpu:
+        yield
+        return
+    with _gpu_queue():
+        yield

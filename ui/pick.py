@@ -1,0 +1,149 @@
+"""Click a cell of a figure, see where it comes from: the bridge between Plotly charts and Python.
+
+Plotly heatmaps and images cannot be selected through st.plotly_chart, but in the browser they
+do fire click and hover events. A small Streamlit component (Components v2, inline JavaScript)
+listens to those events on every chart the page shows through `pick.chart(fig, name)`:
+
+- a click becomes a one-run trigger {chart, panel, row, col}: the cell under the mouse, from the
+  axes' own pixel-to-data conversion, so it is exact even on a zoomed or subsampled image;
+- hovering a cell of a small grid outlines the cells it maps to (given as `hover` maps from
+  Python), in the same or another chart, without a rerun (layout shapes, drawn by Plotly.relayout).
+
+A page mounts the bridge once (`pick.bridge(...)`) before drawing, and applies the click to its
+settings before computing anything, so every figure of the run shows the new pick.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+PREFIX = "pick-"  # charts live in st.container(key=PREFIX + name): CSS class st-key-pick-<name>
+
+_JS = r"""
+export default function (component) {
+  const { data, setTriggerValue } = component;
+  const reg = (window.__convExplorerPick ??= { charts: new WeakSet() });
+  reg.observer?.disconnect();                  // mounted again with new data: replace the old watcher
+  reg.data = data;
+  reg.setTriggerValue = setTriggerValue;
+  const PREFIX = "st-key-pick-";
+  const nameOf = (el) => { const c = [...el.classList].find((k) => k.startsWith(PREFIX)); return c ? c.slice(PREFIX.length) : null; };
+  const chartOf = (name) => [...document.querySelectorAll(`.${PREFIX}${name} .js-plotly-plot`)].find((g) => g._fullLayout);
+  // the cell under the mouse, in the axes of the trace that was hit (subplots have their own axes)
+  const cellAt = (gd, ev) => {
+    const pt = (ev.points || [])[0] || {};
+    const xa = pt.xaxis || gd._fullLayout.xaxis, ya = pt.yaxis || gd._fullLayout.yaxis;
+    const r = gd.getBoundingClientRect();
+    return { panel: xa._id, row: Math.round(ya.p2d(ev.event.clientY - r.top - ya._offset)),
+             col: Math.round(xa.p2d(ev.event.clientX - r.left - xa._offset)) };
+  };
+  const outline = (gd, cells) => {            // halo + bright line, named so our shapes can be found
+    const keep = (gd.layout.shapes || []).filter((s) => s.name !== "hover-hl");
+    const st = reg.data.style || {};
+    const add = [];
+    for (const [panel, r, c] of cells) {
+      const yref = (gd._fullLayout[panel === "x" ? "xaxis" : "xaxis" + panel.slice(1)] || {}).anchor || "y";
+      for (const [color, width] of [[st.halo || "black", (st.width || 3) + 3], [st.color || "#ff7f0e", st.width || 3]])
+        add.push({ type: "rect", name: "hover-hl", xref: panel, yref, x0: c - 0.5, x1: c + 0.5, y0: r - 0.5, y1: r + 0.5,
+                   line: { color, width } });
+    }
+    window.Plotly.relayout(gd, { shapes: keep.concat(add) });
+  };
+  reg.painted ??= new Set();
+  const paint = (targets) => {                // targets: {chartName: [[panel, row, col], ...]}
+    for (const name of new Set([...reg.painted, ...Object.keys(targets)])) {
+      const gd = chartOf(name);
+      if (gd && window.Plotly) outline(gd, targets[name] || []);
+    }
+    reg.painted = new Set(Object.keys(targets));
+  };
+  const bind = (gd, name) => {
+    if (reg.charts.has(gd)) return;
+    reg.charts.add(gd);
+    gd.on("plotly_click", (ev) => {
+      if (!ev || !ev.event) return;
+      const c = cellAt(gd, ev);
+      reg.setTriggerValue("click", { chart: name, panel: c.panel, row: c.row, col: c.col });
+    });
+    let last = "";
+    gd.on("plotly_hover", (ev) => {
+      const maps = (reg.data.hover || {})[name];
+      if (!maps || !ev || !ev.event) return;
+      const c = cellAt(gd, ev), id = `${c.panel}:${c.row},${c.col}`;
+      if (id === last) return;
+      last = id;
+      const hit = (maps[c.panel] || {})[`${c.row},${c.col}`];
+      paint(hit ? { ...hit, [name]: [[c.panel, c.row, c.col], ...(hit[name] || [])] } : {});
+    });
+    gd.on("plotly_unhover", () => { if ((reg.data.hover || {})[name]) { last = ""; paint({}); } });
+  };
+  const scan = () => {
+    for (const el of document.querySelectorAll(`[class*="${PREFIX}"]`)) {
+      const name = nameOf(el), gd = name && chartOf(name);
+      if (gd) bind(gd, name);
+    }
+  };
+  reg.observer = new MutationObserver(scan);  // charts mount later, and are replaced on reruns
+  reg.observer.observe(document.body, { childList: true, subtree: true });
+  scan();
+}
+"""
+
+_bridge = st.components.v2.component("conv_explorer_pick", js=_JS)
+
+
+@dataclass(frozen=True)
+class Click:
+    """A click on a cell: the chart (its `pick.chart` name), the subplot ("x", "x2", ...) and
+    the cell in that subplot's data coordinates (row = y, column = x)."""
+
+    chart: str
+    panel: str
+    row: int
+    col: int
+
+
+HoverMaps = dict[str, dict[str, dict[str, dict[str, list[list[Any]]]]]]
+
+
+def bridge(*, hover: HoverMaps | None = None, style: dict | None = None) -> Click | None:
+    """Mount the bridge for this page's charts; return the cell clicked since the last run.
+
+    hover: {chart: {panel: {"row,col": {target chart: [[panel, row, col], ...]}}}} for grids small
+    enough to map every cell client-side; style: {"color", "halo", "width"} of the outlines.
+    """
+    result = _bridge(key="pick_bridge", data={"hover": hover or {}, "style": style or {}}, height=0,
+                     on_click_change=lambda: None)  # fmt: skip
+    click = getattr(result, "click", None)
+    if not isinstance(click, dict):
+        return None
+    try:
+        return Click(str(click["chart"]), str(click.get("panel", "x")), int(click["row"]), int(click["col"]))
+    except (KeyError, TypeError, ValueError):  # a malformed event: ignore it rather than fail the page
+        return None
+
+
+def chart(fig: go.Figure, name: str, **kwargs: Any) -> None:
+    """Show a figure whose cells answer clicks (and hover maps) through the bridge."""
+    with st.container(key=PREFIX + name):
+        st.plotly_chart(fig, key=f"chart_{name}", config={"displaylogo": False}, **kwargs)
+
+
+def hover_map(pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]]) -> dict:
+    """Build one chart's hover maps from {(panel, row, col): [(target chart, panel, row, col), ...]}."""
+    out: dict[str, dict[str, dict[str, list[list[Any]]]]] = {}
+    for (panel, row, col), targets in pairs.items():
+        cell = out.setdefault(panel, {}).setdefault(f"{row},{col}", {})
+        for chart_name, t_panel, t_row, t_col in targets:
+            cell.setdefault(chart_name, []).append([t_panel, int(t_row), int(t_col)])
+    return out
+
+
+def size_of(maps: HoverMaps) -> int:
+    """Bytes the hover maps add to every rerun (keep them for small grids only)."""
+    return len(json.dumps(maps))
