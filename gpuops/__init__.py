@@ -1,4 +1,5 @@
-"""Conv Explorer's compute core: conv2d, unfold, fold and reflect_pad with PyTorch semantics.
+"""Conv Explorer's compute core: conv2d, unfold, fold and reflect_pad with PyTorch semantics, and
+the backward pass: conv2d_backward, conv_transpose2d, reflect_pad_backward.
 
 Each call runs on the backend of its input: CuPy arrays on the GPU kernels in gpuops/kernels,
 NumPy arrays on their NumPy twins. Every operation goes check -> plan -> run (README,
@@ -8,30 +9,61 @@ NumPy arrays on their NumPy twins. Every operation goes check -> plan -> run (RE
 from gpuops.backend import asarray, backend_info, default_xp, reset_backend, to_numpy
 from gpuops.checks import WindowGeometry, window_geometry
 from gpuops.conv2d import ALGORITHMS, AUTO, ConvPlan, ConvProblem, conv2d, plan_conv2d, resolve_algorithm
+from gpuops.conv_backward import (
+    GRAD_INPUT_ALGORITHMS,
+    GRAD_WEIGHT_ALGORITHMS,
+    BackwardPlan,
+    GradProblem,
+    TransposeGeometry,
+    adjoint_identity,
+    conv2d_backward,
+    conv2d_grad_input,
+    conv2d_grad_weight,
+    conv_transpose2d,
+    plan_conv2d_backward,
+    plan_conv_transpose2d,
+    transpose_geometry,
+)
 from gpuops.im2col import batch_chunk as im2col_batch_chunk
 from gpuops.im2col import gemm
-from gpuops.reflect_pad import reflect_pad
+from gpuops.reflect_pad import BACKWARD_ALGORITHMS as REFLECT_BACKWARD_ALGORITHMS
+from gpuops.reflect_pad import reflect_pad, reflect_pad_backward
 from gpuops.unfold_fold import FOLD_VARIANTS, fold, unfold
 
 __all__ = [
     "ALGORITHMS",
     "AUTO",
     "FOLD_VARIANTS",
+    "GRAD_INPUT_ALGORITHMS",
+    "GRAD_WEIGHT_ALGORITHMS",
+    "REFLECT_BACKWARD_ALGORITHMS",
+    "BackwardPlan",
     "ConvPlan",
     "ConvProblem",
+    "GradProblem",
+    "TransposeGeometry",
     "WindowGeometry",
+    "adjoint_identity",
     "asarray",
     "backend_info",
     "conv2d",
+    "conv2d_backward",
+    "conv2d_grad_input",
+    "conv2d_grad_weight",
+    "conv_transpose2d",
     "default_xp",
     "fold",
     "gemm",
     "im2col_batch_chunk",
     "plan_conv2d",
+    "plan_conv2d_backward",
+    "plan_conv_transpose2d",
     "reflect_pad",
+    "reflect_pad_backward",
     "reset_backend",
     "resolve_algorithm",
     "to_numpy",
+    "transpose_geometry",
     "unfold",
     "window_geometry",
 ]

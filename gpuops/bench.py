@@ -211,6 +211,107 @@ class Suite:
             )
             del tcols
 
+    def run_backward_shape(self, s: Shape) -> None:
+        """The backward pass with the conv's geometry: grad_input per algorithm (and the same
+        computation as conv_transpose2d), grad_weight per algorithm, reflect_pad_backward, next to
+        PyTorch's autograd kernels (aten.convolution_backward, reflection_pad2d_backward) and
+        F.conv_transpose2d measured in the same run."""
+        xp, rng = self.xp, np.random.default_rng(1)
+        x = xp.asarray(rng.standard_normal((s.N, s.C, s.H, s.W)).astype(np.float32))
+        w = xp.asarray(rng.standard_normal((s.M, s.C, s.K, s.K)).astype(np.float32))
+        conv = dict(stride=s.stride, padding=s.pad)
+        plan = gpuops.plan_conv2d_backward(
+            gpuops.plan_conv2d(x.shape, w.shape, **conv).out_shape, x.shape, w.shape, **conv
+        )
+        q = plan.problem
+        dy = xp.asarray(rng.standard_normal(q.dy_shape).astype(np.float32))
+        g = q.geometry
+        output_padding = (g.H + 2 * g.pad_top - (g.KH - 1) - 1) % g.stride_h
+        torch, F = self.torch, None
+        if torch is not None:
+            F = torch.nn.functional
+            dev = "cuda" if self.gpu else "cpu"
+            tx, tw, tdy = (torch.as_tensor(gpuops.to_numpy(a), device=dev) for a in (x, w, dy))
+            aten_args = ([s.stride] * 2, [s.pad] * 2, [1, 1], False, [0, 0], 1)
+        algorithms = ("auto", *gpuops.GRAD_INPUT_ALGORITHMS) if self.gpu else ("auto",)
+        for a in algorithms:
+            self.add(
+                s.name,
+                "conv2d_grad_input",
+                f"ours:{a}",
+                lambda a=a: gpuops.conv2d_grad_input(dy, x.shape, w, algorithm=a, **conv),
+                flops=q.flops,
+            )
+        if F is not None:
+            self.add(
+                s.name,
+                "conv2d_grad_input",
+                "torch",
+                lambda: torch.ops.aten.convolution_backward(
+                    tdy, tx, tw, None, *aten_args, [True, False, False]
+                ),
+                flops=q.flops,
+            )
+        for a in algorithms:
+            self.add(
+                s.name,
+                "conv_transpose2d",
+                f"ours:{a}",
+                lambda a=a: gpuops.conv_transpose2d(
+                    dy, w, None, s.stride, s.pad, output_padding, algorithm=a
+                ),
+                flops=q.flops,
+            )
+        if F is not None:
+            self.add(
+                s.name,
+                "conv_transpose2d",
+                "torch",
+                lambda: F.conv_transpose2d(tdy, tw, None, s.stride, s.pad, output_padding),
+                flops=q.flops,
+            )
+        weight_algorithms = ("auto", *gpuops.GRAD_WEIGHT_ALGORITHMS) if self.gpu else ("auto",)
+        for a in weight_algorithms:
+            self.add(
+                s.name,
+                "conv2d_grad_weight",
+                f"ours:{a}",
+                lambda a=a: gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm=a, **conv),
+                flops=q.flops,
+            )
+        if F is not None:
+            self.add(
+                s.name,
+                "conv2d_grad_weight",
+                "torch",
+                lambda: torch.ops.aten.convolution_backward(
+                    tdy, tx, tw, None, *aten_args, [False, True, False]
+                ),
+                flops=q.flops,
+            )
+        # reflect_pad_backward of the forward rows' reflect pad (P+2 on every side)
+        p = min(s.pad + 2, s.H - 1, s.W - 1)
+        go = xp.asarray(rng.standard_normal((s.N, s.C, s.H + 2 * p, s.W + 2 * p)).astype(np.float32))
+        nbytes = go.nbytes + x.nbytes
+        for a in ("auto", *gpuops.REFLECT_BACKWARD_ALGORITHMS) if self.gpu else ("auto",):
+            self.add(
+                s.name,
+                "reflect_pad_backward",
+                f"ours:{a}",
+                lambda a=a: gpuops.reflect_pad_backward(go, p, algorithm=a),
+                nbytes=nbytes,
+                pad=p,
+            )
+        if F is not None:
+            tgo = torch.as_tensor(gpuops.to_numpy(go), device=tx.device)
+            self.add(
+                s.name,
+                "reflect_pad_backward",
+                "torch",
+                lambda: torch.ops.aten.reflection_pad2d_backward(tgo, tx, [p] * 4),
+                nbytes=nbytes,
+            )
+
     def _im2col_memory(self, x: Any, w: Any, plan: Any, conv: dict) -> dict[str, Any]:
         """Peak extra memory-pool bytes of one im2col call vs the X_unroll bytes of its chunk.
 
@@ -297,7 +398,7 @@ def add_ratios(records: list[Record]) -> list[dict[str, Any]]:
 
 
 def format_table(rows: Iterable[dict[str, Any]]) -> str:
-    head = f"{'shape':<14}{'op':<12}{'impl':<20}{'median ms':>11}{'GB/s':>9}{'TFLOP/s':>9}{'vs torch':>10}{'of copy':>9}"
+    head = f"{'shape':<14}{'op':<22}{'impl':<20}{'median ms':>11}{'GB/s':>9}{'TFLOP/s':>9}{'vs torch':>10}{'of copy':>9}"
     lines = [head, "-" * len(head)]
     for r in rows:
 
@@ -305,17 +406,26 @@ def format_table(rows: Iterable[dict[str, Any]]) -> str:
             return format(v, spec) if v is not None else "-"
 
         lines.append(
-            f"{r['shape']:<14}{r['op']:<12}{r['impl']:<20}{r['median_ms']:>11.4f}"
+            f"{r['shape']:<14}{r['op']:<22}{r['impl']:<20}{r['median_ms']:>11.4f}"
             f"{fmt(r.get('gbps'), '.1f'):>9}{fmt(r.get('tflops'), '.2f'):>9}"
             f"{fmt(r.get('speedup_vs_torch'), '.2f'):>10}{fmt(r.get('fraction_of_copy_bw'), '.2f'):>9}"
         )
     return "\n".join(lines)
 
 
+PARTS = ("forward", "backward")
+
+
 def run(
-    shapes: Iterable[Shape], repeat: int = 20, progress: Callable[[float, str], None] | None = None
+    shapes: Iterable[Shape],
+    repeat: int = 20,
+    progress: Callable[[float, str], None] | None = None,
+    parts: Iterable[str] = PARTS,
 ) -> dict[str, Any]:
-    """Run the suite; `progress(fraction, text)` is called between shapes (the app's bar)."""
+    """Run the suite; `progress(fraction, text)` is called between shapes (the app's bar).
+    parts: "forward" (reflect_pad, unfold, fold, conv2d) and / or "backward" (the gradients,
+    conv_transpose2d, reflect_pad_backward)."""
+    parts = tuple(parts)
     suite = Suite(repeat=repeat)
     shapes = list(shapes)
     started = time.time()
@@ -325,7 +435,10 @@ def run(
     for i, s in enumerate(shapes):
         if progress:
             progress(i / len(shapes), s.name)
-        suite.run_shape(s)
+        if "forward" in parts:
+            suite.run_shape(s)
+        if "backward" in parts:
+            suite.run_backward_shape(s)
     if progress:
         progress(1.0, "done")
     torch = suite.torch
@@ -352,11 +465,18 @@ def main(argv: list[str] | None = None) -> int:
         help="default: the standard shapes on the GPU, cpu_image1024 on the CPU",
     )
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument(
+        "--parts",
+        nargs="*",
+        choices=PARTS,
+        default=list(PARTS),
+        help="forward ops, backward ops (default: both)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
     args = parser.parse_args(argv)
     gpu = gpuops.backend_info().gpu
     names = args.shapes or [s.name for s in (STANDARD_SHAPES if gpu else CPU_SHAPES)]
-    report = run([ALL_SHAPES[n] for n in names], repeat=args.repeat)
+    report = run([ALL_SHAPES[n] for n in names], repeat=args.repeat, parts=args.parts)
     print(f"# {gpuops.backend_info().label()}; torch {report['torch']}")
     print(format_table(report["results"]))
     if args.out:

@@ -1,12 +1,15 @@
-"""Reflect padding with PyTorch ReflectionPad2d semantics (per-side pads, edge not repeated):
-check -> plan -> run. Kernel: kernels/reflect_pad.cu (reflect_pad_v1)."""
+"""Reflect padding with PyTorch ReflectionPad2d semantics (per-side pads, edge not repeated), and its
+backward pass: check -> plan -> run. Kernels: kernels/reflect_pad.cu (reflect_pad_v1 forward;
+v2 scatter and v3 gather backward)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
+from gpuops import autotune
 from gpuops.cache import Memo, memoised
 from gpuops.checks import as_float32, check_ndim, check_reflect_pads, reflect_pads
 from gpuops.index_math import reflect_index
@@ -82,3 +85,182 @@ def reflect_pad(x: Any, padding: Any) -> Any:
     if key:
         _ready.put(key, call)
     return call(x)
+
+
+# ---- backward: the gradient of every padded cell goes back to the input cell it copied ---------------
+BACKWARD_ALGORITHMS = ("scatter", "gather")
+BACKWARD_KERNELS = {"scatter": "reflect_pad_v2_backward_scatter", "gather": "reflect_pad_v3_backward_gather"}
+
+
+@memoised("reflect_pad_backward_checks", 1024)
+def check_reflect_pad_backward(
+    shape: tuple[int, ...], padding: Any
+) -> tuple[tuple[int, ...], tuple[int, int, int, int]]:
+    """Validate grad_output's shape and the pads; return (the input's shape, (left, right, top, bottom))."""
+    check_ndim(shape, (2, 3, 4), "grad_output", "(H, W), (C, H, W) or (N, C, H, W)")
+    pads = reflect_pads(padding)
+    left, right, top, bottom = pads
+    for pad, side in zip(pads, ("left", "right", "top", "bottom"), strict=True):
+        if pad < 0:
+            raise ValueError(f"reflect padding {pad} ({side}) must be at least 0")
+    H_out, W_out = shape[-2:]
+    H, W = H_out - top - bottom, W_out - left - right
+    for axis, size, padded, before, after, names in (
+        ("height", H, H_out, top, bottom, ("top", "bottom")),
+        ("width", W, W_out, left, right, ("left", "right")),
+    ):
+        if size < 1:
+            raise ValueError(
+                f"grad_output {axis} {padded} leaves an input {axis} of {size} after padding "
+                f"{names[0]} {before} + {names[1]} {after}; it must be at least 1"
+            )
+    check_reflect_pads(H, W, pads)
+    return (*shape[:-2], H, W), pads
+
+
+def check_backward_algorithm(algorithm: str) -> None:
+    if algorithm not in (*BACKWARD_ALGORITHMS, "auto"):
+        raise ValueError(f"algorithm {algorithm!r} must be one of {(*BACKWARD_ALGORITHMS, 'auto')}")
+
+
+def reflect_pad_backward_launch(
+    planes: int, H: int, W: int, pads: tuple[int, int, int, int], algorithm: str
+) -> Launch:
+    """v2 scatter walks the rows of grad_output (planes, H_out, W_out), one cell per thread and
+    step; v3 gather the rows of grad_input (planes, H, W)."""
+    left, right, top, bottom = pads
+    H_out, W_out = H + top + bottom, W + left + right
+    args = ints(H=H, W=W, H_out=H_out, W_out=W_out, pad_top=top, pad_left=left)
+    if algorithm == "scatter":
+        return row_launch(
+            BACKWARD_KERNELS["scatter"],
+            SOURCE,
+            ("dy", "dx"),
+            (planes, H_out, W_out),
+            W_out,
+            args,
+            grid_cap=GRID_CAP,
+            index="(plane, oy, ox) of dy",
+        )
+    return row_launch(
+        BACKWARD_KERNELS["gather"],
+        SOURCE,
+        ("dy", "dx"),
+        (planes, H, W),
+        W,
+        args,
+        grid_cap=GRID_CAP,
+        index="(plane, y, x) of dx",
+    )
+
+
+def reflect_copies(i: Any, size: int, pad_before: int, pad_after: int) -> tuple[Any, Any, Any]:
+    """Twin of reflect_copies in reflect_pad.cu: the padded coordinates (numbered like i) that
+    copy input coordinate i, as three candidates (i, -i, 2(size-1) - i) and whether each is
+    there: i always; -i for 1 <= i <= pad_before; 2(size-1) - i for size-1-pad_after <= i <= size-2.
+    Returns (coordinates (3, ...), present (3, ...) bool)."""
+    i = np.asarray(i)
+    coords = np.stack([i, -i, 2 * (size - 1) - i])
+    present = np.stack(
+        [
+            np.ones_like(i, dtype=bool),
+            (i >= 1) & (i <= pad_before),
+            (i <= size - 2) & (i >= size - 1 - pad_after),
+        ]
+    )
+    return coords, present
+
+
+def reflect_pad_backward_scatter_numpy(dy: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
+    """Twin of v2: fold one axis at a time. The middle of the padded axis goes to the input
+    as it is, the margin before it is added back mirrored onto input cells 1..pad_before, the
+    margin after it onto cells size-1-pad_after..size-2."""
+    left, right, top, bottom = pads
+    rows = _fold_axis(dy, dy.shape[-2] - top - bottom, top, bottom, axis=-2)
+    return _fold_axis(rows, dy.shape[-1] - left - right, left, right, axis=-1)
+
+
+def _fold_axis(a: np.ndarray, size: int, before: int, after: int, axis: int) -> np.ndarray:
+    """Fold the padding of `a` along axis -2 or -1 back onto its `size` input cells."""
+
+    def at(s: slice) -> tuple:
+        return (Ellipsis, s) if axis == -1 else (Ellipsis, s, slice(None))
+
+    out = a[at(slice(before, before + size))].copy()
+    if before:  # padded index before-1-j (j = 0..before-1) copies input j+1
+        out[at(slice(1, before + 1))] += a[at(slice(before - 1, None, -1))]
+    if after:  # padded index before+size+j copies input size-2-j
+        out[at(slice(size - 1 - after, size - 1))] += a[
+            at(slice(before + size + after - 1, before + size - 1, -1))
+        ]
+    return out
+
+
+def reflect_pad_backward_gather_numpy(dy: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
+    """Twin of v3: every input cell sums the padded cells reflect_copies names, one of the
+    3 x 3 (row copy, column copy) pairs at a time."""
+    left, right, top, bottom = pads
+    H, W = dy.shape[-2] - top - bottom, dy.shape[-1] - left - right
+    ry, py = reflect_copies(np.arange(H), H, top, bottom)
+    rx, px = reflect_copies(np.arange(W), W, left, right)
+    dx = np.zeros((*dy.shape[:-2], H, W), dtype=np.float32)
+    for a in range(3):
+        if not py[a].any():
+            continue
+        for b in range(3):
+            if not px[b].any():
+                continue
+            rows = np.where(py[a], ry[a] + top, 0)
+            cols = np.where(px[b], rx[b] + left, 0)
+            dx += np.where(py[a][:, None] & px[b][None, :], dy[..., rows[:, None], cols[None, :]], 0)
+    return dx
+
+
+BACKWARD_TWINS = {"scatter": reflect_pad_backward_scatter_numpy, "gather": reflect_pad_backward_gather_numpy}
+_backward_calls = Memo("reflect_pad_backward_calls", 1024)
+_ready_backward = Memo("reflect_pad_backward_ready_calls", 4096)
+
+
+def _backward_call(out_shape: tuple[int, ...], pads: tuple[int, int, int, int], algorithm: str) -> Call:
+    import cupy
+
+    H, W = out_shape[-2:]
+    planes = int(np.prod(out_shape[:-2]))
+
+    def make() -> Call:
+        launch = reflect_pad_backward_launch(planes, H, W, pads, algorithm)
+        return Call(out_shape, launch, zeroed=algorithm == "scatter")
+
+    return _backward_calls.get_or_make((cupy.cuda.runtime.getDevice(), out_shape, pads, algorithm), make)
+
+
+def reflect_pad_backward(grad_output: Any, padding: Any, *, algorithm: str = "auto") -> Any:
+    """The gradient of F.pad(x, (left, right, top, bottom), mode="reflect") with respect to x,
+    given the gradient of its output: every padded cell's gradient goes back to the input cell
+    it copied, so border cells collect up to 3 x 3 of them.
+
+    algorithm: "scatter" (v2, atomicAdd, as PyTorch), "gather" (v3, deterministic) or "auto":
+    on the GPU the faster for the shape, measured once; on the CPU scatter (slices per axis).
+    """
+    device = ready_device(grad_output)
+    key = (device, grad_output.shape, repr(padding), algorithm) if device is not None else None
+    ready = _ready_backward.get(key) if key else None
+    if ready is not None:  # this shape, padding and algorithm passed every check before
+        return ready(grad_output)
+    check_backward_algorithm(algorithm)
+    xp, dy = as_float32(grad_output, "grad_output")
+    in_shape, pads = check_reflect_pad_backward(dy.shape, padding)
+    if dy.size == 0 or int(np.prod(in_shape)) == 0:
+        return xp.zeros(in_shape, dtype=np.float32)
+    if xp is np:
+        return BACKWARD_TWINS["scatter" if algorithm == "auto" else algorithm](dy, pads)
+    chosen = algorithm
+    if algorithm == "auto":
+        candidates = {
+            a: functools.partial(_backward_call(in_shape, pads, a), dy) for a in BACKWARD_ALGORITHMS
+        }
+        chosen = autotune.fastest(("reflect_pad_backward", in_shape, pads), candidates) or "gather"
+    call = _backward_call(in_shape, pads, chosen)
+    if key:  # "auto" too: its choice is fixed per shape once measured
+        _ready_backward.put(key, call)
+    return call(dy)

@@ -19,8 +19,14 @@ from gpuops.conv2d import (
     tiled_basic_launch,
     tiled_launch,
 )
+from gpuops.conv_backward import (
+    check_conv2d_backward,
+    input_gather_launch,
+    input_scatter_launch,
+    weight_reduce_launch,
+)
 from gpuops.launch import includes, kernel_signature, kernel_span, row_launch, source_text
-from gpuops.reflect_pad import reflect_pad_launch
+from gpuops.reflect_pad import reflect_pad_backward_launch, reflect_pad_launch
 from gpuops.unfold_fold import fold_launch, unfold_launch
 
 
@@ -168,7 +174,19 @@ ALL_LAUNCHES = {
     "fold_scatter": lambda: fold_launch(gpuops.window_geometry(11, 9, 3, padding=1), 2, 4, "scatter"),
     "fold_gather": lambda: fold_launch(gpuops.window_geometry(11, 9, 3, padding=1), 2, 4, "gather"),
     "reflect_pad": lambda: reflect_pad_launch(8, 11, 9, (2, 3, 1, 4)),
+    "input_scatter": lambda: input_scatter_launch(_grad_problem()),
+    "input_gather": lambda: input_gather_launch(_grad_problem()),
+    "weight_reduce": lambda: weight_reduce_launch(_grad_problem()),
+    "reflect_pad_backward_scatter": lambda: reflect_pad_backward_launch(8, 11, 9, (2, 3, 1, 4), "scatter"),
+    "reflect_pad_backward_gather": lambda: reflect_pad_backward_launch(8, 11, 9, (2, 3, 1, 4), "gather"),
 }
+ATOMIC = {"fold_scatter", "input_scatter", "reflect_pad_backward_scatter"}  # several writers per output
+
+
+def _grad_problem():
+    """The backward of the forward launches' conv: x (2, 4, 11, 9), w (6, 2, 3, 3), groups 2, stride
+    (2, 1), padding 1 -> dy (2, 6, 6, 9)."""
+    return check_conv2d_backward((2, 6, 6, 9), (2, 4, 11, 9), (6, 2, 3, 3), (2, 1), 1, groups=2)[1]
 
 
 @pytest.mark.parametrize("name", ALL_LAUNCHES)
@@ -202,16 +220,26 @@ def _inputs(name, rng):
         arrays, out_shape = (cp.asarray(rng.standard_normal((2, 4, 11, 9)).astype(np.float32)),), (2, 36, 99)
     elif name.startswith("fold"):
         arrays, out_shape = (cp.asarray(rng.standard_normal((2, 36, 99)).astype(np.float32)),), (2, 4, 11, 9)
+    elif name.startswith("input_"):  # dy, w -> dx
+        dy = rng.standard_normal((2, 6, 6, 9)).astype(np.float32)
+        w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+        arrays, out_shape = (cp.asarray(dy), cp.asarray(w)), (2, 4, 11, 9)
+    elif name == "weight_reduce":  # dy, x -> dw
+        dy = rng.standard_normal((2, 6, 6, 9)).astype(np.float32)
+        x = rng.standard_normal((2, 4, 11, 9)).astype(np.float32)
+        arrays, out_shape = (cp.asarray(dy), cp.asarray(x)), (6, 2, 3, 3)
+    elif name.startswith("reflect_pad_backward"):  # the padded gradient -> (8, 11, 9)
+        arrays, out_shape = (cp.asarray(rng.standard_normal((8, 16, 14)).astype(np.float32)),), (8, 11, 9)
     else:
         arrays, out_shape = (cp.asarray(rng.standard_normal((8, 11, 9)).astype(np.float32)),), (8, 16, 14)
     out = cp.full(out_shape, cp.nan, dtype=cp.float32)
-    if name == "fold_scatter":
+    if name in ATOMIC:
         out[...] = 0
     return launch, (*arrays, out)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", [n for n in ALL_LAUNCHES if n != "fold_scatter"])
+@pytest.mark.parametrize("name", [n for n in ALL_LAUNCHES if n not in ATOMIC])
 def test_thread_of_names_the_thread_that_wrote_each_output(name, rng):
     """Trace build: every output cell records the thread that stored it. Each one was written
     (no NaN left, no zero id), the kernel saw the Launch's grid and block, and thread_of()

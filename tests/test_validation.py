@@ -128,3 +128,131 @@ def test_reflect_pad_rejects_bad_pads(pads, message):
 def test_empty_batch_gives_empty_output():
     y = gpuops.conv2d(np.zeros((0, 4, 6, 5), np.float32), W, padding=1)
     assert y.shape == (0, 2, 6, 5)
+
+
+# ---- the backward pass and the transposed convolution ---------------------------------------------
+XT = np.zeros((1, 4, 5, 6), np.float32)  # conv_transpose2d input: 4 channels
+WT = np.zeros((4, 3, 3, 3), np.float32)  # (in_channels, out_channels/groups, kh, kw)
+
+
+def _escaped(message):
+    return message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(output_padding=1), "output_padding 1 (height) must be smaller than stride 1 or dilation 1"),
+        (
+            dict(stride=2, output_padding=(1, 2)),
+            "output_padding 2 (width) must be smaller than stride 2 or dilation 1",
+        ),
+        (dict(output_padding=-1), "output_padding -1 (height) must be at least 0"),
+        (dict(stride=0), "stride 0 (height) must be at least 1"),
+        (dict(dilation=(1, 0)), "dilation 0 (width) must be at least 1"),
+        (dict(padding=-2), "padding -2 (height) must be at least 0"),
+        (dict(groups=3), "groups 3 must divide the input channels 4"),
+        (dict(groups=0), "groups 0 must be an int of at least 1"),
+        (dict(algorithm="fft"), "algorithm 'fft' must be one of"),
+        (
+            dict(padding=4),
+            "conv_transpose2d output height -1 = (input 5 - 1) x stride 1 - 2 x padding 4 + dilation 1 x "
+            "(kernel 3 - 1) + output_padding 0 + 1 must be at least 1",
+        ),
+    ],
+)
+def test_conv_transpose2d_rejects_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=_escaped(message)):
+        gpuops.conv_transpose2d(XT, WT, **kwargs)
+
+
+def test_conv_transpose2d_rejects_bad_shapes():
+    with pytest.raises(
+        ValueError, match=r"weight has 5 input channels \(its first dimension\), but the input has 4"
+    ):
+        gpuops.conv_transpose2d(XT, np.zeros((5, 3, 3, 3), np.float32))
+    with pytest.raises(ValueError, match=r"bias shape \(3,\) must be \(6,\)"):
+        gpuops.conv_transpose2d(XT, np.zeros((4, 3, 3, 3), np.float32), np.zeros(3, np.float32), groups=2)
+    with pytest.raises(ValueError, match=r"input must have 3 or 4 dimensions .* got 2"):
+        gpuops.conv_transpose2d(np.zeros((5, 6)), WT)
+    with pytest.raises(ValueError, match=r"weight must have 4 dimensions .* got 3"):
+        gpuops.conv_transpose2d(XT, np.zeros((4, 3, 3)))
+    with pytest.raises(ValueError, match="weight kernel size 0x3 must be at least 1x1"):
+        gpuops.conv_transpose2d(XT, np.zeros((4, 3, 0, 3)))
+
+
+DY = np.zeros((1, 2, 4, 3), np.float32)  # conv2d(X, W) output: (1, 2, 4, 3)
+
+
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (
+            lambda: gpuops.conv2d_backward(np.zeros((1, 2, 4, 4)), X, W),
+            "grad_output shape (1, 2, 4, 4) must equal the forward output's shape (1, 2, 4, 3)",
+        ),
+        (
+            lambda: gpuops.conv2d_backward(DY[0], X, W),
+            "grad_output shape (2, 4, 3) must equal the forward output's shape (1, 2, 4, 3)",
+        ),
+        (
+            lambda: gpuops.conv2d_backward(DY, X, W, algorithm="winograd"),
+            "algorithm 'winograd' must be one of",
+        ),
+        (
+            lambda: gpuops.conv2d_backward(DY, X, W, weight_algorithm="scatter"),
+            "weight_algorithm 'scatter' must be one of",
+        ),
+        (lambda: gpuops.conv2d_backward(DY, X, W, groups=3), "groups 3 must divide the input channels 4"),
+        (
+            lambda: gpuops.conv2d_backward(DY, X, W, padding=(0, 5), padding_mode="reflect"),
+            "reflect padding 5 (left) must be smaller than the input width 5",
+        ),
+        (lambda: gpuops.conv2d_backward(DY, X, W, stride=0), "stride 0 (height) must be at least 1"),
+        (
+            lambda: gpuops.conv2d_backward(DY, X, np.zeros((2, 3, 3, 3))),
+            "weight has 3 input channels per filter, but input channels 4 / groups 1 = 4",
+        ),
+        (
+            lambda: gpuops.conv2d_grad_input(DY, (4, 6), W),
+            "input must have 3 or 4 dimensions ((C, H, W) or (N, C, H, W)), got 2",
+        ),
+        (
+            lambda: gpuops.conv2d_grad_weight(DY, X, (2, 4, 3, 3), algorithm="gather"),
+            "weight_algorithm 'gather' must be one of",
+        ),
+    ],
+)
+def test_conv2d_backward_rejects_bad_arguments(call, message):
+    with pytest.raises(ValueError, match=_escaped(message)):
+        call()
+
+
+@pytest.mark.parametrize(
+    "shape,pads,message",
+    [
+        (
+            (1, 4, 6),
+            (3, 3, 0, 0),
+            "grad_output width 6 leaves an input width of 0 after padding left 3 + right 3",
+        ),
+        (
+            (1, 3, 6),
+            (0, 0, 2, 1),
+            "grad_output height 3 leaves an input height of 0 after padding top 2 + bottom 1",
+        ),
+        ((1, 7, 6), (3, 0, 0, 0), "reflect padding 3 (left) must be smaller than the input width 3"),
+        ((1, 7, 6), (0, 0, 1, 4), "reflect padding 4 (bottom) must be smaller than the input height 2"),
+        ((1, 7, 6), (0, 0, -1, 0), "reflect padding -1 (top) must be at least 0"),
+        ((1, 7, 6), (1, 2), "padding must be an int or (left, right, top, bottom)"),
+        ((6,), 1, "grad_output must have 2 or 3 or 4 dimensions"),
+    ],
+)
+def test_reflect_pad_backward_rejects_bad_arguments(shape, pads, message):
+    with pytest.raises(ValueError, match=_escaped(message)):
+        gpuops.reflect_pad_backward(np.zeros(shape, np.float32), pads)
+
+
+def test_reflect_pad_backward_rejects_unknown_algorithm():
+    with pytest.raises(ValueError, match="algorithm 'atomic' must be one of"):
+        gpuops.reflect_pad_backward(np.zeros((5, 5), np.float32), 1, algorithm="atomic")

@@ -1,8 +1,27 @@
 // Reflect padding (PyTorch ReflectionPad2d semantics): every padded cell (oy, ox) copies input
 // cell (reflect_index(oy - pad_top, H), reflect_index(ox - pad_left, W)) (index_math.cuh).
 //
-//   v1 reflect_pad   one thread ROW per output row, 4 cells per thread per step
+//   v1 reflect_pad                   one thread ROW per output row, 4 cells per thread per step
+//   v2 reflect_pad_backward_scatter  the backward pass as PyTorch runs it: v1's walk over the
+//                                    padded rows, each gradient ADDED onto its source cell (atomicAdd)
+//   v3 reflect_pad_backward_gather   v2 turned around: one thread per INPUT cell sums the 1-3 x 1-3
+//                                    padded cells that copied it; no atomics, deterministic
 #include "index_math.cuh"
+
+// The padded coordinates that copy input coordinate i along one axis (numbered like i: the
+// first input cell is 0, the padding before it is negative), written to v; returns how many:
+//   i itself,
+//   -i            its mirror before the start, there when 1 <= i <= pad_before,
+//   2(size-1)-i   its mirror past the end, there when size-1-pad_after <= i <= size-2.
+// reflect_index maps each of them back to i; the edge cells 0 and size-1 have no mirror of
+// their own (reflection does not repeat the edge). NumPy twin: gpuops.reflect_pad.reflect_copies.
+__device__ __forceinline__ int reflect_copies(int i, int size, int pad_before, int pad_after, int v[3]) {
+    int count = 0;
+    v[count++] = i;
+    if (i >= 1 && i <= pad_before) v[count++] = -i;
+    if (i <= size - 2 && i >= size - 1 - pad_after) v[count++] = 2 * (size - 1) - i;
+    return count;
+}
 
 // =======================================================================================
 // v1 reflect_pad: one thread ROW per output row.
@@ -53,5 +72,71 @@ extern "C" __global__ void reflect_pad_v1(
         }
         for (int ox = head + (groups << 2) + threadIdx.x; ox < W_out; ox += blockDim.x)
             store(y, out0 + ox, src[reflect_index(ox - pad_left, W)]);   // tail
+    }
+}
+
+// =======================================================================================
+// v2 reflect_pad_backward_scatter: the backward pass of v1, as PyTorch's CUDA kernel does it
+// (the source article). The forward pass copied input cell
+// (reflect_index(oy - pad_top, H), reflect_index(ox - pad_left, W)) into padded cell (oy, ox),
+// so the gradient of that padded cell belongs to that input cell. v1's walk over the PADDED
+// rows, with the copy reversed: each padded cell's gradient is ADDED onto its source cell.
+// An input cell near a border is the source of up to 3 cells per axis (itself and its mirror
+// images), handled by different threads: atomicAdd, dx zeroed before the launch, and a
+// summation order that can change from run to run. One cell per thread and step (no float4:
+// atomics have no 16-byte form).
+// =======================================================================================
+extern "C" __global__ void reflect_pad_v2_backward_scatter(
+    const float* __restrict__ dy,  // (planes, H_out, W_out): the gradient of the padded output
+    float* __restrict__ dx,        // (planes, H, W), zeroed
+    unsigned rows,                 // planes * H_out (< 2^31, checked by the host)
+    int H, int W, int H_out, int W_out,
+    int pad_top, int pad_left)
+{
+    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
+         row += gridDim.x * blockDim.y) {  // row = plane * H_out + oy
+        const int oy = (int)(row % H_out);
+        const long long plane = row / H_out;
+        float* dst = dx + (plane * H + reflect_index(oy - pad_top, H)) * W;   // the source row
+        const float* __restrict__ src = dy + (long long)row * W_out;
+        for (int ox = threadIdx.x; ox < W_out; ox += blockDim.x)
+            atomicAdd(&dst[reflect_index(ox - pad_left, W)], src[ox]);
+    }
+}
+
+// =======================================================================================
+// v3 reflect_pad_backward_gather = v2 turned around: one thread per INPUT cell (y, x) sums the
+// gradients of the padded cells that copied it: reflect_copies gives 1-3 rows and 1-3 columns,
+// so 1 to 9 cells. Each input cell has one writer and a fixed order: no atomics, no zeroing,
+// the same bits on every run. A row kernel over dx: row = plane * H + y; the row's padded
+// rows are found once per row, the columns once per cell.
+// pad_bottom and pad_right are what is left of the padded size: H_out - H - pad_top, W_out - W - pad_left.
+// =======================================================================================
+extern "C" __global__ void reflect_pad_v3_backward_gather(
+    const float* __restrict__ dy,  // (planes, H_out, W_out)
+    float* __restrict__ dx,        // (planes, H, W)
+    unsigned rows,                 // planes * H (< 2^31, checked by the host)
+    int H, int W, int H_out, int W_out,
+    int pad_top, int pad_left)
+{
+    const int pad_bottom = H_out - H - pad_top, pad_right = W_out - W - pad_left;
+    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
+         row += gridDim.x * blockDim.y) {  // row = plane * H + y
+        const int y = (int)(row % H);
+        const long long plane = row / H;
+        int ry[3];
+        const int n_rows = reflect_copies(y, H, pad_top, pad_bottom, ry);
+        const float* __restrict__ src = dy + plane * H_out * W_out + pad_left;   // padded column 0 of input column 0
+        const long long out0 = (long long)row * W;
+        for (int x = threadIdx.x; x < W; x += blockDim.x) {
+            int rx[3];
+            const int n_cols = reflect_copies(x, W, pad_left, pad_right, rx);
+            float sum = 0.0f;
+            for (int a = 0; a < n_rows; ++a) {
+                const float* __restrict__ r = src + (long long)(ry[a] + pad_top) * W_out;
+                for (int b = 0; b < n_cols; ++b) sum += r[rx[b]];
+            }
+            store(dx, out0 + x, sum);
+        }
     }
 }

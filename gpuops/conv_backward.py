@@ -1,0 +1,959 @@
+"""The backward pass of conv2d and the transposed convolution: check -> plan -> run, on CuPy or NumPy.
+
+grad_input and conv_transpose2d are one computation (the adjoint of the forward convolution),
+with three algorithms:
+  scatter    v1 (kernels/conv_backward.cu): one thread per output gradient adds dy * w onto the
+             input cells its window read (atomicAdd)
+  gather     v2: one thread per input cell sums the output gradients that read it (the flipped
+             filter, PMPP fig. 16.9-16.10); deterministic
+  gemm_fold  cols = W^T @ dY through cuBLAS, then col2im with gpuops.fold (its gather kernel)
+  auto       on the GPU the fastest for the shape, measured once (gpuops.autotune); on the CPU
+             scatter (one strided slice per tap, no K*K-times larger cols)
+grad_weight has two:
+  gemm       unfold(x), then dW = dY @ cols^T through cuBLAS per sample, summed over the batch
+  direct     v3: one block per weight sums dy * x, a shared-memory tree reduction; deterministic
+  auto       on the GPU measured; on the CPU direct
+Reflect padding: the forward pass is a convolution of the reflect-padded input, so the backward
+pass works on the padded input and folds the mirrored cells back with reflect_pad_backward.
+
+The NumPy twin of each launcher sits next to it and loops over the taps (ki, kj) only.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpuops import autotune
+from gpuops.backend import array_module
+from gpuops.cache import Memo, memoised
+from gpuops.checks import (
+    AXES,
+    WindowGeometry,
+    as_float32,
+    as_pair,
+    check_at_least,
+    check_ndim,
+    window_geometry,
+)
+from gpuops.conv2d import ConvProblem, check_conv2d
+from gpuops.index_math import output_coord, tap_slice
+from gpuops.launch import Call, Launch, ThreadRef, check_grid, ints, row_launch
+from gpuops.reflect_pad import reflect_pad, reflect_pad_backward
+from gpuops.unfold_fold import fold, fold_launch, fold_numpy, unfold_into, unfold_launch, unfold_numpy
+
+SOURCE = "conv_backward.cu"
+GRAD_INPUT_ALGORITHMS = ("scatter", "gather", "gemm_fold")
+GRAD_WEIGHT_ALGORITHMS = ("gemm", "direct")
+AUTO = "auto"
+KERNELS = {
+    "scatter": "conv_backward_v1_input_scatter",
+    "gather": "conv_backward_v2_input_gather",
+    "direct": "conv_backward_v3_weight_reduce",
+}
+SCATTER_MAX_THREADS = 256  # v1: threads per block (fewer for small output planes)
+REDUCE_BLOCK = (32, 8, 1)  # v3; a CPU test checks it against the #defines of the .cu file
+INT_LIMIT = 2**31 - 1
+GEMM_LIMIT = 2**31 - 1  # cuBLAS takes matrix sizes and leading dimensions as 32-bit ints
+FOLD_VARIANT = "gather"  # gemm_fold's col2im: deterministic, and the launch the plan names
+
+
+# ---- check --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GradProblem:
+    """One backward computation, checked: dx (N, C, H, W) from dy (N, M, H_dy, W_dy) and
+    w (M, C/groups, KH, KW) through `geometry`, the forward windows over dx (H, W, pads...).
+
+    conv2d_backward: dx is the forward input (the padded input in reflect mode), dy the
+    forward output, so (H_dy, W_dy) = (geometry.H_out, geometry.W_out).
+    conv_transpose2d: dy is the transposed convolution's input, dx its output; with
+    output_padding >= stride, window_count gives windows no input feeds, so H_dy < geometry.H_out.
+    """
+
+    N: int
+    C: int
+    M: int
+    groups: int
+    geometry: WindowGeometry
+    H_dy: int
+    W_dy: int
+
+    @property
+    def dx_shape(self) -> tuple[int, int, int, int]:
+        return self.N, self.C, self.geometry.H, self.geometry.W
+
+    @property
+    def dy_shape(self) -> tuple[int, int, int, int]:
+        return self.N, self.M, self.H_dy, self.W_dy
+
+    @property
+    def w_shape(self) -> tuple[int, int, int, int]:
+        return self.M, self.C // self.groups, self.geometry.KH, self.geometry.KW
+
+    @property
+    def flops(self) -> int:
+        """Multiply-adds x 2 of the forward convolution this is the adjoint of (padding taps included)."""
+        g = self.geometry
+        return 2 * self.N * self.M * self.H_dy * self.W_dy * (self.C // self.groups) * g.KH * g.KW
+
+    @property
+    def cols_bytes_per_sample(self) -> int:
+        """Bytes of one sample's cols (C*KH*KW x L) for gemm_fold and the gemm weight gradient."""
+        g = self.geometry
+        return 4 * self.C * g.KH * g.KW * g.L
+
+    @property
+    def empty(self) -> bool:
+        return min(self.dx_shape) == 0 or min(self.dy_shape) == 0
+
+
+def _check_groups(groups: Any) -> int:
+    if not isinstance(groups, numbers.Integral) or isinstance(groups, bool) or groups < 1:
+        raise ValueError(f"groups {groups!r} must be an int of at least 1")
+    return int(groups)
+
+
+def check_input_algorithm(algorithm: str) -> None:
+    if algorithm not in (*GRAD_INPUT_ALGORITHMS, AUTO):
+        raise ValueError(f"algorithm {algorithm!r} must be one of {(*GRAD_INPUT_ALGORITHMS, AUTO)}")
+
+
+def check_weight_algorithm(algorithm: str) -> None:
+    if algorithm not in (*GRAD_WEIGHT_ALGORITHMS, AUTO):
+        raise ValueError(f"weight_algorithm {algorithm!r} must be one of {(*GRAD_WEIGHT_ALGORITHMS, AUTO)}")
+
+
+@dataclass(frozen=True)
+class TransposeGeometry:
+    """A transposed convolution along both axes: an H_in x W_in input becomes an H_out x W_out
+    output, H_out = (H_in - 1)*stride - 2*padding + dilation*(KH - 1) + output_padding + 1.
+    `forward` is the convolution it is the adjoint of: its windows over the OUTPUT."""
+
+    H_in: int
+    W_in: int
+    output_padding: tuple[int, int]
+    forward: WindowGeometry
+
+    @property
+    def H_out(self) -> int:
+        return self.forward.H
+
+    @property
+    def W_out(self) -> int:
+        return self.forward.W
+
+
+@memoised("transpose_geometries", 1024)
+def transpose_geometry(
+    H_in: int,
+    W_in: int,
+    kernel_size: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    dilation: Any = 1,
+) -> TransposeGeometry:
+    """Check a transposed convolution's window arguments and return its geometry."""
+    kh, kw = as_pair(kernel_size, "kernel_size")
+    sh, sw = as_pair(stride, "stride")
+    ph, pw = as_pair(padding, "padding")
+    oph, opw = as_pair(output_padding, "output_padding")
+    dh, dw = as_pair(dilation, "dilation")
+    check_at_least((kh, kw), "kernel_size", 1)
+    check_at_least((sh, sw), "stride", 1)
+    check_at_least((dh, dw), "dilation", 1)
+    check_at_least((ph, pw), "padding", 0)
+    check_at_least((oph, opw), "output_padding", 0)
+    sizes = []
+    for axis, size, k, s, p, op, d in zip(
+        AXES, (H_in, W_in), (kh, kw), (sh, sw), (ph, pw), (oph, opw), (dh, dw), strict=True
+    ):
+        if size < 1:
+            raise ValueError(f"input {axis} {size} must be at least 1")
+        if op >= s and op >= d:
+            raise ValueError(f"output_padding {op} ({axis}) must be smaller than stride {s} or dilation {d}")
+        out = (size - 1) * s - 2 * p + d * (k - 1) + op + 1
+        if out < 1:
+            raise ValueError(
+                f"conv_transpose2d output {axis} {out} = (input {size} - 1) x stride {s} - 2 x padding {p} "
+                f"+ dilation {d} x (kernel {k} - 1) + output_padding {op} + 1 must be at least 1"
+            )
+        sizes.append(out)
+    forward = window_geometry(sizes[0], sizes[1], (kh, kw), (sh, sw), (ph, pw), (dh, dw))
+    return TransposeGeometry(H_in, W_in, (oph, opw), forward)
+
+
+@memoised("conv_transpose2d_checks", 1024)
+def check_conv_transpose2d(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    bias_shape: tuple[int, ...] | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: Any = 1,
+    dilation: Any = 1,
+) -> GradProblem:
+    """Validate conv_transpose2d's arguments by shape alone; ValueError names parameter and limit."""
+    check_ndim(x_shape, (3, 4), "input", "(C_in, H, W) or (N, C_in, H, W)")
+    check_ndim(w_shape, (4,), "weight", "(in_channels, out_channels/groups, kh, kw)")
+    N, C_in, H_in, W_in = x_shape if len(x_shape) == 4 else (1, *x_shape)
+    rows, Cg_out, KH, KW = w_shape
+    groups = _check_groups(groups)
+    if C_in % groups:
+        raise ValueError(f"groups {groups} must divide the input channels {C_in}")
+    if rows != C_in:
+        raise ValueError(f"weight has {rows} input channels (its first dimension), but the input has {C_in}")
+    if KH < 1 or KW < 1:
+        raise ValueError(f"weight kernel size {KH}x{KW} must be at least 1x1")
+    C_out = Cg_out * groups
+    if bias_shape is not None and tuple(bias_shape) != (C_out,):
+        raise ValueError(f"bias shape {tuple(bias_shape)} must be ({C_out},), one value per output channel")
+    tg = transpose_geometry(H_in, W_in, (KH, KW), stride, padding, output_padding, dilation)
+    return GradProblem(N, C_out, C_in, groups, tg.forward, H_in, W_in)
+
+
+@memoised("conv2d_backward_checks", 1024)
+def check_conv2d_backward(
+    grad_output_shape: tuple[int, ...],
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: Any = 1,
+    padding_mode: str = "zeros",
+) -> tuple[ConvProblem, GradProblem]:
+    """The forward problem (conv2d's checks) and the backward one; grad_output must have the
+    forward output's shape. In reflect mode the GradProblem's dx is the padded input."""
+    p = check_conv2d(tuple(x_shape), tuple(w_shape), None, stride, padding, dilation, groups, padding_mode)
+    expected = p.out_shape if len(x_shape) == 4 else p.out_shape[1:]
+    if tuple(grad_output_shape) != tuple(expected):
+        raise ValueError(
+            f"grad_output shape {tuple(grad_output_shape)} must equal the forward output's shape {tuple(expected)}"
+        )
+    g = p.geometry.unpadded() if p.reflect else p.geometry
+    return p, GradProblem(p.N, p.C, p.M, p.groups, g, g.H_out, g.W_out)
+
+
+# ---- plan: one launch helper per kernel ---------------------------------------------------------------
+def _geometry_args(q: GradProblem) -> tuple[tuple[str, Any], ...]:
+    """The arguments every kernel of conv_backward.cu takes after its arrays, in order."""
+    g = q.geometry
+    return ints(
+        N=q.N,
+        C=q.C,
+        H=g.H,
+        W=g.W,
+        M=q.M,
+        KH=g.KH,
+        KW=g.KW,
+        H_out=q.H_dy,
+        W_out=q.W_dy,
+        stride_h=g.stride_h,
+        stride_w=g.stride_w,
+        pad_h=g.pad_top,
+        pad_w=g.pad_left,
+        dil_h=g.dil_h,
+        dil_w=g.dil_w,
+        groups=q.groups,
+    )
+
+
+@dataclass(frozen=True)
+class GradPixelMap:
+    """v1: block (bx, m, n) takes output gradients p = bx*pixels .. of filter m, sample n
+    (p = oh*W_out + ow); thread x takes one of them. Index: (n, m, oh, ow) of dy, the cell a
+    thread READS: its writes are atomic additions onto the input cells of its window."""
+
+    pixels: int
+    W_out: int
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        n, m, oh, ow = index
+        p = oh * self.W_out + ow
+        return ThreadRef((p // self.pixels, m, n), (p % self.pixels, 0, 0))
+
+    def describe(self) -> str:
+        return (
+            f"one thread per output gradient; a block is {self.pixels} consecutive output pixels of one "
+            "filter and sample; each thread atomically adds dy x w onto every input cell its window read"
+        )
+
+
+@dataclass(frozen=True)
+class WeightBlockMap:
+    """v3: block ((m*Cg + c)*KH + ki)*KW + kj sums weight (m, c, ki, kj); thread 0 stores it."""
+
+    Cg: int
+    KH: int
+    KW: int
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        m, c, ki, kj = index
+        return ThreadRef((((m * self.Cg + c) * self.KH + ki) * self.KW + kj, 0, 0), (0, 0, 0))
+
+    def describe(self) -> str:
+        x, y, _ = REDUCE_BLOCK
+        return (
+            f"one block of {x * y} threads per weight: {y} thread rows take output rows (n, oh), {x} threads "
+            "walk each row; a shared-memory tree adds their sums and thread 0 stores the weight's gradient"
+        )
+
+
+def _scatter_pixels(L: int) -> int:
+    """Threads per block of v1: a power of two, 32..256, no more than the plane needs."""
+    bx = 32
+    while bx < min(L, SCATTER_MAX_THREADS):
+        bx *= 2
+    return bx
+
+
+def input_scatter_launch(q: GradProblem) -> Launch:
+    """v1: grid (pixel blocks, M, N) over dy; dx must be zeroed."""
+    L = q.H_dy * q.W_dy
+    bx = _scatter_pixels(L)
+    grid = (max(1, -(-L // bx)), q.M, q.N)
+    check_grid(grid, "the scatter kernel")
+    return Launch(
+        KERNELS["scatter"],
+        SOURCE,
+        grid,
+        (bx, 1, 1),
+        0,
+        ("dy", "w", "dx"),
+        _geometry_args(q),
+        GradPixelMap(bx, q.W_dy),
+        "(n, m, oh, ow) of dy",
+    )
+
+
+def input_gather_launch(q: GradProblem) -> Launch:
+    """v2: a row kernel over dx (N, C, H, W), rows of W cells."""
+    g = q.geometry
+    return row_launch(
+        KERNELS["gather"],
+        SOURCE,
+        ("dy", "w", "dx"),
+        q.dx_shape,
+        g.W,
+        _geometry_args(q),
+        index="(n, c, ih, iw) of dx",
+    )
+
+
+def weight_reduce_launch(q: GradProblem) -> Launch:
+    """v3: one block per weight; the block's rows are the N*H_out output rows (32-bit)."""
+    rows = q.N * q.H_dy
+    if rows > INT_LIMIT:
+        raise ValueError(
+            f"the direct weight-gradient kernel counts output rows N x H_out = {rows:,} with 32-bit ints "
+            f"(limit {INT_LIMIT:,}); split the batch or use weight_algorithm='gemm'"
+        )
+    Cg = q.C // q.groups
+    grid = (max(1, q.M * Cg * q.geometry.KH * q.geometry.KW), 1, 1)
+    check_grid(grid, "the direct weight-gradient kernel")
+    return Launch(
+        KERNELS["direct"],
+        SOURCE,
+        grid,
+        REDUCE_BLOCK,
+        0,
+        ("dy", "x", "dw"),
+        _geometry_args(q),
+        WeightBlockMap(Cg, q.geometry.KH, q.geometry.KW),
+        "(m, c, ki, kj) of dw",
+    )
+
+
+def input_launch(q: GradProblem, algorithm: str) -> Launch:
+    """The launch that writes grad_input: v1, v2, or gemm_fold's col2im (fold_v2_gather)."""
+    if algorithm == "scatter":
+        return input_scatter_launch(q)
+    if algorithm == "gather":
+        return input_gather_launch(q)
+    return fold_launch(q.geometry, q.N, q.C, FOLD_VARIANT)
+
+
+def weight_launch(q: GradProblem, algorithm: str) -> Launch:
+    """The kernel launch of a weight-gradient algorithm: v3, or gemm's unfold (the GEMM is cuBLAS)."""
+    if algorithm == "direct":
+        return weight_reduce_launch(q)
+    return unfold_launch(q.geometry, q.N, q.C)
+
+
+@dataclass(frozen=True)
+class BackwardPlan:
+    """A checked backward (or transposed) call and the launches it makes (None: chosen per call
+    by "auto", or nothing to compute)."""
+
+    problem: GradProblem
+    input_algorithm: str
+    input_launch: Launch | None
+    weight_algorithm: str | None = None
+    weight_launch: Launch | None = None
+    pads: tuple[int, int, int, int] | None = None  # reflect mode: (left, right, top, bottom)
+
+
+@memoised("conv_transpose2d_plans", 1024)
+def plan_conv_transpose2d(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    bias_shape: tuple[int, ...] | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: Any = 1,
+    dilation: Any = 1,
+    algorithm: str = AUTO,
+) -> BackwardPlan:
+    """check, then the launch of `algorithm` (the app draws it before running)."""
+    check_input_algorithm(algorithm)
+    q = check_conv_transpose2d(
+        tuple(x_shape),
+        tuple(w_shape),
+        None if bias_shape is None else tuple(bias_shape),
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+    )
+    launch = None if algorithm == AUTO or q.empty else input_launch(q, algorithm)
+    return BackwardPlan(q, algorithm, launch)
+
+
+@memoised("conv2d_backward_plans", 1024)
+def plan_conv2d_backward(
+    grad_output_shape: tuple[int, ...],
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: Any = 1,
+    padding_mode: str = "zeros",
+    algorithm: str = AUTO,
+    weight_algorithm: str = AUTO,
+) -> BackwardPlan:
+    """check, then the launches of both algorithms (grad_input's and grad_weight's)."""
+    check_input_algorithm(algorithm)
+    check_weight_algorithm(weight_algorithm)
+    p, q = check_conv2d_backward(
+        tuple(grad_output_shape),
+        tuple(x_shape),
+        tuple(w_shape),
+        stride,
+        padding,
+        dilation,
+        groups,
+        padding_mode,
+    )
+    il = None if algorithm == AUTO or q.empty else input_launch(q, algorithm)
+    wl = None if weight_algorithm == AUTO or q.empty else weight_launch(q, weight_algorithm)
+    return BackwardPlan(q, algorithm, il, weight_algorithm, wl, p.geometry.pads if p.reflect else None)
+
+
+# ---- NumPy twins (loops over the taps only) ---------------------------------------------------------
+def _grouped(q: GradProblem, dy: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """dy as (N, G, Mg, L_dy) and the weights as (G, Mg, Cg, KH, KW)."""
+    G = q.groups
+    Mg, Cg, g = q.M // G, q.C // G, q.geometry
+    return dy.reshape(q.N, G, Mg, q.H_dy * q.W_dy), w.reshape(G, Mg, Cg, g.KH, g.KW)
+
+
+def input_scatter_numpy(dy: np.ndarray, w: np.ndarray, q: GradProblem) -> np.ndarray:
+    """Twin of v1: per tap (ki, kj), every output gradient times w[:, :, ki, kj] (a product over
+    the group's filters) lands on the strided slice of the padded input that tap read; then the
+    padding is cropped off."""
+    g, G, Cg = q.geometry, q.groups, q.C // q.groups
+    dyg, wg = _grouped(q, dy, w)
+    Hp, Wp = g.padded_hw
+    dxp = np.zeros((q.N, G, Cg, Hp, Wp), dtype=np.float32)
+    for ki in range(g.KH):
+        rows = tap_slice(ki, g.dil_h, g.stride_h, q.H_dy)
+        for kj in range(g.KW):
+            cols = tap_slice(kj, g.dil_w, g.stride_w, q.W_dy)
+            contrib = wg[:, :, :, ki, kj].transpose(0, 2, 1) @ dyg  # (N, G, Cg, L_dy)
+            dxp[..., rows, cols] += contrib.reshape(q.N, G, Cg, q.H_dy, q.W_dy)
+    dx = dxp[..., g.pad_top : g.pad_top + g.H, g.pad_left : g.pad_left + g.W]
+    return np.ascontiguousarray(dx.reshape(q.dx_shape))
+
+
+def input_gather_numpy(dy: np.ndarray, w: np.ndarray, q: GradProblem) -> np.ndarray:
+    """Twin of v2: per tap (ki, kj), every input cell takes the output gradient output_coord
+    names (rows and columns where it is -1 take nothing), times w[:, :, ki, kj]."""
+    g, G, Cg = q.geometry, q.groups, q.C // q.groups
+    dyg, wg = _grouped(q, dy, w)
+    dyg = dyg.reshape(q.N, G, q.M // G, q.H_dy, q.W_dy)
+    dx = np.zeros((q.N, G, Cg, g.H, g.W), dtype=np.float32)
+    ih, iw = np.arange(g.H), np.arange(g.W)
+    for ki in range(g.KH):
+        oh = output_coord(ih, g.stride_h, g.pad_top, ki, g.dil_h, q.H_dy)
+        rows = np.flatnonzero(oh >= 0)
+        if rows.size == 0:
+            continue
+        for kj in range(g.KW):
+            ow = output_coord(iw, g.stride_w, g.pad_left, kj, g.dil_w, q.W_dy)
+            cols = np.flatnonzero(ow >= 0)
+            if cols.size == 0:
+                continue
+            taken = dyg[:, :, :, oh[rows][:, None], ow[cols][None, :]]  # (N, G, Mg, r, c)
+            contrib = wg[:, :, :, ki, kj].transpose(0, 2, 1) @ taken.reshape(q.N, G, q.M // G, -1)
+            dx[:, :, :, rows[:, None], cols[None, :]] += contrib.reshape(q.N, G, Cg, rows.size, cols.size)
+    return dx.reshape(q.dx_shape)
+
+
+def _dy_on_all_windows(dy: Any, q: GradProblem) -> Any:
+    """dy padded with zero rows / columns up to the geometry's window count (conv_transpose2d
+    with output_padding >= stride has windows no input feeds); unchanged otherwise."""
+    g = q.geometry
+    if (q.H_dy, q.W_dy) == (g.H_out, g.W_out):
+        return dy
+    xp = array_module(dy)
+    return xp.pad(dy, ((0, 0), (0, 0), (0, g.H_out - q.H_dy), (0, g.W_out - q.W_dy)))
+
+
+def input_gemm_fold_numpy(dy: np.ndarray, w: np.ndarray, q: GradProblem) -> np.ndarray:
+    """Twin of gemm_fold: cols = W_g^T @ dY_g per group (all of cols at once), then fold."""
+    g, G = q.geometry, q.groups
+    dy = _dy_on_all_windows(dy, q)
+    wt = w.reshape(G, q.M // G, -1).transpose(0, 2, 1)  # (G, Cg*KK, Mg)
+    cols = wt @ dy.reshape(q.N, G, q.M // G, g.L)  # (N, G, Cg*KK, L)
+    return fold_numpy(cols.reshape(q.N, q.C * g.KH * g.KW, g.L), q.C, g)
+
+
+def weight_gemm_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.ndarray:
+    """Twin of gemm: cols = unfold(x), then dW_g = sum over samples of dY_g @ cols_g^T."""
+    g, G = q.geometry, q.groups
+    cols = unfold_numpy(x, g).reshape(q.N, G, -1, g.L)  # (N, G, Cg*KK, L)
+    dyg = dy.reshape(q.N, G, q.M // G, g.L)
+    return (dyg @ cols.transpose(0, 1, 3, 2)).sum(axis=0, dtype=np.float32).reshape(q.w_shape)
+
+
+def weight_direct_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.ndarray:
+    """Twin of v3: per tap (ki, kj), the strided slice of the padded input that tap read, times
+    dy, summed over the samples and the output pixels (one matrix product per group)."""
+    g, G = q.geometry, q.groups
+    Mg, Cg = q.M // G, q.C // G
+    padded = np.pad(x, ((0, 0), (0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)))
+    padded = padded.reshape(q.N, G, Cg, *g.padded_hw)
+    dyt = dy.reshape(q.N, G, Mg, g.L).transpose(1, 2, 0, 3).reshape(G, Mg, q.N * g.L)
+    dw = np.empty((G, Mg, Cg, g.KH, g.KW), dtype=np.float32)
+    for ki in range(g.KH):
+        rows = tap_slice(ki, g.dil_h, g.stride_h, g.H_out)
+        for kj in range(g.KW):
+            patch = padded[..., rows, tap_slice(kj, g.dil_w, g.stride_w, g.W_out)]  # (N, G, Cg, Ho, Wo)
+            patch = patch.reshape(q.N, G, Cg, g.L).transpose(1, 2, 0, 3).reshape(G, Cg, q.N * g.L)
+            dw[..., ki, kj] = dyt @ patch.transpose(0, 2, 1)
+    return dw.reshape(q.w_shape)
+
+
+INPUT_TWINS = {
+    "scatter": input_scatter_numpy,
+    "gather": input_gather_numpy,
+    "gemm_fold": input_gemm_fold_numpy,
+}
+WEIGHT_TWINS = {"gemm": weight_gemm_numpy, "direct": weight_direct_numpy}
+
+
+# ---- the GPU paths -----------------------------------------------------------------------------------
+_calls = Memo("conv_backward_calls", 1024)
+
+
+def _call(q: GradProblem, which: str, out_shape: tuple[int, ...]) -> Call:
+    """The Call of one of our kernels for this problem (remembered per device)."""
+    import cupy
+
+    def make() -> Call:
+        launch = {
+            "scatter": input_scatter_launch,
+            "gather": input_gather_launch,
+            "direct": weight_reduce_launch,
+        }[which](q)
+        return Call(out_shape, launch, zeroed=which == "scatter")
+
+    return _calls.get_or_make((cupy.cuda.runtime.getDevice(), q, which), make)
+
+
+_ONE = np.ones((), np.float32)
+_ZERO = np.zeros((), np.float32)
+
+
+def gemm_strided(a: Any, b: Any, out: Any, *, trans_a: bool = False, trans_b: bool = False) -> None:
+    """out[i] = op(a[i]) @ op(b[i]) for every i: ONE cuBLAS strided-batched SGEMM.
+
+    a, b, out are 3-D (batch, rows, cols) views with unit column stride; a batch stride of 0
+    (cupy.broadcast_to) shares one matrix across the batch. op transposes when asked.
+    cuBLAS is column-major: a row-major matrix with row stride ld is, to it, the transposed
+    matrix with leading dimension ld, so we ask for out^T = op(b)^T @ op(a)^T.
+    """
+    from cupy.cuda import cublas, device
+
+    for name, arr in (("a", a), ("b", b), ("out", out)):
+        if arr.ndim != 3 or arr.strides[2] != 4 or arr.dtype != np.float32:
+            raise ValueError(f"gemm_strided: {name} must be a 3-D float32 view with unit column stride")
+    batch, M, N = out.shape
+    K = a.shape[1] if trans_a else a.shape[2]
+    if batch == 0 or M == 0 or N == 0:
+        return
+    op = {False: cublas.CUBLAS_OP_N, True: cublas.CUBLAS_OP_T}
+    cublas.sgemmStridedBatched(
+        device.get_cublas_handle(),
+        op[trans_b],
+        op[trans_a],
+        N,
+        M,
+        K,
+        _ONE.ctypes.data,
+        b.data.ptr,
+        max(1, b.strides[1] // 4),
+        b.strides[0] // 4,
+        a.data.ptr,
+        max(1, a.strides[1] // 4),
+        a.strides[0] // 4,
+        _ZERO.ctypes.data,
+        out.data.ptr,
+        max(1, out.strides[1] // 4),
+        out.strides[0] // 4,
+        batch,
+    )
+
+
+def batch_chunk(q: GradProblem, budget_bytes: int | None = None) -> int:
+    """Samples per step so that cols stays within the budget (default: half of free GPU memory,
+    at least im2col's minimum); ValueError when one sample alone does not fit."""
+    from gpuops.im2col import MIN_BUDGET
+
+    g = q.geometry
+    sizes = {"output pixels": g.L, "rows of cols per group": (q.C // q.groups) * g.KH * g.KW}
+    for what, size in sizes.items():
+        if size > GEMM_LIMIT:
+            raise ValueError(
+                f"the GEMM path has {size:,} {what} per sample, more than cuBLAS's 32-bit limit "
+                f"{GEMM_LIMIT:,}; use the scatter / gather / direct kernels"
+            )
+    per_sample = max(1, q.cols_bytes_per_sample)
+    if budget_bytes is None and q.N * per_sample <= MIN_BUDGET:
+        return max(1, q.N)
+    if budget_bytes is None:
+        import cupy
+
+        free, _total = cupy.cuda.runtime.memGetInfo()
+        free += cupy.get_default_memory_pool().free_bytes()
+        budget_bytes = max(MIN_BUDGET, free // 2)
+    if per_sample > budget_bytes:
+        raise ValueError(
+            f"the GEMM path needs {per_sample:,} bytes for the columns of one sample, more than the "
+            f"{budget_bytes:,} bytes of GPU memory it may use; use the scatter / gather / direct kernels"
+        )
+    return max(1, min(q.N, budget_bytes // per_sample))
+
+
+def _input_gemm_fold_gpu(dy: Any, w: Any, q: GradProblem, budget_bytes: int | None = None) -> Any:
+    """cols = W_g^T @ dY_g (one strided-batched GEMM per group over a chunk of samples), then
+    fold (its gather kernel) into dx."""
+    import cupy
+
+    g, G = q.geometry, q.groups
+    Mg, CgKK = q.M // G, (q.C // G) * g.KH * g.KW
+    dy3 = _dy_on_all_windows(dy, q).reshape(q.N, q.M, g.L)
+    chunk = batch_chunk(q, budget_bytes)
+    cols = cupy.empty((chunk, q.C * g.KH * g.KW, g.L), dtype=np.float32)
+    wt = w.reshape(G, Mg, CgKK)
+    dx = None
+    for n0 in range(0, q.N, chunk):
+        nb = min(chunk, q.N - n0)
+        for group in range(G):
+            gemm_strided(
+                cupy.broadcast_to(wt[group], (nb, Mg, CgKK)),
+                dy3[n0 : n0 + nb, group * Mg : (group + 1) * Mg],
+                cols[:nb, group * CgKK : (group + 1) * CgKK],
+                trans_a=True,
+            )
+        part = fold(
+            cols[:nb],
+            (g.H, g.W),
+            (g.KH, g.KW),
+            (g.dil_h, g.dil_w),
+            (g.pad_top, g.pad_left),
+            (g.stride_h, g.stride_w),
+            variant=FOLD_VARIANT,
+        )
+        if nb == q.N:
+            return part
+        if dx is None:
+            dx = cupy.empty(q.dx_shape, dtype=np.float32)
+        dx[n0 : n0 + nb] = part
+    return dx
+
+
+def _weight_gemm_gpu(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None = None) -> Any:
+    """Per chunk of samples: unfold x into cols, one strided-batched GEMM per group gives each
+    sample's dY_g @ cols_g^T, and the chunk's samples are summed (a fixed-order reduction)."""
+    import cupy
+
+    g, G = q.geometry, q.groups
+    Mg, CgKK = q.M // G, (q.C // G) * g.KH * g.KW
+    dy3 = dy.reshape(q.N, q.M, g.L)
+    chunk = batch_chunk(q, budget_bytes)
+    cols = cupy.empty((chunk, q.C * g.KH * g.KW, g.L), dtype=np.float32)
+    per_sample = cupy.empty((chunk, q.M, CgKK), dtype=np.float32)
+    dw = None
+    for n0 in range(0, q.N, chunk):
+        nb = min(chunk, q.N - n0)
+        unfold_into(x[n0 : n0 + nb], g, cols[:nb])
+        for group in range(G):
+            gemm_strided(
+                dy3[n0 : n0 + nb, group * Mg : (group + 1) * Mg],
+                cols[:nb, group * CgKK : (group + 1) * CgKK],
+                per_sample[:nb, group * Mg : (group + 1) * Mg],
+                trans_b=True,
+            )
+        part = per_sample[:nb].sum(axis=0)
+        dw = part if dw is None else dw + part
+    return dw.reshape(q.w_shape)
+
+
+def _input_grad_gpu(dy: Any, w: Any, q: GradProblem, algorithm: str) -> Any:
+    if algorithm == "gemm_fold":
+        return _input_gemm_fold_gpu(dy, w, q)
+    return _call(q, algorithm, q.dx_shape)(dy, w)
+
+
+def _weight_grad_gpu(dy: Any, x: Any, q: GradProblem, algorithm: str) -> Any:
+    if algorithm == "gemm":
+        return _weight_gemm_gpu(dy, x, q)
+    return _call(q, "direct", q.w_shape)(dy, x)
+
+
+# ---- run ------------------------------------------------------------------------------------------------
+_choices = Memo("conv_backward_auto_choices", 1024)  # (which, device, problem) -> autotune's answer
+
+
+def resolve_input_algorithm(dy: Any, w: Any, q: GradProblem) -> str:
+    """The grad_input algorithm "auto" runs: on the GPU the fastest, measured once per problem
+    (CUDA events, median of 5, gpuops.autotune) and remembered; on the CPU scatter (strided
+    slices per tap)."""
+    if array_module(dy) is np:
+        return "scatter"
+    import cupy
+
+    def measure() -> str:
+        candidates = {a: functools.partial(_input_grad_gpu, dy, w, q, a) for a in GRAD_INPUT_ALGORITHMS}
+        return autotune.fastest(("conv_backward_input", q), candidates) or "gather"
+
+    return _choices.get_or_make(("input", cupy.cuda.runtime.getDevice(), q), measure)
+
+
+def resolve_weight_algorithm(dy: Any, x: Any, q: GradProblem) -> str:
+    """The grad_weight algorithm "auto" runs: measured once per problem on the GPU; direct on the CPU."""
+    if array_module(dy) is np:
+        return "direct"
+    import cupy
+
+    def measure() -> str:
+        candidates = {a: functools.partial(_weight_grad_gpu, dy, x, q, a) for a in GRAD_WEIGHT_ALGORITHMS}
+        return autotune.fastest(("conv_backward_weight", q), candidates) or "direct"
+
+    return _choices.get_or_make(("weight", cupy.cuda.runtime.getDevice(), q), measure)
+
+
+def input_grad(dy: Any, w: Any, q: GradProblem, algorithm: str = AUTO) -> Any:
+    """dx (N, C, H, W) of the problem from dy (N, M, H_dy, W_dy): checked float32 arrays of one backend."""
+    xp = array_module(dy)
+    if q.empty:
+        return xp.zeros(q.dx_shape, dtype=np.float32)
+    chosen = resolve_input_algorithm(dy, w, q) if algorithm == AUTO else algorithm
+    if xp is np:
+        return INPUT_TWINS[chosen](dy, w, q)
+    return _input_grad_gpu(dy, w, q, chosen)
+
+
+def weight_grad(dy: Any, x: Any, q: GradProblem, algorithm: str = AUTO) -> Any:
+    """dw (M, C/groups, KH, KW) from dy and the (padded, in reflect mode) input x."""
+    xp = array_module(dy)
+    if q.empty:
+        return xp.zeros(q.w_shape, dtype=np.float32)
+    chosen = resolve_weight_algorithm(dy, x, q) if algorithm == AUTO else algorithm
+    if xp is np:
+        return WEIGHT_TWINS[chosen](dy, x, q)
+    return _weight_grad_gpu(dy, x, q, chosen)
+
+
+def conv_transpose2d(
+    x: Any,
+    weight: Any,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+    *,
+    algorithm: str = AUTO,
+) -> Any:
+    """F.conv_transpose2d: x (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out/groups, kh, kw).
+
+    Every input cell stamps its channel's filters, scaled by its value, onto the output, stride
+    cells apart: the adjoint of conv2d, i.e. conv2d's grad_input with x in the role of grad_output.
+    algorithm: "scatter", "gather", "gemm_fold" or "auto" (see the module docstring).
+    """
+    xp, x = as_float32(x, "input")
+    _, w = as_float32(weight, "weight", xp)
+    b = None if bias is None else as_float32(bias, "bias", xp)[1]
+    plan = plan_conv_transpose2d(
+        x.shape,
+        w.shape,
+        None if b is None else b.shape,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        algorithm,
+    )
+    batched = x.ndim == 4
+    y = input_grad(x if batched else x[None], w, plan.problem, algorithm)
+    if b is not None:
+        y += b.reshape(1, -1, 1, 1)
+    return y if batched else y[0]
+
+
+def _backward_arrays(grad_output: Any, x: Any, weight: Any) -> tuple[Any, Any, Any, Any]:
+    xp, dy = as_float32(grad_output, "grad_output")
+    _, x = as_float32(x, "input", xp)
+    _, w = as_float32(weight, "weight", xp)
+    return xp, dy, x, w
+
+
+def conv2d_grad_input(
+    grad_output: Any,
+    input_shape: tuple[int, ...],
+    weight: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+    *,
+    algorithm: str = AUTO,
+) -> Any:
+    """grad_input of F.conv2d alone (torch.nn.grad.conv2d_input): needs the input's shape only."""
+    xp, dy = as_float32(grad_output, "grad_output")
+    _, w = as_float32(weight, "weight", xp)
+    plan = plan_conv2d_backward(
+        dy.shape, tuple(input_shape), w.shape, stride, padding, dilation, groups, padding_mode, algorithm
+    )
+    batched = len(input_shape) == 4
+    dy4 = dy if batched else dy[None]
+    q = plan.problem
+    chosen = algorithm
+    if algorithm == AUTO and not q.empty:
+        chosen = resolve_input_algorithm(dy4, w, q)
+    dx = input_grad(dy4, w, q, chosen)
+    if plan.pads is not None:  # dx is the padded input's gradient: fold the mirrored cells back
+        # with the same kind of kernel: atomic scatter after scatter, else the deterministic gather
+        dx = reflect_pad_backward(dx, plan.pads, algorithm="scatter" if chosen == "scatter" else "gather")
+    return dx if batched else dx[0]
+
+
+def conv2d_grad_weight(
+    grad_output: Any,
+    x: Any,
+    weight_shape: tuple[int, ...],
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+    *,
+    algorithm: str = AUTO,
+) -> Any:
+    """grad_weight of F.conv2d alone (torch.nn.grad.conv2d_weight): needs the weight's shape only."""
+    xp, dy = as_float32(grad_output, "grad_output")
+    _, x = as_float32(x, "input", xp)
+    plan = plan_conv2d_backward(
+        dy.shape, x.shape, tuple(weight_shape), stride, padding, dilation, groups, padding_mode,
+        weight_algorithm=algorithm,
+    )  # fmt: skip
+    batched = x.ndim == 4
+    x4, dy4 = (x, dy) if batched else (x[None], dy[None])
+    if plan.pads is not None:
+        x4 = reflect_pad(x4, plan.pads)
+    return weight_grad(dy4, x4, plan.problem, algorithm)
+
+
+def conv2d_backward(
+    grad_output: Any,
+    x: Any,
+    weight: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+    *,
+    algorithm: str = AUTO,
+    weight_algorithm: str = AUTO,
+) -> tuple[Any, Any, Any]:
+    """(grad_input, grad_weight, grad_bias) of F.conv2d(x, weight, bias, ...) for the gradient
+    grad_output of its output: what autograd computes. padding_mode "reflect" is the convolution
+    of the reflect-padded input (nn.Conv2d(padding_mode="reflect")).
+
+    algorithm picks grad_input's kernel ("scatter", "gather", "gemm_fold", "auto"),
+    weight_algorithm grad_weight's ("gemm", "direct", "auto").
+    """
+    _, dy, x, w = _backward_arrays(grad_output, x, weight)
+    plan_conv2d_backward(  # every check first, before any work
+        dy.shape,
+        x.shape,
+        w.shape,
+        stride,
+        padding,
+        dilation,
+        groups,
+        padding_mode,
+        algorithm,
+        weight_algorithm,
+    )
+    grad_input = conv2d_grad_input(
+        dy, x.shape, w, stride, padding, dilation, groups, padding_mode, algorithm=algorithm
+    )
+    grad_weight = conv2d_grad_weight(
+        dy, x, w.shape, stride, padding, dilation, groups, padding_mode, algorithm=weight_algorithm
+    )
+    dy4 = dy if dy.ndim == 4 else dy[None]
+    grad_bias = dy4.sum(axis=(0, 2, 3), dtype=np.float32)
+    return grad_input, grad_weight, grad_bias
+
+
+def adjoint_identity(
+    x: Any, y: Any, weight: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1
+) -> tuple[float, float]:
+    """(<conv2d(x), y>, <x, conv_transpose2d(y)>) in float64: equal up to rounding, because the
+    transposed convolution is the adjoint of the convolution. y has conv2d(x)'s shape;
+    output_padding is chosen so that conv_transpose2d(y) has x's shape."""
+    from gpuops.conv2d import conv2d
+
+    xp, x = as_float32(x, "input")
+    _, y = as_float32(y, "y", xp)
+    _, w = as_float32(weight, "weight", xp)
+    p = check_conv2d(x.shape, w.shape, None, stride, padding, dilation, groups)
+    g = p.geometry
+    output_padding = tuple(
+        (size + 2 * pad - d * (k - 1) - 1) % s
+        for size, pad, d, k, s in (
+            (g.H, g.pad_top, g.dil_h, g.KH, g.stride_h),
+            (g.W, g.pad_left, g.dil_w, g.KW, g.stride_w),
+        )
+    )
+    forward = conv2d(x, w, None, stride, padding, dilation, groups)
+    back = conv_transpose2d(y, w, None, stride, padding, output_padding, groups, dilation)
+    lhs = float((forward.astype(np.float64) * y.astype(np.float64)).sum())
+    rhs = float((x.astype(np.float64) * back.astype(np.float64)).sum())
+    return lhs, rhs

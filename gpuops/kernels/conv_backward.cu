@@ -1,0 +1,188 @@
+// The backward pass of a convolution layer (PyTorch semantics: stride, zero padding, dilation,
+// groups), and the transposed convolution, which is the same computation as grad_input.
+// Each version states what it changes from the one before; the app shows the version that ran.
+//
+//   v1 input_scatter   grad_input: one thread per OUTPUT GRADIENT adds dy * w onto every input
+//                      cell its output read (atomicAdd): "stamp the filter, scaled by dy"
+//   v2 input_gather    v1 turned around: one thread per INPUT cell sums the output gradients that
+//                      read it, through the flipped filter (PMPP fig. 16.9-16.10); no atomics
+//   v3 weight_reduce   grad_weight: one BLOCK per weight (m, c, ki, kj) sums dy * x over the batch
+//                      and every output pixel, then a shared-memory tree reduction (PMPP fig. 16.11)
+//
+// Shapes: dy (N, M, H_out, W_out) the gradient of the forward output, w (M, C/groups, KH, KW),
+// x and dx (N, C, H, W), dw like w. The forward pass computed, for filter m of group
+// g = m / (M/groups), channel c of the group and tap (ki, kj),
+//   y[n, m, oh, ow] += x[n, g*C/groups + c, ih, iw] * w[m, c, ki, kj]
+//   with ih = input_coord(oh, stride_h, pad_h, ki, dil_h),  iw = input_coord(ow, stride_w, pad_w, kj, dil_w)
+// (index_math.cuh), so by the chain rule every such term sends
+//   dy[n, m, oh, ow] * w[m, c, ki, kj]   to  dx[n, g*C/groups + c, ih, iw]   (when (ih, iw) is no padding)
+//   dy[n, m, oh, ow] * x[n, g*C/groups + c, ih, iw]   to  dw[m, c, ki, kj]
+// conv_transpose2d(x, w) is the first line with x in the role of dy: the host passes the
+// transposed convolution's input as dy and its output as dx (H_out, W_out are then the input's
+// size: with output_padding >= stride they can be smaller than window_count; output_coord's
+// count keeps the extra windows out).
+// Reflect padding is the host's job: it pads x first, runs these kernels with no padding on
+// the padded input, and folds the mirrored cells back (reflect_pad.cu, v2 / v3).
+//
+// Every kernel takes the geometry arguments of conv2d.cu, in the same order, without `reflect`:
+//   N, C, H, W, M, KH, KW, H_out, W_out, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups
+// Offsets into dy, x, dx are 64-bit.
+#include "index_math.cuh"
+
+// =======================================================================================
+// v1 input_scatter: ONE THREAD PER OUTPUT GRADIENT dy[n, m, oh, ow] (the forward direct
+// kernel's layout, read backwards).
+// The thread reads its dy value once, walks the taps (ki, kj) of its window and, for every
+// channel c of its group, ADDS dy * w[m, c, ki, kj] onto the input cell that tap read. Windows
+// of neighbouring outputs overlap, and all M/groups filters of a group write to the same
+// cells, so several threads add to one cell at the same time: atomicAdd. dx must be zeroed
+// before the launch, and the order of the additions (so the last bits of the result) can
+// change from run to run.
+// grid  = (ceil(H_out*W_out / blockDim.x), M, N), block = (pixels, 1, 1): threadIdx.x walks
+// consecutive output pixels of one filter, so a warp adds onto neighbouring input cells.
+// =======================================================================================
+extern "C" __global__ void conv_backward_v1_input_scatter(
+    const float* __restrict__ dy,  // (N, M, H_out, W_out)
+    const float* __restrict__ w,   // (M, C/groups, KH, KW)
+    float* __restrict__ dx,        // (N, C, H, W), zeroed
+    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
+    int groups)
+{
+    const long long L = (long long)H_out * W_out;          // output pixels per sample
+    const long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int m = blockIdx.y, n = blockIdx.z;
+    if (p >= L) return;                                    // the last block overhangs
+    const int oh = (int)(p / W_out), ow = (int)(p % W_out);
+
+    const int Cg = C / groups, g = m / (M / groups);
+    const long long plane = (long long)H * W;
+    const float grad = dy[((long long)n * M + m) * L + p];
+    float* dx_n = dx + ((long long)n * C + (long long)g * Cg) * plane;    // channel 0 of group g
+    const float* __restrict__ w_m = w + (long long)m * Cg * KH * KW;
+
+    for (int ki = 0; ki < KH; ++ki) {
+        const int ih = input_coord(oh, stride_h, pad_h, ki, dil_h);
+        if (ih < 0 || ih >= H) continue;                   // this tap read zero padding
+        for (int kj = 0; kj < KW; ++kj) {
+            const int iw = input_coord(ow, stride_w, pad_w, kj, dil_w);
+            if (iw < 0 || iw >= W) continue;
+            float* dst = dx_n + (long long)ih * W + iw;    // tap (ki, kj) of channel 0 ...
+            const float* __restrict__ wp = w_m + ki * KW + kj;
+            for (int c = 0; c < Cg; ++c, dst += plane, wp += KH * KW)     // ... then channel by channel
+                atomicAdd(dst, grad * *wp);
+        }
+    }
+}
+
+// =======================================================================================
+// v2 input_gather = v1 TURNED AROUND: one thread per INPUT cell dx[n, c, ih, iw] sums every
+// output gradient whose window covered it (PMPP's dE/dX). For tap ki the covering output row is
+//   oh = output_coord(ih, stride_h, pad_h, ki, dil_h, H_out)   (-1: no window puts tap ki on ih)
+// and likewise ow; the cell then takes dy[n, m, oh, ow] * w[m, c, ki, kj] from every filter m
+// of its group. With stride 1, oh = ih + pad_h - ki*dil_h: as ki grows the thread walks dy
+// BACKWARDS, which is why grad_input is "a convolution of dy with the flipped filter".
+// Each cell has exactly one writer and sums in a fixed order: no atomics, no zeroing, and the
+// same bits on every run.
+// Work split: a row kernel (as fold_v2_gather): one thread ROW per row of dx,
+// row = (n*C + c)*H + ih, the threads of a row walk iw; a capped grid loops over rows.
+// =======================================================================================
+extern "C" __global__ void conv_backward_v2_input_gather(
+    const float* __restrict__ dy,  // (N, M, H_out, W_out)
+    const float* __restrict__ w,   // (M, C/groups, KH, KW)
+    float* __restrict__ dx,        // (N, C, H, W)
+    unsigned rows,                 // N*C*H (< 2^31, checked by the host)
+    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
+    int groups)
+{
+    const int Cg = C / groups, Mg = M / groups, KK = KH * KW;
+    const long long L = (long long)H_out * W_out;
+    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
+         row += gridDim.x * blockDim.y) {
+        const int ih = (int)(row % H);
+        const unsigned nc = row / H;                       // n*C + c
+        const int c = (int)(nc % C), n = (int)(nc / C);
+        const int g = c / Cg, cg = c - g * Cg;             // group, channel within it
+        const float* __restrict__ dy_g = dy + ((long long)n * M + (long long)g * Mg) * L;  // filter g*Mg
+        const float* __restrict__ w_c = w + ((long long)g * Mg * Cg + cg) * KK;           // w[g*Mg, cg]
+        const long long out0 = (long long)row * W;         // dx index of (row, iw = 0)
+        for (int iw = threadIdx.x; iw < W; iw += blockDim.x) {
+            float sum = 0.0f;
+            for (int ki = 0; ki < KH; ++ki) {
+                const int oh = output_coord(ih, stride_h, pad_h, ki, dil_h, H_out);
+                if (oh < 0) continue;
+                for (int kj = 0; kj < KW; ++kj) {
+                    const int ow = output_coord(iw, stride_w, pad_w, kj, dil_w, W_out);
+                    if (ow < 0) continue;
+                    const float* __restrict__ d = dy_g + (long long)oh * W_out + ow;
+                    const float* __restrict__ wp = w_c + ki * KW + kj;
+                    for (int m = 0; m < Mg; ++m, d += L, wp += Cg * KK)   // the group's filters
+                        sum += *d * *wp;
+                }
+            }
+            store(dx, out0 + iw, sum);
+        }
+    }
+}
+
+// =======================================================================================
+// v3 weight_reduce: grad_weight, ONE BLOCK PER WEIGHT w[m, c, ki, kj] (PMPP's dE/dW).
+// A weight touched every output pixel of its filter, so its gradient is a sum over the whole
+// batch and every (oh, ow):  dw[m, c, ki, kj] = sum dy[n, m, oh, ow] * x[n, g*Cg + c, ih, iw].
+// One block of 256 threads takes that sum apart: blockDim.y = 8 thread rows take rows
+// r = n*H_out + oh (r, r + 8, ...), the 32 threads of a thread row walk ow, so a warp reads
+// neighbouring dy cells and input cells stride_w apart. Each thread keeps its share in a
+// register, then the block adds the 256 shares in a shared-memory tree: 128 threads add
+// pairs, then 64, ... then thread 0 stores the root. A fixed split and a fixed tree: no
+// atomics, the same bits on every run.
+// grid = (M * C/groups * KH * KW, 1, 1): blockIdx.x = ((m*Cg + c)*KH + ki)*KW + kj, which is
+// also the weight's index in dw.
+// =======================================================================================
+#define REDUCE_X 32                                // threads along ow
+#define REDUCE_Y 8                                 // thread rows
+#define REDUCE_THREADS (REDUCE_X * REDUCE_Y)       // 256, a power of two for the tree
+
+extern "C" __global__ void __launch_bounds__(REDUCE_THREADS) conv_backward_v3_weight_reduce(
+    const float* __restrict__ dy,  // (N, M, H_out, W_out)
+    const float* __restrict__ x,   // (N, C, H, W), the forward input
+    float* __restrict__ dw,        // (M, C/groups, KH, KW)
+    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
+    int groups)
+{
+    __shared__ float partial[REDUCE_THREADS];
+    const int Cg = C / groups, Mg = M / groups;
+    // this block's weight: blockIdx.x = ((m*Cg + c)*KH + ki)*KW + kj
+    unsigned rest = blockIdx.x;
+    const int kj = (int)(rest % KW); rest /= KW;
+    const int ki = (int)(rest % KH); rest /= KH;
+    const int c = (int)(rest % Cg);
+    const int m = (int)(rest / Cg);
+    const int g = m / Mg;
+    const long long L = (long long)H_out * W_out;
+    const long long plane = (long long)H * W;
+    const int t = threadIdx.y * blockDim.x + threadIdx.x;
+
+    float sum = 0.0f;
+    const int out_rows = N * H_out;                        // < 2^31, checked by the host
+    for (int r = threadIdx.y; r < out_rows; r += blockDim.y) {
+        const int n = r / H_out, oh = r - n * H_out;
+        const int ih = input_coord(oh, stride_h, pad_h, ki, dil_h);
+        if (ih < 0 || ih >= H) continue;                   // the whole row read zero padding
+        const float* __restrict__ dy_row = dy + ((long long)n * M + m) * L + (long long)oh * W_out;
+        const float* __restrict__ x_row = x + ((long long)n * C + (long long)g * Cg + c) * plane + (long long)ih * W;
+        for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) {
+            const int iw = input_coord(ow, stride_w, pad_w, kj, dil_w);
+            if (iw >= 0 && iw < W) sum += dy_row[ow] * x_row[iw];
+        }
+    }
+    // the tree: after the step with stride s, partial[t] (t < s) holds the sum of 256/s shares
+    partial[t] = sum;
+    __syncthreads();
+    for (int s = REDUCE_THREADS / 2; s > 0; s >>= 1) {
+        if (t < s) partial[t] += partial[t + s];
+        __syncthreads();
+    }
+    if (t == 0) store(dw, (long long)blockIdx.x, partial[0]);
+}
