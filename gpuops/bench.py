@@ -420,11 +420,12 @@ def run(
     shapes: Iterable[Shape],
     repeat: int = 20,
     progress: Callable[[float, str], None] | None = None,
-    parts: Iterable[str] = PARTS,
+    parts: Iterable[str] = ("forward",),
 ) -> dict[str, Any]:
     """Run the suite; `progress(fraction, text)` is called between shapes (the app's bar).
     parts: "forward" (reflect_pad, unfold, fold, conv2d) and / or "backward" (the gradients,
-    conv_transpose2d, reflect_pad_backward)."""
+    conv_transpose2d, reflect_pad_backward). The command runs both by default; callers of
+    run() (the Benchmarks page) get the forward rows unless they ask for more."""
     parts = tuple(parts)
     suite = Suite(repeat=repeat)
     shapes = list(shapes)
