@@ -19,32 +19,43 @@ import numpy as np
 from cupyx.profiler import benchmark
 
 import gpuops
-from gpuops.bench import STANDARD_SHAPES
-from gpuops.conv2d import check_conv2d, tiled_launch
+from gpuops.bench import STANDARD_SHAPES, Shape
 from gpuops.launch import KERNEL_DIR, source_text
-from gpuops.unfold_fold import fold_launch
 
-# (file, kernel, {variant name: [(old text, new text), ...]})
+
+# (file, kernel, {variant name: ([(old text, new text), ...], launch change or None)})
+# A launch change maps (shipped launch, problem) to (grid, block) for the variant.
+def _ig(bn: int, bk: int):
+    edits = [("#define IG_BN 128 ", f"#define IG_BN {bn} "), ("#define IG_BK 16 ", f"#define IG_BK {bk} ")]
+
+    def change(launch, p):
+        mg = p.M // p.groups
+        return ((p.N * p.geometry.L + bn - 1) // bn, p.groups * ((mg + 63) // 64), 1), (bn, 1, 1)
+
+    return edits, change
+
+
 VARIANTS = {
-    "v3 tiled": (
+    "v4 implicit gemm": (
         "conv2d.cu",
-        "conv2d_v3_register_tiled",
+        "conv2d_v4_implicit_gemm",
         {
-            "32-bit plane offsets in load_padded": [
-                ("return plane[(long long)ih * W + iw];", "return plane[ih * W + iw];")
-            ],
-            "shared row from threadIdx": [
-                (
-                    "(c * in_h + input_coord(oh, stride_h, pad_h, ki, dil_h) - ih0) * pitch\n"
-                    "                                     + input_coord(tile_ow + threadIdx.x, stride_w, pad_w, 0, dil_w) - iw0",
-                    "(c * in_h + threadIdx.y * stride_h + ki * dil_h) * pitch + threadIdx.x * stride_w",
-                )
-            ],
+            "BK 8 (before)": ([("#define IG_BK 16 ", "#define IG_BK 8 ")], None),
+            "BN 256": _ig(256, 16),
         },
     ),
-    "fold gather": ("unfold_fold.cu", "fold_v2_gather", {}),
+    "v5 tf32": (
+        "conv2d.cu",
+        "conv2d_v5_implicit_gemm_tf32",
+        {
+            "no cvt (raw fp32 bits)": (
+                [('asm("cvt.rna.tf32.f32 %0, %1;\\n" : "=r"(r) : "f"(v));', "r = __float_as_uint(v);")],
+                None,
+            ),
+        },
+    ),
 }
-OLD = {"v3 tiled": ("conv2d.cu", "conv2d_tiled"), "fold gather": ("unfold_fold.cu", "fold_gather_kernel")}
+OLD: dict[str, tuple[str, str]] = {}
 
 
 def compile_text(text: str, kernel: str) -> cp.RawKernel:
@@ -55,18 +66,20 @@ def median_ms(fn, repeat: int) -> float:
     return float(np.median(benchmark(fn, n_warmup=5, n_repeat=repeat).gpu_times[0]) * 1e3)
 
 
+SHAPES = [*STANDARD_SHAPES, Shape("vgg_like", 8, 128, 112, 112, 128, 3, 1, 1), Shape("k5", 16, 32, 64, 64, 64, 5, 1, 2),
+          Shape("late_stage", 32, 512, 7, 7, 512, 3, 1, 1)]  # fmt: skip
+
+
 def cases(family: str):
-    """(shape name, Launch, arrays (inputs + output)) per standard shape."""
-    for s in STANDARD_SHAPES:
+    """(shape name, problem, Launch, arrays (inputs + output)) per shape."""
+    algorithm = {"v4 implicit gemm": "implicit_gemm", "v5 tf32": "implicit_gemm_tf32", "v3 tiled": "tiled"}[
+        family
+    ]
+    for s in SHAPES:
         x = cp.random.standard_normal((s.N, s.C, s.H, s.W), dtype=cp.float32)
-        if family == "v3 tiled":
-            w = cp.random.standard_normal((s.M, s.C, s.K, s.K), dtype=cp.float32)
-            p = check_conv2d(x.shape, w.shape, None, s.stride, s.pad)
-            yield s.name, tiled_launch(p), (x, w, None, cp.empty(p.out_shape, cp.float32))
-        else:
-            g = gpuops.window_geometry(s.H, s.W, s.K, s.stride, s.pad)
-            cols = gpuops.unfold(x, s.K, 1, s.pad, s.stride)
-            yield s.name, fold_launch(g, s.N, s.C, "gather"), (cols, cp.empty(x.shape, cp.float32))
+        w = cp.random.standard_normal((s.M, s.C, s.K, s.K), dtype=cp.float32)
+        plan = gpuops.plan_conv2d(x.shape, w.shape, None, s.stride, s.pad, algorithm=algorithm)
+        yield s.name, plan.problem, plan.launch, (x, w, None, cp.empty(plan.out_shape, cp.float32))
 
 
 def main() -> None:
@@ -74,38 +87,50 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--old", type=Path, default=None)
     args = parser.parse_args()
-    print(f"{'family':<13}{'shape':<14}{'variant':<40}{'median ms':>10}{'max diff':>10}")
+    print(f"{'family':<17}{'shape':<13}{'variant':<30}{'median ms':>10}{'TFLOP/s':>8}{'rel diff':>10}")
     for family, (filename, kernel, changes) in VARIANTS.items():
         shipped = source_text(filename)
-        kernels = {"shipped": compile_text(shipped, kernel)}
-        for name, edits in changes.items():
+        kernels = {"shipped": (compile_text(shipped, kernel), None)}
+        for name, (edits, change) in changes.items():
             text = shipped
             for old, new in edits:
                 if old not in text:
                     raise SystemExit(f"{family} / {name}: text not found: {old[:60]!r}")
                 text = text.replace(old, new)
-            kernels[name] = compile_text(text, kernel)
+            try:
+                fn = compile_text(text, kernel)
+                _ = fn.kernel  # compiles now: a variant that cannot build is reported, not fatal
+            except cp.cuda.compiler.CompileException as exc:
+                print(
+                    f"{family:<17}{'-':<13}{name:<30} does not compile: {str(exc).strip().splitlines()[-1][:80]}"
+                )
+                continue
+            kernels[name] = (fn, change)
         if args.old is not None:
             old_file, old_kernel = OLD[family]
             old_dir = args.old / "gpuops" / "kernels"
             text = (old_dir / old_file).read_text()
-            kernels["old (" + old_kernel + ")"] = cp.RawModule(
-                code=text, options=("-std=c++17", f"-I{old_dir}")
-            ).get_function(old_kernel)
-        for shape, launch, arrays in cases(family):
+            kernels["old (" + old_kernel + ")"] = (
+                cp.RawModule(code=text, options=("-std=c++17", f"-I{old_dir}")).get_function(old_kernel),
+                None,
+            )
+        for shape, problem, launch, arrays in cases(family):
             params = (*(a if a is not None else np.uint64(0) for a in arrays), *(v for _, v in launch.args))
             reference = None
-            for name, fn in kernels.items():
+            for name, (fn, change) in kernels.items():
+                grid, block = change(launch, problem) if change else (launch.grid, launch.block)
 
-                def call(fn=fn, launch=launch, params=params):
-                    fn(launch.grid, launch.block, params, shared_mem=launch.shared_bytes)
+                def call(fn=fn, grid=grid, block=block, params=params, launch=launch):
+                    fn(grid, block, params, shared_mem=launch.shared_bytes)
 
                 arrays[-1][...] = cp.nan
                 call()
                 out = arrays[-1].copy()
                 reference = out if reference is None else reference
-                diff = float(cp.abs(out - reference).max())
-                print(f"{family:<13}{shape:<14}{name:<40}{median_ms(call, args.repeat):>10.4f}{diff:>10.2e}")
+                diff = float(cp.abs(out - reference).max() / cp.abs(reference).max())
+                ms = median_ms(call, args.repeat)
+                tflops = problem.flops / ms / 1e9
+                print(f"{family:<17}{shape:<13}{name:<30}{ms:>10.4f}{tflops:>8.1f}{diff:>10.2e}")
 
 
 if __name__ == "__main__":

@@ -5,9 +5,13 @@ The algorithms, in the order a student meets them (kernels/conv2d.cu holds v1-v4
   tiled_basic    v2: v1 + the block's input tile staged in shared memory (PMPP)
   tiled          v3: v2 + register blocking (2 pixels x 8 filters per thread)
   implicit_gemm  v4: im2col's GEMM without storing X_unroll
-  im2col         unfold + one cuBLAS GEMM (gpuops/im2col.py)
+  im2col         unfold + one cuBLAS GEMM (gpuops/im2col.py); for 1x1 kernels a plain GEMM
   auto           on the GPU the fastest of them for the shape, measured once (cuDNN's
                  benchmark mode); on the CPU, direct
+
+and, opt-in because it rounds the inputs to TF32 (10 mantissa bits, like PyTorch's
+allow_tf32; error ~1e-4 to 1e-3 relative instead of ~1e-7):
+  implicit_gemm_tf32  v5: v4 on the tensor cores. `auto` never picks it: auto keeps fp32.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ from gpuops.index_math import tap_slice
 from gpuops.launch import SHARED_LIMIT, Call, Launch, ThreadRef, check_grid, ints
 from gpuops.reflect_pad import reflect_pad
 
-ALGORITHMS = ("direct", "tiled_basic", "tiled", "im2col", "implicit_gemm")
+ALGORITHMS = ("direct", "tiled_basic", "tiled", "im2col", "implicit_gemm")  # fp32 throughout
+TF32_ALGORITHMS = ("implicit_gemm_tf32",)  # tensor cores: inputs rounded to TF32
+ALL_ALGORITHMS = ALGORITHMS + TF32_ALGORITHMS
 AUTO = "auto"
 PADDING_MODES = ("zeros", "reflect")
 SOURCE = "conv2d.cu"
@@ -36,6 +42,7 @@ KERNELS = {
     "tiled_basic": "conv2d_v2_tiled",
     "tiled": "conv2d_v3_register_tiled",
     "implicit_gemm": "conv2d_v4_implicit_gemm",
+    "implicit_gemm_tf32": "conv2d_v5_implicit_gemm_tf32",
 }
 ARRAYS = ("x", "w", "bias", "y")
 
@@ -47,7 +54,8 @@ PIXELS_PER_THREAD = 2  # v3
 MAX_CHANNELS_PER_STAGE = 8  # v3
 IG_BM, IG_BN = 64, 128  # v4 block tile: filters x pixels
 IG_THREADS = (IG_BM // 8) * (IG_BN // 8)  # each thread owns 8 filters x 8 pixels
-PIXEL_LIMIT = 2**31 - 1  # v4 numbers the batch's pixels with 32-bit ints
+PIXEL_LIMIT = 2**31 - 1  # v4 and v5 number the batch's pixels with 32-bit ints
+TC_BM, TC_BN, TC_THREADS = 64, 128, 128  # v5 block tile: filters x pixels; 4 warps of 32 x 64
 
 
 # ---- check --------------------------------------------------------------------------------------
@@ -123,8 +131,8 @@ def check_conv2d(
 
 
 def check_algorithm(algorithm: str) -> None:
-    if algorithm not in (*ALGORITHMS, AUTO):
-        raise ValueError(f"algorithm {algorithm!r} must be one of {(*ALGORITHMS, AUTO)}")
+    if algorithm not in (*ALL_ALGORITHMS, AUTO):
+        raise ValueError(f"algorithm {algorithm!r} must be one of {(*ALL_ALGORITHMS, AUTO)}")
 
 
 # ---- plan: one launch helper per kernel ---------------------------------------------------------------
@@ -383,15 +391,20 @@ def tiled_launch(p: ConvProblem) -> Launch:
     )
 
 
+def _check_pixels(p: ConvProblem, what: str) -> None:
+    pixels = p.N * p.geometry.L
+    if pixels > PIXEL_LIMIT:
+        raise ValueError(
+            f"{what} numbers the batch's {pixels:,} output pixels with 32-bit ints (limit "
+            f"{PIXEL_LIMIT:,}); split the batch or use algorithm='direct'"
+        )
+
+
 def implicit_gemm_launch(p: ConvProblem) -> Launch:
     """v4: one block per IG_BM filters x IG_BN pixels of the whole batch."""
     g = p.geometry
+    _check_pixels(p, "implicit_gemm")
     pixels = p.N * g.L
-    if pixels > PIXEL_LIMIT:
-        raise ValueError(
-            f"implicit_gemm numbers the batch's {pixels:,} output pixels with 32-bit ints (limit "
-            f"{PIXEL_LIMIT:,}); split the batch or use algorithm='direct'"
-        )
     Mg = p.M // p.groups
     m_blocks = -(-Mg // IG_BM)
     grid = (max(1, -(-pixels // IG_BN)), p.groups * m_blocks, 1)
@@ -409,11 +422,61 @@ def implicit_gemm_launch(p: ConvProblem) -> Launch:
     )
 
 
+@dataclass(frozen=True)
+class WarpTileMap:
+    """v5: a block computes BM filters x BN batch pixels with 4 warps of 32 x 64 outputs, each
+    as 2 x 8 tensor-core tiles of 16 x 8; lane 4g + t holds sums (g, 2t), (g, 2t+1), (g+8, 2t),
+    (g+8, 2t+1) of every tile and writes them out itself."""
+
+    BM: int
+    BN: int
+    filters_per_group: int
+    H_out: int
+    W_out: int
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        n, m, oh, ow = index
+        p = n * self.H_out * self.W_out + oh * self.W_out + ow
+        group, within = divmod(m, self.filters_per_group)
+        m_blocks = -(-self.filters_per_group // self.BM)
+        r, q = within % self.BM, p % self.BN
+        warp = (r // 32) * 2 + q // 64
+        lane = (r % 8) * 4 + (q % 8) // 2
+        return ThreadRef((p // self.BN, group * m_blocks + within // self.BM, 0), (warp * 32 + lane, 0, 0))
+
+    def pixels_of_warp(self, n: int, oh: int, ow: int) -> np.ndarray:
+        """(n, oh, ow) of the 64 batch pixels of the warp tile that holds pixel (n, oh, ow)."""
+        L = self.H_out * self.W_out
+        p = n * L + oh * self.W_out + ow
+        q = p - p % 64 + np.arange(64)
+        return np.stack([q // L, (q % L) // self.W_out, q % self.W_out], axis=1)
+
+    def describe(self) -> str:
+        return (
+            f"tensor cores: a block computes {self.BM} filters x {self.BN} pixels of the batch; each of its 4 "
+            "warps computes 32 x 64 outputs as 2 x 8 TF32 mma tiles of 16 x 8"
+        )
+
+
+def implicit_gemm_tf32_launch(p: ConvProblem) -> Launch:
+    """v5: one block per TC_BM filters x TC_BN pixels, 4 warps."""
+    g = p.geometry
+    _check_pixels(p, "implicit_gemm_tf32")
+    Mg = p.M // p.groups
+    m_blocks = -(-Mg // TC_BM)
+    grid = (max(1, -(-(p.N * g.L) // TC_BN)), p.groups * m_blocks, 1)
+    check_grid(grid, "the implicit_gemm_tf32 kernel")
+    return Launch(KERNELS["implicit_gemm_tf32"], SOURCE, grid, (TC_THREADS, 1, 1), 0, ARRAYS,
+                  _geometry_args(p) + ints(m_blocks=m_blocks), WarpTileMap(TC_BM, TC_BN, Mg, g.H_out, g.W_out),
+                  "(n, m, oh, ow) of y")  # fmt: skip
+
+
 LAUNCHERS = {
     "direct": direct_launch,
     "tiled_basic": tiled_basic_launch,
     "tiled": tiled_launch,
     "implicit_gemm": implicit_gemm_launch,
+    "implicit_gemm_tf32": implicit_gemm_tf32_launch,
     "im2col": lambda p: im2col.unfold_launch_of(p),
 }
 
@@ -481,6 +544,20 @@ def conv2d_numpy(x: np.ndarray, w: np.ndarray, p: ConvProblem) -> np.ndarray:
     return out.reshape(p.out_shape)
 
 
+def to_tf32(a: np.ndarray) -> np.ndarray:
+    """float32 values rounded to TF32 as the tensor cores read them (cvt.rna: 10 mantissa bits,
+    to nearest, ties away from zero); infinities and NaN pass through."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+    return np.where(np.isfinite(a), rounded, a).astype(np.float32)
+
+
+def conv2d_tf32_numpy(x: np.ndarray, w: np.ndarray, p: ConvProblem) -> np.ndarray:
+    """CPU twin of v5: the inputs rounded to TF32, then v1-v4's sums in fp32 (a product of two
+    TF32 values is exact in fp32, so only the summation order differs from the GPU)."""
+    return conv2d_numpy(to_tf32(x), to_tf32(w), p)
+
+
 def padded_input(x: Any, p: ConvProblem) -> Any:
     """x with the problem's padding applied (zeros or mirrored cells), on x's backend."""
     g = p.geometry
@@ -522,10 +599,9 @@ def resolve_algorithm(
         groups,
         padding_mode,
     )
-    candidates = {
+    candidates = {  # every fp32 algorithm (the plain tiled kernel wins on depthwise layers)
         a: functools.partial(conv2d, x, w, bias, stride, padding, dilation, groups, padding_mode, a)
         for a in ALGORITHMS
-        if a not in ("direct", "tiled_basic")  # teaching versions: never the fastest
     }
     return autotune.fastest(key, candidates) or "direct"  # if all refuse, direct raises the message
 
@@ -580,7 +656,10 @@ def conv2d(
         if b is not None:
             y += b.reshape(1, -1, 1, 1)
     elif xp is np:
-        y = im2col.im2col_numpy(x4, w, p) if chosen == "im2col" else conv2d_numpy(x4, w, p)
+        twin = {"im2col": im2col.im2col_numpy, "implicit_gemm_tf32": conv2d_tf32_numpy}.get(
+            chosen, conv2d_numpy
+        )
+        y = twin(x4, w, p)
         if b is not None:
             y += b.reshape(1, -1, 1, 1)
     elif chosen == "im2col":

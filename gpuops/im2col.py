@@ -27,11 +27,30 @@ def unfold_launch_of(p: ConvProblem) -> Launch:
     return unfold_launch(g, p.N, p.C)
 
 
+def is_pointwise(g: WindowGeometry) -> bool:
+    """A 1x1 kernel, stride 1, no padding: X_unroll IS the input (C x H*W per sample), so the
+    convolution is a plain GEMM with nothing to unfold."""
+    return (g.KH, g.KW, g.stride_h, g.stride_w) == (1, 1, 1, 1) and not any(g.pads)
+
+
+GEMM_LIMIT = 2**31 - 1  # cuBLAS takes matrix sizes and leading dimensions as 32-bit ints
+
+
 def batch_chunk(p: ConvProblem, budget_bytes: int | None = None) -> int:
     """Samples per GEMM so that X_unroll stays within the budget (default: half of free memory).
 
-    Raises ValueError when one sample alone does not fit, saying how many bytes it needs.
+    Raises ValueError when one sample alone does not fit, saying how many bytes it needs, or
+    when a matrix is too large for cuBLAS's 32-bit sizes.
     """
+    g = p.geometry
+    rows = (p.C // p.groups) * g.KH * g.KW
+    if g.L > GEMM_LIMIT or rows > GEMM_LIMIT:
+        raise ValueError(
+            f"im2col's GEMM would be {rows:,} x {g.L:,} per sample: a side over cuBLAS's 32-bit limit "
+            f"{GEMM_LIMIT:,}; use algorithm='direct'"
+        )
+    if is_pointwise(g):
+        return p.N  # nothing is unrolled
     per_sample = max(1, p.x_unroll_bytes_per_sample)
     if budget_bytes is None and p.N * per_sample <= MIN_BUDGET:
         return p.N  # fits the budget it always has: no need to ask the driver (a few us)
@@ -119,11 +138,15 @@ def im2col_cupy(x: Any, w: Any, p: ConvProblem, g: WindowGeometry, y: Any, budge
     G = p.groups
     Cg, Mg, kk = p.C // G, p.M // G, g.KH * g.KW
     chunk = batch_chunk(p, budget_bytes)
-    buffer = cupy.empty((chunk, p.C * kk, g.L), dtype=np.float32)
+    pointwise = is_pointwise(g)
+    buffer = None if pointwise else cupy.empty((chunk, p.C * kk, g.L), dtype=np.float32)
     y_rows = y.reshape(p.N, p.M, g.L)  # a view: y is contiguous
     for n0 in range(0, p.N, chunk):
         nb = min(chunk, p.N - n0)
-        cols = unfold_into(x[n0 : n0 + nb], g, buffer[:nb])
+        if pointwise:  # 1x1: the input already is X_unroll
+            cols = x[n0 : n0 + nb].reshape(nb, p.C, g.L)
+        else:
+            cols = unfold_into(x[n0 : n0 + nb], g, buffer[:nb])
         for group in range(G):  # one strided-batched GEMM per group, over the samples
             gemm_batched(
                 w[group * Mg : (group + 1) * Mg].reshape(Mg, Cg * kk),

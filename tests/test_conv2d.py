@@ -232,3 +232,37 @@ def test_a_repeated_call_takes_the_ready_path_and_stays_correct(rng):
             np.testing.assert_allclose(
                 got.get(), conv2d_ref(x, w.get(), padding=(1, 1)), rtol=1e-4, atol=1e-4
             )
+
+
+# ---- TF32 on the tensor cores (opt-in) -------------------------------------------------------------
+def test_tf32_rounding_matches_the_tensor_cores_rule():
+    """cvt.rna.tf32.f32: keep 10 mantissa bits, round to nearest, ties away from zero."""
+    from gpuops.conv2d import to_tf32
+
+    values = np.array([1.0, 1 + 2**-11, 1 + 3 * 2**-11, -(1 + 2**-11), 1 + 2**-12, 3.14159265], np.float32)
+    expected = [1.0, 1 + 2**-10, 1 + 2**-9, -(1 + 2**-10), 1.0, 3.140625]
+    assert to_tf32(values).tolist() == expected
+
+
+@backends
+@pytest.mark.parametrize("case", CASES[:30], ids=case_id)
+def test_tf32_conv_computes_the_sums_of_rounded_inputs(case, xp, rng):
+    """v5 (and its twin) equals the float64 convolution of the TF32-rounded inputs; against the
+    unrounded inputs its error is TF32's (~1e-4 relative), far above fp32's."""
+    from gpuops.conv2d import to_tf32
+
+    x, w, b = case.arrays(rng)
+    y = host(gpuops.conv2d(*on(xp, x, w, b), algorithm="implicit_gemm_tf32", **case.kwargs()))
+    np.testing.assert_allclose(
+        y, conv2d_ref(to_tf32(x), to_tf32(w), b, **case.kwargs()), rtol=2e-4, atol=2e-4
+    )
+    exact = conv2d_ref(x, w, b, **case.kwargs())
+    assert np.linalg.norm(y - exact) <= 5e-3 * max(np.linalg.norm(exact), 1e-6)
+
+
+def test_auto_never_picks_tf32():
+    """auto keeps fp32 semantics: TF32 is opt-in only, like PyTorch's allow_tf32."""
+    import inspect
+
+    source = inspect.getsource(gpuops.resolve_algorithm)
+    assert "for a in ALGORITHMS" in source and "implicit_gemm_tf32" not in gpuops.ALGORITHMS

@@ -287,7 +287,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_v3_register_tiled(
 // =======================================================================================
 #define IG_BM 64                                    // filters per block
 #define IG_BN 128                                   // pixels per block
-#define IG_BK 8                                     // k values per step
+#define IG_BK 16                                    // k values per step
 #define IG_THREADS ((IG_BM / 8) * (IG_BN / 8))      // == IG_BN: each thread owns 8 x 8 outputs
 #define IG_A_STEP (IG_THREADS / IG_BM)              // k columns between a thread's weight loads
 
@@ -419,6 +419,182 @@ extern "C" __global__ void __launch_bounds__(IG_THREADS) conv2d_v4_implicit_gemm
             if (m >= Mg) continue;
             const int mm = g * Mg + m;
             store(y, ((long long)n * M + mm) * L + l, acc[i][j] + (bias ? bias[mm] : 0.0f));
+        }
+    }
+}
+
+// =======================================================================================
+// v5 implicit GEMM on TENSOR CORES (TF32) = v4's product, with the multiply-adds done by
+// the tensor cores in TF32 (inputs rounded to 10 mantissa bits, sums in fp32: the same
+// trade PyTorch makes with allow_tf32). Opt-in: algorithm="implicit_gemm_tf32".
+// What changes from v4:
+//   - a WARP, not a thread, is the unit of work: `mma.sync.m16n8k8` multiplies a 16 x 8
+//     TF32 tile of weights by an 8 x 8 tile of inputs into a 16 x 8 tile of sums, the
+//     operands spread over the warp's 32 registers in a fixed layout (lane = 4*g + t):
+//       A (16 x 8): a0 = (g, t), a1 = (g+8, t), a2 = (g, t+4), a3 = (g+8, t+4)
+//       B ( 8 x 8): b0 = (k = t, n = g), b1 = (k = t+4, n = g)
+//       C (16 x 8): c0 = (g, 2t), c1 = (g, 2t+1), c2 = (g+8, 2t), c3 = (g+8, 2t+1)
+//     4 warps each compute 32 filters x 64 pixels = 2 x 8 such tiles, sums in registers;
+//   - shared memory is filled by cp.async (global -> shared without passing through
+//     registers; padding cells are zero-filled by the copy), two stages deep: the loads of
+//     step t+1 are in flight while the tensor cores work on step t.
+// The gather of X_unroll is v4's: thread t owns pixel column p0 + t of the block tile and walks
+// k = (c, ki, kj) in order, carrying the offsets (no division in the loop).
+// grid = (ceil(N*L / TC_BN), groups * m_blocks), block = 128 threads.
+// =======================================================================================
+#define TC_BM 64                   // filters per block
+#define TC_BN 128                  // pixels per block
+#define TC_BK 16                   // k per stage (two k8 steps)
+#define TC_THREADS 128             // 4 warps: 2 (filters) x 2 (pixels), 32 x 64 outputs each
+#define TC_APITCH (TC_BK + 4)      // shared row pitches, padded so a warp's fragment loads
+#define TC_BPITCH (TC_BN + 8)      // hit 32 different banks
+
+__device__ __forceinline__ void cp_async4(float* smem, const float* gmem, bool inside) {
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(gmem), "r"(inside ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async16(float* smem, const float* gmem, bool inside) {
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(gmem), "r"(inside ? 16 : 0));
+}
+__device__ __forceinline__ unsigned to_tf32(float v) {       // round to nearest, ties away
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+    return r;
+}
+__device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsigned* b) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+extern "C" __global__ void __launch_bounds__(TC_THREADS) conv2d_v5_implicit_gemm_tf32(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
+    float* __restrict__ y,
+    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
+    int groups, int reflect,
+    int m_blocks)       // filter blocks per group: blockIdx.y = group * m_blocks + block
+{
+    __shared__ __align__(16) float As[2][TC_BM][TC_APITCH];   // weights, As[m][k]
+    __shared__ __align__(16) float Bs[2][TC_BK][TC_BPITCH];   // gathered inputs, Bs[k][p]
+
+    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    const int Cg = C / groups, Mg = M / groups;
+    const int KK = KH * KW, Kdim = Cg * KK;
+    const int L = H_out * W_out;
+    const int P = N * L;                             // < 2^31: the host checks
+    const int g = blockIdx.y / m_blocks;
+    const int m0 = (blockIdx.y % m_blocks) * TC_BM;  // first filter of the block, within the group
+    const int p0 = blockIdx.x * TC_BN;               // first pixel of the block
+    const float* __restrict__ w_g = w + (long long)g * Mg * Kdim;
+    const bool vec_a = (Kdim & 3) == 0;              // weight rows 16-byte aligned: 16-byte copies
+
+    // The input column this thread gathers: pixel b_p, its tap-(0, 0) cell (ih0, iw0).
+    const int b_p = p0 + t;
+    const bool b_ok = b_p < P;
+    int ih0 = 0, iw0 = 0;
+    const float* __restrict__ x_n = x;
+    if (b_ok) {
+        const int n = b_p / L, l = b_p % L;
+        ih0 = input_coord(l / W_out, stride_h, pad_h, 0, dil_h);
+        iw0 = input_coord(l % W_out, stride_w, pad_w, 0, dil_w);
+        x_n = x + ((long long)n * C + (long long)g * Cg) * H * W;
+    }
+    int kc = 0, ki = 0, kj = 0, k_ih = 0, k_iw = 0;  // the next k this thread gathers (v4's walk)
+    const long long plane = (long long)H * W;
+
+    auto load_stage = [&](int s, int k0) {
+        if (vec_a) {                                 // A: TC_BM x TC_BK weights, 16 bytes a copy
+#pragma unroll
+            for (int i = 0; i < (TC_BM * TC_BK / 4) / TC_THREADS; ++i) {
+                const int idx = t + i * TC_THREADS, r = idx / (TC_BK / 4), k = (idx % (TC_BK / 4)) * 4;
+                const bool in = m0 + r < Mg && k0 + k < Kdim;
+                cp_async16(&As[s][r][k], in ? w_g + (long long)(m0 + r) * Kdim + k0 + k : w, in);
+            }
+        } else {                                     // rows not 16-byte aligned: 4 bytes a copy
+#pragma unroll
+            for (int i = 0; i < (TC_BM * TC_BK) / TC_THREADS; ++i) {
+                const int idx = t + i * TC_THREADS, r = idx / TC_BK, k = idx % TC_BK;
+                const bool in = m0 + r < Mg && k0 + k < Kdim;
+                cp_async4(&As[s][r][k], in ? w_g + (long long)(m0 + r) * Kdim + k0 + k : w, in);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < TC_BK; ++j) {            // B: column t, k = k0 .. k0 + TC_BK - 1
+            int ih = ih0 + k_ih, iw = iw0 + k_iw;
+            if (reflect) { ih = reflect_index(ih, H); iw = reflect_index(iw, W); }
+            const bool in = b_ok && k0 + j < Kdim && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
+            cp_async4(&Bs[s][j][t], in ? x_n + kc * plane + (long long)ih * W + iw : x, in);
+            if (++kj == KW) { kj = 0; k_iw = 0; if (++ki == KH) { ki = 0; k_ih = 0; ++kc; } else k_ih += dil_h; }
+            else k_iw += dil_w;
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+    };
+
+    const int wm = (warp / 2) * 32, wn = (warp % 2) * 64;   // this warp's 32 x 64 sub-tile
+    const int gr = lane / 4, tq = lane % 4;                  // g and t of the fragment layouts
+    float acc[2][8][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+    const int tiles = (Kdim + TC_BK - 1) / TC_BK;
+    load_stage(0, 0);
+    for (int tile = 0; tile < tiles; ++tile) {
+        const int s = tile & 1;
+        if (tile + 1 < tiles) {
+            load_stage(s ^ 1, (tile + 1) * TC_BK);        // in flight during this step's math
+            asm volatile("cp.async.wait_group 1;\n" ::);  // this step's copies have landed
+        } else {
+            asm volatile("cp.async.wait_group 0;\n" ::);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < TC_BK; kk += 8) {
+            unsigned a[2][4], b[8][2];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                const int r = wm + i * 16 + gr;
+                a[i][0] = to_tf32(As[s][r][kk + tq]);
+                a[i][1] = to_tf32(As[s][r + 8][kk + tq]);
+                a[i][2] = to_tf32(As[s][r][kk + tq + 4]);
+                a[i][3] = to_tf32(As[s][r + 8][kk + tq + 4]);
+            }
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                b[j][0] = to_tf32(Bs[s][kk + tq][wn + j * 8 + gr]);
+                b[j][1] = to_tf32(Bs[s][kk + tq + 4][wn + j * 8 + gr]);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; ++i)
+#pragma unroll
+                for (int j = 0; j < 8; ++j) mma_tf32(acc[i][j], a[i], b[j]);
+        }
+        __syncthreads();   // everyone is done with stage s before it is refilled
+    }
+
+    // Write back from the registers: sum e of tile (i, j) is filter wm + 16i + gr (+8 for e >= 2),
+    // pixel wn + 8j + 2tq (+1 for odd e).
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int m = m0 + wm + i * 16 + gr + (e >= 2 ? 8 : 0);
+            if (m >= Mg) continue;
+            const int mm = g * Mg + m;
+            const float b_m = bias ? bias[mm] : 0.0f;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                const int p = p0 + wn + j * 8 + 2 * tq + (e & 1);
+                if (p >= P) continue;
+                const int n = p / L, l = p % L;
+                store(y, ((long long)n * M + mm) * L + l, acc[i][j][e] + b_m);
+            }
         }
     }
 }
