@@ -370,26 +370,34 @@ def weight_reduce_launch(q: GradProblem) -> Launch:
     )
 
 
-def input_launch(q: GradProblem, algorithm: str) -> Launch:
-    """The launch that writes grad_input: v1, v2, or gemm_fold's col2im (fold_v2_gather)."""
+def is_pointwise(g: WindowGeometry) -> bool:
+    """1x1 windows, stride 1, no padding: cols (C*KH*KW x L) IS the image (C x H*W), so the GEMM
+    paths need no unfold and no fold."""
+    return (g.KH, g.KW, g.stride_h, g.stride_w) == (1, 1, 1, 1) and not any(g.pads)
+
+
+def input_launch(q: GradProblem, algorithm: str) -> Launch | None:
+    """The launch that writes grad_input: v1, v2, or gemm_fold's col2im (fold_v2_gather; None
+    for a pointwise problem, where cuBLAS writes dx itself)."""
     if algorithm == "scatter":
         return input_scatter_launch(q)
     if algorithm == "gather":
         return input_gather_launch(q)
-    return fold_launch(q.geometry, q.N, q.C, FOLD_VARIANT)
+    return None if is_pointwise(q.geometry) else fold_launch(q.geometry, q.N, q.C, FOLD_VARIANT)
 
 
-def weight_launch(q: GradProblem, algorithm: str) -> Launch:
-    """The kernel launch of a weight-gradient algorithm: v3, or gemm's unfold (the GEMM is cuBLAS)."""
+def weight_launch(q: GradProblem, algorithm: str) -> Launch | None:
+    """The kernel launch of a weight-gradient algorithm: v3, or gemm's unfold (the GEMM is
+    cuBLAS; None for a pointwise problem, which unfolds nothing)."""
     if algorithm == "direct":
         return weight_reduce_launch(q)
-    return unfold_launch(q.geometry, q.N, q.C)
+    return None if is_pointwise(q.geometry) else unfold_launch(q.geometry, q.N, q.C)
 
 
 @dataclass(frozen=True)
 class BackwardPlan:
     """A checked backward (or transposed) call and the launches it makes (None: chosen per call
-    by "auto", or nothing to compute)."""
+    by "auto", nothing to compute, or cuBLAS alone: a pointwise GEMM path)."""
 
     problem: GradProblem
     input_algorithm: str
@@ -637,6 +645,8 @@ def batch_chunk(q: GradProblem, budget_bytes: int | None = None) -> int:
                 f"the GEMM path has {size:,} {what} per sample, more than cuBLAS's 32-bit limit "
                 f"{GEMM_LIMIT:,}; use the scatter / gather / direct kernels"
             )
+    if is_pointwise(g):
+        return max(1, q.N)  # nothing is unfolded
     per_sample = max(1, q.cols_bytes_per_sample)
     if budget_bytes is None and q.N * per_sample <= MIN_BUDGET:
         return max(1, q.N)
@@ -662,9 +672,20 @@ def _input_gemm_fold_gpu(dy: Any, w: Any, q: GradProblem, budget_bytes: int | No
     g, G = q.geometry, q.groups
     Mg, CgKK = q.M // G, (q.C // G) * g.KH * g.KW
     dy3 = _dy_on_all_windows(dy, q).reshape(q.N, q.M, g.L)
+    wt = w.reshape(G, Mg, CgKK)
+    if is_pointwise(g):  # cols IS dx: the GEMMs write it, nothing to fold
+        dx = cupy.empty(q.dx_shape, dtype=np.float32)
+        dx3 = dx.reshape(q.N, q.C, g.L)
+        for group in range(G):
+            gemm_strided(
+                cupy.broadcast_to(wt[group], (q.N, Mg, CgKK)),
+                dy3[:, group * Mg : (group + 1) * Mg],
+                dx3[:, group * CgKK : (group + 1) * CgKK],
+                trans_a=True,
+            )
+        return dx
     chunk = batch_chunk(q, budget_bytes)
     cols = cupy.empty((chunk, q.C * g.KH * g.KW, g.L), dtype=np.float32)
-    wt = w.reshape(G, Mg, CgKK)
     dx = None
     for n0 in range(0, q.N, chunk):
         nb = min(chunk, q.N - n0)
@@ -701,12 +722,16 @@ def _weight_gemm_gpu(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None =
     Mg, CgKK = q.M // G, (q.C // G) * g.KH * g.KW
     dy3 = dy.reshape(q.N, q.M, g.L)
     chunk = batch_chunk(q, budget_bytes)
-    cols = cupy.empty((chunk, q.C * g.KH * g.KW, g.L), dtype=np.float32)
+    pointwise = is_pointwise(g)  # cols IS x: nothing to unfold
+    cols = None if pointwise else cupy.empty((chunk, q.C * g.KH * g.KW, g.L), dtype=np.float32)
     per_sample = cupy.empty((chunk, q.M, CgKK), dtype=np.float32)
     dw = None
     for n0 in range(0, q.N, chunk):
         nb = min(chunk, q.N - n0)
-        unfold_into(x[n0 : n0 + nb], g, cols[:nb])
+        if pointwise:
+            cols = x.reshape(q.N, q.C, g.L)[n0 : n0 + nb]
+        else:
+            unfold_into(x[n0 : n0 + nb], g, cols[:nb])
         for group in range(G):
             gemm_strided(
                 dy3[n0 : n0 + nb, group * Mg : (group + 1) * Mg],

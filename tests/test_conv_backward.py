@@ -293,6 +293,16 @@ def test_plans_name_the_launches_they_make():
     assert reflect.pads == (1, 1, 1, 1) and reflect.problem.dx_shape == (1, 2, 10, 10)
 
 
+def test_pointwise_gemm_paths_need_no_kernel_of_ours():
+    """1x1, stride 1, no padding: cols is the image itself; cuBLAS alone writes both gradients."""
+    plan = gpuops.plan_conv2d_backward((2, 6, 5, 7), (2, 4, 5, 7), (6, 2, 1, 1), groups=2, algorithm="gemm_fold",
+                                       weight_algorithm="gemm")  # fmt: skip
+    assert plan.input_launch is None and plan.weight_launch is None
+    assert cb.batch_chunk(plan.problem, 1) == 2  # nothing unfolded: no budget needed
+    strided = gpuops.plan_conv_transpose2d((2, 6, 5, 7), (6, 2, 1, 1), stride=2, algorithm="gemm_fold")
+    assert strided.input_launch.kernel == "fold_v2_gather"  # stride 2 spreads the cells: a fold
+
+
 def test_direct_weight_kernel_refuses_rows_past_32_bits():
     q = cb.GradProblem(70000, 1, 1, 1, gpuops.window_geometry(40000, 4, 1), 40000, 4)
     with pytest.raises(
@@ -499,6 +509,14 @@ def test_the_launches_that_ran_are_the_planned_ones(rng):
         gpuops.conv2d_grad_input(dy, x.shape, w, algorithm="gemm_fold", **kw)
         gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm="gemm", **kw)
     assert ran == [plan.input_launch, plan.weight_launch]  # the fold after cuBLAS, the unfold before it
+    x, w, dy, kw = _gpu_problem(GPU_SHAPES[3], rng)  # 1x1: cuBLAS alone
+    with launch_module.recorded() as ran:
+        gx = gpuops.conv2d_grad_input(cp.asarray(dy), x.shape, cp.asarray(w), algorithm="gemm_fold", **kw)
+        gw = gpuops.conv2d_grad_weight(cp.asarray(dy), cp.asarray(x), w.shape, algorithm="gemm", **kw)
+    assert ran == []
+    ref_x, ref_w, _ = conv2d_backward_ref(dy, x, w, groups=2)
+    np.testing.assert_allclose(gx.get(), ref_x, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gw.get(), ref_w, rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.gpu
