@@ -35,6 +35,17 @@ def _ig(bn: int, bk: int):
     return edits, change
 
 
+def _tc(bm: int, bn: int):
+    edits = [("#define TC_BM 64 ", f"#define TC_BM {bm} "), ("#define TC_BN 128 ", f"#define TC_BN {bn} ")]
+
+    def change(launch, p):
+        mg = p.M // p.groups
+        threads = 32 * (bm // 32) * (bn // 64)
+        return ((p.N * p.geometry.L + bn - 1) // bn, p.groups * ((mg + bm - 1) // bm), 1), (threads, 1, 1)
+
+    return edits, change
+
+
 VARIANTS = {
     "v4 implicit gemm": (
         "conv2d.cu",
@@ -48,6 +59,8 @@ VARIANTS = {
         "conv2d.cu",
         "conv2d_v5_implicit_gemm_tf32",
         {
+            "BM 128 x BN 128": _tc(128, 128),
+            "BM 64 x BN 256": _tc(64, 256),
             "no cvt (raw fp32 bits)": (
                 [('asm("cvt.rna.tf32.f32 %0, %1;\\n" : "=r"(r) : "f"(v));', "r = __float_as_uint(v);")],
                 None,

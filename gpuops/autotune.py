@@ -16,7 +16,7 @@ from gpuops.cache import Memo
 _choices = Memo("autotune_choices", 512)
 
 
-def fastest(key: Hashable, candidates: dict[str, Callable[[], Any]], repeat: int = 5) -> str | None:
+def fastest(key: Hashable, candidates: dict[str, Callable[[], Any]], repeat: int = 10) -> str | None:
     """Name of the fastest candidate for `key` (measured on the first call only).
 
     A candidate that raises ValueError (it cannot handle these arguments) is skipped; None
@@ -32,7 +32,7 @@ def fastest(key: Hashable, candidates: dict[str, Callable[[], Any]], repeat: int
     for name, fn in candidates.items():
         try:
             timings[name] = float(
-                np.median(benchmark(fn, n_warmup=1, n_repeat=repeat, name=name).gpu_times[0])
+                np.median(benchmark(fn, n_warmup=2, n_repeat=repeat, name=name).gpu_times[0])
             )
         except ValueError:
             continue

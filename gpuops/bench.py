@@ -34,6 +34,8 @@ class Shape:
     K: int
     stride: int
     pad: int
+    groups: int = 1
+    conv_only: bool = False  # a workload class of conv2d: no reflect / unfold / fold rows
 
 
 STANDARD_SHAPES = (
@@ -42,8 +44,18 @@ STANDARD_SHAPES = (
     Shape("resnet56", 32, 64, 56, 56, 64, 3, 1, 1),
     Shape("stride2", 16, 64, 112, 112, 128, 3, 2, 1),
 )
+# Common workload classes of conv2d (issue 13), measured like the standard shapes, conv2d only.
+CLASS_SHAPES = (
+    Shape("vgg_like", 8, 128, 112, 112, 128, 3, 1, 1, conv_only=True),
+    Shape("pointwise_1x1", 32, 256, 28, 28, 256, 1, 1, 0, conv_only=True),
+    Shape("depthwise_3x3", 32, 256, 56, 56, 256, 3, 1, 1, groups=256, conv_only=True),
+    Shape("k5", 16, 32, 64, 64, 64, 5, 1, 2, conv_only=True),
+    Shape("gray_large", 1, 1, 4096, 4096, 1, 3, 1, 1, conv_only=True),
+    Shape("fullhd_rgb", 1, 3, 1080, 1920, 16, 3, 1, 1, conv_only=True),
+    Shape("late_stage", 32, 512, 7, 7, 512, 3, 1, 1, conv_only=True),
+)
 CPU_SHAPES = (Shape("cpu_image1024", 1, 3, 1024, 1024, 3, 3, 1, 1),)
-ALL_SHAPES = {s.name: s for s in STANDARD_SHAPES + CPU_SHAPES}
+ALL_SHAPES = {s.name: s for s in STANDARD_SHAPES + CLASS_SHAPES + CPU_SHAPES}
 
 
 @dataclass
@@ -120,7 +132,7 @@ class Suite:
     def run_shape(self, s: Shape) -> None:
         xp, rng = self.xp, np.random.default_rng(0)
         x = xp.asarray(rng.standard_normal((s.N, s.C, s.H, s.W)).astype(np.float32))
-        w = xp.asarray(rng.standard_normal((s.M, s.C, s.K, s.K)).astype(np.float32))
+        w = xp.asarray(rng.standard_normal((s.M, s.C // s.groups, s.K, s.K)).astype(np.float32))
         g = gpuops.window_geometry(s.H, s.W, s.K, s.stride, s.pad)
         tx = tw = None
         if self.torch is not None:
@@ -128,6 +140,9 @@ class Suite:
             tx = self.torch.as_tensor(gpuops.to_numpy(x), device=dev)
             tw = self.torch.as_tensor(gpuops.to_numpy(w), device=dev)
         F = self.torch.nn.functional if self.torch is not None else None
+        if s.conv_only:
+            self.run_conv(s, x, w, tx, tw, g)
+            return
 
         # reflect pad by P+2 on every side (the issue's reference setting)
         p = min(s.pad + 2, s.H - 1, s.W - 1)
@@ -165,8 +180,14 @@ class Suite:
                 nbytes=cols_bytes + x.nbytes,
             )
 
-        # conv2d: our three algorithms, cuDNN, and cuBLAS on the unfolded input
-        conv = dict(stride=s.stride, padding=s.pad)
+        self.run_conv(s, x, w, tx, tw, g)
+
+    def run_conv(self, s: Shape, x: Any, w: Any, tx: Any, tw: Any, g: Any) -> None:
+        """conv2d: our algorithms (fp32, and TF32 with its error), cuDNN in fp32 and TF32, and
+        cuBLAS on the unfolded input."""
+        F = self.torch.nn.functional if self.torch is not None else None
+        unf = dict(kernel_size=s.K, padding=s.pad, stride=s.stride)
+        conv = dict(stride=s.stride, padding=s.pad, groups=s.groups)
         plan = gpuops.plan_conv2d(x.shape, w.shape, **conv)
         choice = gpuops.resolve_algorithm(x, w, None, **conv)  # measures once, then cached
         self.add(
@@ -177,10 +198,15 @@ class Suite:
             flops=plan.flops,
             chose=choice,
         )
-        for algorithm in gpuops.ALGORITHMS:
+        reference = self._float64_reference(tx, tw, conv)
+        for algorithm in gpuops.ALL_ALGORITHMS if self.gpu else gpuops.ALGORITHMS:
             extra = {}
             if algorithm == "im2col" and self.gpu:
                 extra = self._im2col_memory(x, w, plan, conv)
+            if reference is not None and algorithm in ("implicit_gemm", "implicit_gemm_tf32"):
+                extra["rel_error_vs_float64"] = self._rel_error(
+                    gpuops.conv2d(x, w, algorithm=algorithm, **conv), reference
+                )
             self.add(
                 s.name,
                 "conv2d",
@@ -197,6 +223,16 @@ class Suite:
                 lambda: F.conv2d(tx, tw, **conv),
                 flops=plan.flops,
             )
+            if self.gpu:  # cuDNN with TF32, PyTorch's allow_tf32: the peer of our TF32 kernel
+                self.torch.backends.cudnn.allow_tf32 = True
+                error = (
+                    self._rel_error(F.conv2d(tx, tw, **conv), reference) if reference is not None else None
+                )
+                self.add(s.name, "conv2d", "torch:cudnn_tf32", lambda: F.conv2d(tx, tw, **conv), flops=plan.flops,
+                         rel_error_vs_float64=error)  # fmt: skip
+                self.torch.backends.cudnn.allow_tf32 = False
+            if s.groups != 1:  # the unfold + GEMM peers below are for dense layers
+                return
             tcols = F.unfold(tx, **unf)
             wmat = tw.reshape(s.M, -1)
             self.add(
@@ -312,6 +348,17 @@ class Suite:
                 nbytes=nbytes,
             )
 
+    def _float64_reference(self, tx: Any, tw: Any, conv: dict) -> Any:
+        """The layer in float64 (PyTorch on the same device), for the TF32 error; None without torch."""
+        if self.torch is None or not self.gpu:
+            return None
+        return self.torch.nn.functional.conv2d(tx.double(), tw.double(), **conv)
+
+    def _rel_error(self, y: Any, reference: Any) -> float:
+        """||y - reference|| / ||reference|| (Frobenius), y from CuPy or PyTorch."""
+        y = self.torch.as_tensor(y, device=reference.device).double()
+        return float(self.torch.linalg.vector_norm(y - reference) / self.torch.linalg.vector_norm(reference))
+
     def _im2col_memory(self, x: Any, w: Any, plan: Any, conv: dict) -> dict[str, Any]:
         """Peak extra memory-pool bytes of one im2col call vs the X_unroll bytes of its chunk.
 
@@ -381,6 +428,8 @@ def add_ratios(records: list[Record]) -> list[dict[str, Any]]:
     for r in records:
         row = asdict(r)
         peer_name = "torch:cudnn" if r.op == "conv2d" else "torch"
+        if "tf32" in r.impl:
+            peer_name = "torch:cudnn_tf32"
         peer = next(
             (
                 p
@@ -463,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
         "--shapes",
         nargs="*",
         choices=sorted(ALL_SHAPES),
-        help="default: the standard shapes on the GPU, cpu_image1024 on the CPU",
+        help="default: the standard shapes and the workload classes on the GPU, cpu_image1024 on the CPU",
     )
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument(
@@ -476,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
     args = parser.parse_args(argv)
     gpu = gpuops.backend_info().gpu
-    names = args.shapes or [s.name for s in (STANDARD_SHAPES if gpu else CPU_SHAPES)]
+    names = args.shapes or [s.name for s in (STANDARD_SHAPES + CLASS_SHAPES if gpu else CPU_SHAPES)]
     report = run([ALL_SHAPES[n] for n in names], repeat=args.repeat, parts=args.parts)
     print(f"# {gpuops.backend_info().label()}; torch {report['torch']}")
     print(format_table(report["results"]))

@@ -55,7 +55,8 @@ MAX_CHANNELS_PER_STAGE = 8  # v3
 IG_BM, IG_BN = 64, 128  # v4 block tile: filters x pixels
 IG_THREADS = (IG_BM // 8) * (IG_BN // 8)  # each thread owns 8 filters x 8 pixels
 PIXEL_LIMIT = 2**31 - 1  # v4 and v5 number the batch's pixels with 32-bit ints
-TC_BM, TC_BN, TC_THREADS = 64, 128, 128  # v5 block tile: filters x pixels; 4 warps of 32 x 64
+TC_BM, TC_BN = 64, 128  # v5 block tile: filters x pixels, in warps of 32 x 64
+TC_THREADS = 32 * (TC_BM // 32) * (TC_BN // 64)
 
 
 # ---- check --------------------------------------------------------------------------------------
@@ -424,7 +425,7 @@ def implicit_gemm_launch(p: ConvProblem) -> Launch:
 
 @dataclass(frozen=True)
 class WarpTileMap:
-    """v5: a block computes BM filters x BN batch pixels with 4 warps of 32 x 64 outputs, each
+    """v5: a block computes BM filters x BN batch pixels with warps of 32 x 64 outputs, each
     as 2 x 8 tensor-core tiles of 16 x 8; lane 4g + t holds sums (g, 2t), (g, 2t+1), (g+8, 2t),
     (g+8, 2t+1) of every tile and writes them out itself."""
 
@@ -440,7 +441,7 @@ class WarpTileMap:
         group, within = divmod(m, self.filters_per_group)
         m_blocks = -(-self.filters_per_group // self.BM)
         r, q = within % self.BM, p % self.BN
-        warp = (r // 32) * 2 + q // 64
+        warp = (r // 32) * (self.BN // 64) + q // 64
         lane = (r % 8) * 4 + (q % 8) // 2
         return ThreadRef((p // self.BN, group * m_blocks + within // self.BM, 0), (warp * 32 + lane, 0, 0))
 

@@ -13,9 +13,12 @@ from gpuops.conv2d import (
     IG_BM,
     IG_BN,
     PIXELS_PER_THREAD,
+    TC_BM,
+    TC_BN,
     check_conv2d,
     direct_launch,
     implicit_gemm_launch,
+    implicit_gemm_tf32_launch,
     tiled_basic_launch,
     tiled_launch,
 )
@@ -100,7 +103,12 @@ def test_a_grid_the_hardware_cannot_launch_is_refused():
 def test_kernel_tile_constants_match_the_cuda_source():
     text = source_text("conv2d.cu")
     constants = dict(
-        IG_BM=IG_BM, IG_BN=IG_BN, FILTERS_PER_BLOCK=FILTERS_PER_BLOCK, PIXELS_PER_THREAD=PIXELS_PER_THREAD
+        IG_BM=IG_BM,
+        IG_BN=IG_BN,
+        FILTERS_PER_BLOCK=FILTERS_PER_BLOCK,
+        PIXELS_PER_THREAD=PIXELS_PER_THREAD,
+        TC_BM=TC_BM,
+        TC_BN=TC_BN,
     )
     for name, value in constants.items():
         assert f"#define {name} {value}" in text, name
@@ -170,6 +178,7 @@ ALL_LAUNCHES = {
     "tiled_basic": lambda: tiled_basic_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
     "tiled": lambda: tiled_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
     "implicit_gemm": lambda: implicit_gemm_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
+    "implicit_gemm_tf32": lambda: implicit_gemm_tf32_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
     "unfold": lambda: unfold_launch(gpuops.window_geometry(11, 9, 3, padding=1), 2, 4),
     "fold_scatter": lambda: fold_launch(gpuops.window_geometry(11, 9, 3, padding=1), 2, 4, "scatter"),
     "fold_gather": lambda: fold_launch(gpuops.window_geometry(11, 9, 3, padding=1), 2, 4, "gather"),
@@ -255,7 +264,7 @@ def test_thread_of_names_the_thread_that_wrote_each_output(name, rng):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("algorithm", gpuops.ALGORITHMS)
+@pytest.mark.parametrize("algorithm", gpuops.ALL_ALGORITHMS)
 def test_the_launch_that_ran_is_the_planned_one(algorithm, rng):
     """The launch recorded at the driver call equals the plan the app draws."""
     import cupy as cp

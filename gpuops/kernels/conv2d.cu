@@ -434,18 +434,21 @@ extern "C" __global__ void __launch_bounds__(IG_THREADS) conv2d_v4_implicit_gemm
 //       A (16 x 8): a0 = (g, t), a1 = (g+8, t), a2 = (g, t+4), a3 = (g+8, t+4)
 //       B ( 8 x 8): b0 = (k = t, n = g), b1 = (k = t+4, n = g)
 //       C (16 x 8): c0 = (g, 2t), c1 = (g, 2t+1), c2 = (g+8, 2t), c3 = (g+8, 2t+1)
-//     4 warps each compute 32 filters x 64 pixels = 2 x 8 such tiles, sums in registers;
+//     each warp computes 32 filters x 64 pixels = 2 x 8 such tiles, sums in registers;
 //   - shared memory is filled by cp.async (global -> shared without passing through
 //     registers; padding cells are zero-filled by the copy), two stages deep: the loads of
 //     step t+1 are in flight while the tensor cores work on step t.
-// The gather of X_unroll is v4's: thread t owns pixel column p0 + t of the block tile and walks
-// k = (c, ki, kj) in order, carrying the offsets (no division in the loop).
-// grid = (ceil(N*L / TC_BN), groups * m_blocks), block = 128 threads.
+// The gather of X_unroll is v4's: a thread owns one pixel column of the block tile and walks
+// k = (c, ki, kj) in order, carrying the offsets (no division in the loop); with more threads
+// than columns, TC_SPLIT threads share a column, each taking its slice of every stage's k.
+// grid = (ceil(N*L / TC_BN), groups * m_blocks), block = TC_THREADS threads.
 // =======================================================================================
 #define TC_BM 64                   // filters per block
 #define TC_BN 128                  // pixels per block
 #define TC_BK 16                   // k per stage (two k8 steps)
-#define TC_THREADS 128             // 4 warps: 2 (filters) x 2 (pixels), 32 x 64 outputs each
+#define TC_WARPS_N (TC_BN / 64)    // warps side by side along the pixels; each 32 x 64 outputs
+#define TC_THREADS (32 * (TC_BM / 32) * TC_WARPS_N)
+#define TC_SPLIT (TC_THREADS / TC_BN)   // threads gathering one pixel column (1 or 2)
 #define TC_APITCH (TC_BK + 4)      // shared row pitches, padded so a warp's fragment loads
 #define TC_BPITCH (TC_BN + 8)      // hit 32 different banks
 
@@ -491,8 +494,10 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) conv2d_v5_implicit_gemm
     const float* __restrict__ w_g = w + (long long)g * Mg * Kdim;
     const bool vec_a = (Kdim & 3) == 0;              // weight rows 16-byte aligned: 16-byte copies
 
-    // The input column this thread gathers: pixel b_p, its tap-(0, 0) cell (ih0, iw0).
-    const int b_p = p0 + t;
+    // The input column this thread gathers: pixel b_p, its tap-(0, 0) cell (ih0, iw0); of each
+    // stage's TC_BK values of k it takes the slice b_part * TC_BK / TC_SPLIT, TC_BK / TC_SPLIT long.
+    const int b_col = t % TC_BN, b_part = t / TC_BN;
+    const int b_p = p0 + b_col;
     const bool b_ok = b_p < P;
     int ih0 = 0, iw0 = 0;
     const float* __restrict__ x_n = x;
@@ -504,6 +509,11 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) conv2d_v5_implicit_gemm
     }
     int kc = 0, ki = 0, kj = 0, k_ih = 0, k_iw = 0;  // the next k this thread gathers (v4's walk)
     const long long plane = (long long)H * W;
+    auto step = [&]() {                              // k -> k + 1, carrying (kc, ki, kj)
+        if (++kj == KW) { kj = 0; k_iw = 0; if (++ki == KH) { ki = 0; k_ih = 0; ++kc; } else k_ih += dil_h; }
+        else k_iw += dil_w;
+    };
+    for (int j = 0; j < b_part * (TC_BK / TC_SPLIT); ++j) step();   // to this thread's first slice
 
     auto load_stage = [&](int s, int k0) {
         if (vec_a) {                                 // A: TC_BM x TC_BK weights, 16 bytes a copy
@@ -522,18 +532,19 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) conv2d_v5_implicit_gemm
             }
         }
 #pragma unroll
-        for (int j = 0; j < TC_BK; ++j) {            // B: column t, k = k0 .. k0 + TC_BK - 1
+        for (int jj = 0; jj < TC_BK / TC_SPLIT; ++jj) {   // B: this thread's slice of column b_col
+            const int j = b_part * (TC_BK / TC_SPLIT) + jj;
             int ih = ih0 + k_ih, iw = iw0 + k_iw;
             if (reflect) { ih = reflect_index(ih, H); iw = reflect_index(iw, W); }
             const bool in = b_ok && k0 + j < Kdim && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
-            cp_async4(&Bs[s][j][t], in ? x_n + kc * plane + (long long)ih * W + iw : x, in);
-            if (++kj == KW) { kj = 0; k_iw = 0; if (++ki == KH) { ki = 0; k_ih = 0; ++kc; } else k_ih += dil_h; }
-            else k_iw += dil_w;
+            cp_async4(&Bs[s][j][b_col], in ? x_n + kc * plane + (long long)ih * W + iw : x, in);
+            step();
         }
+        for (int jj = 0; jj < TC_BK - TC_BK / TC_SPLIT; ++jj) step();   // over the other slices
         asm volatile("cp.async.commit_group;\n" ::);
     };
 
-    const int wm = (warp / 2) * 32, wn = (warp % 2) * 64;   // this warp's 32 x 64 sub-tile
+    const int wm = (warp / TC_WARPS_N) * 32, wn = (warp % TC_WARPS_N) * 64;   // this warp's 32 x 64 tile
     const int gr = lane / 4, tq = lane % 4;                  // g and t of the fragment layouts
     float acc[2][8][4];
 #pragma unroll
