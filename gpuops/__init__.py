@@ -8,7 +8,17 @@ NumPy arrays on their NumPy twins. Every operation goes check -> plan -> run (RE
 
 from gpuops.backend import asarray, backend_info, default_xp, reset_backend, to_numpy
 from gpuops.checks import WindowGeometry, window_geometry
-from gpuops.conv2d import ALGORITHMS, AUTO, ConvPlan, ConvProblem, conv2d, plan_conv2d, resolve_algorithm
+from gpuops.conv2d import (
+    ALGORITHMS,
+    ALL_ALGORITHMS,
+    AUTO,
+    TF32_ALGORITHMS,
+    ConvPlan,
+    ConvProblem,
+    conv2d,
+    plan_conv2d,
+    resolve_algorithm,
+)
 from gpuops.conv_backward import (
     GRAD_INPUT_ALGORITHMS,
     GRAD_WEIGHT_ALGORITHMS,
@@ -32,11 +42,13 @@ from gpuops.unfold_fold import FOLD_VARIANTS, fold, unfold
 
 __all__ = [
     "ALGORITHMS",
+    "ALL_ALGORITHMS",
     "AUTO",
     "FOLD_VARIANTS",
     "GRAD_INPUT_ALGORITHMS",
     "GRAD_WEIGHT_ALGORITHMS",
     "REFLECT_BACKWARD_ALGORITHMS",
+    "TF32_ALGORITHMS",
     "BackwardPlan",
     "ConvPlan",
     "ConvProblem",
