@@ -25,6 +25,7 @@ PAGES = [
     st.Page("pages/im2col.py", title="im2col + GEMM", icon=":material/view_column:", url_path="im2col"),
     st.Page("pages/unfold_fold.py", title="Unfold / Fold", icon=":material/apps:", url_path="unfold"),
     st.Page("pages/reflect_pad.py", title="Reflect padding", icon=":material/flip:", url_path="reflect"),
+    st.Page("pages/conv_backward.py", title="Backward & transposed", icon=":material/undo:", url_path="backward"),
     st.Page("pages/benchmarks.py", title="Benchmarks", icon=":material/speed:", url_path="benchmarks"),
 ]
 

@@ -14,7 +14,7 @@ from tests.browser import _png, no_exception, shot, upload_file, wait_idle
 pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.parametrize("path", ["", "direct", "im2col", "unfold", "reflect", "benchmarks"])
+@pytest.mark.parametrize("path", ["", "direct", "im2col", "unfold", "reflect", "backward", "benchmarks"])
 @pytest.mark.parametrize("size", [(1280, 800), (1920, 1080)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_every_page_opens(server, browser, path, size):
     page = browser.new_page(viewport={"width": size[0], "height": size[1]})
@@ -22,7 +22,7 @@ def test_every_page_opens(server, browser, path, size):
     wait_idle(page)
     no_exception(page)
     assert page.locator("h1").count() >= 1
-    if path not in ("", "benchmarks"):
+    if path not in ("", "benchmarks", "backward"):
         page.locator(".js-plotly-plot").first.wait_for(timeout=30000)  # the figures are drawn
         time.sleep(1)
     shot(page, f"{path or 'home'}_{size[0]}x{size[1]}")

@@ -19,6 +19,7 @@ PAGES = {
     "im2col": "pages/im2col.py",
     "unfold": "pages/unfold_fold.py",
     "reflect": "pages/reflect_pad.py",
+    "backward": "pages/conv_backward.py",
     "bench": "pages/benchmarks.py",
 }
 
