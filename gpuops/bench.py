@@ -113,6 +113,14 @@ class Suite:
         self.records.append(rec)
         return rec
 
+    def add_op(self, shape: str, op: str, flops: int, ours: dict[str, Callable[[], Any]],
+               torch_fn: Callable[[], Any] | None) -> None:  # fmt: skip
+        """Our implementations of one op (impl "ours:<name>"), then PyTorch's where it runs."""
+        for name, fn in ours.items():
+            self.add(shape, op, f"ours:{name}", fn, flops=flops)
+        if torch_fn:
+            self.add(shape, op, "torch", torch_fn, flops=flops)
+
     # -- peers ---------------------------------------------------------------------------
     def copy_bandwidth(self, nbytes: int = 1 << 30) -> Record:
         """Device-to-device (or RAM) copy: the bandwidth ceiling, counting read + write."""
@@ -270,61 +278,33 @@ class Suite:
             tx, tw, tdy = (torch.as_tensor(gpuops.to_numpy(a), device=dev) for a in (x, w, dy))
             aten_args = ([s.stride] * 2, [s.pad] * 2, [1, 1], False, [0, 0], 1)
         algorithms = ("auto", *gpuops.GRAD_INPUT_ALGORITHMS) if self.gpu else ("auto",)
-        for a in algorithms:
-            self.add(
-                s.name,
-                "conv2d_grad_input",
-                f"ours:{a}",
-                lambda a=a: gpuops.conv2d_grad_input(dy, x.shape, w, algorithm=a, **conv),
-                flops=q.flops,
-            )
-        if F is not None:
-            self.add(
-                s.name,
-                "conv2d_grad_input",
-                "torch",
-                lambda: torch.ops.aten.convolution_backward(
-                    tdy, tx, tw, None, *aten_args, [True, False, False]
-                ),
-                flops=q.flops,
-            )
-        for a in algorithms:
-            self.add(
-                s.name,
-                "conv_transpose2d",
-                f"ours:{a}",
-                lambda a=a: gpuops.conv_transpose2d(
+        grad = torch.ops.aten.convolution_backward if F is not None else None
+        self.add_op(
+            s.name,
+            "conv2d_grad_input",
+            q.flops,
+            {
+                a: lambda a=a: gpuops.conv2d_grad_input(dy, x.shape, w, algorithm=a, **conv)
+                for a in algorithms
+            },
+            grad and (lambda: grad(tdy, tx, tw, None, *aten_args, [True, False, False])),
+        )
+        self.add_op(
+            s.name,
+            "conv_transpose2d",
+            q.flops,
+            {
+                a: lambda a=a: gpuops.conv_transpose2d(
                     dy, w, None, s.stride, s.pad, output_padding, algorithm=a
-                ),
-                flops=q.flops,
-            )
-        if F is not None:
-            self.add(
-                s.name,
-                "conv_transpose2d",
-                "torch",
-                lambda: F.conv_transpose2d(tdy, tw, None, s.stride, s.pad, output_padding),
-                flops=q.flops,
-            )
+                )
+                for a in algorithms
+            },
+            F and (lambda: F.conv_transpose2d(tdy, tw, None, s.stride, s.pad, output_padding)),
+        )
         weight_algorithms = ("auto", *gpuops.GRAD_WEIGHT_ALGORITHMS) if self.gpu else ("auto",)
-        for a in weight_algorithms:
-            self.add(
-                s.name,
-                "conv2d_grad_weight",
-                f"ours:{a}",
-                lambda a=a: gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm=a, **conv),
-                flops=q.flops,
-            )
-        if F is not None:
-            self.add(
-                s.name,
-                "conv2d_grad_weight",
-                "torch",
-                lambda: torch.ops.aten.convolution_backward(
-                    tdy, tx, tw, None, *aten_args, [False, True, False]
-                ),
-                flops=q.flops,
-            )
+        self.add_op(s.name, "conv2d_grad_weight", q.flops, {
+            a: lambda a=a: gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm=a, **conv) for a in weight_algorithms
+        }, grad and (lambda: grad(tdy, tx, tw, None, *aten_args, [False, True, False])))  # fmt: skip
         # reflect_pad_backward of the forward rows' reflect pad (P+2 on every side)
         p = min(s.pad + 2, s.H - 1, s.W - 1)
         go = xp.asarray(rng.standard_normal((s.N, s.C, s.H + 2 * p, s.W + 2 * p)).astype(np.float32))

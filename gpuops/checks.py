@@ -16,6 +16,7 @@ import numpy as np
 from gpuops.backend import array_module
 from gpuops.cache import memoised
 from gpuops.index_math import window_count
+from gpuops.launch import ints
 
 AXES = ("height", "width")
 
@@ -102,6 +103,57 @@ class WindowGeometry:
         )
 
 
+def checked_pairs(**values: tuple[Any, int]) -> list[tuple[int, int]]:
+    """Each argument as an (h, w) pair, at least its limit: checked_pairs(stride=(stride, 1), ...)."""
+    pairs = [as_pair(value, name) for name, (value, _) in values.items()]
+    for (name, (_, limit)), pair in zip(values.items(), pairs, strict=True):
+        check_at_least(pair, name, limit)
+    return pairs
+
+
+def check_groups(groups: Any) -> int:
+    if not isinstance(groups, numbers.Integral) or isinstance(groups, bool) or groups < 1:
+        raise ValueError(f"groups {groups!r} must be an int of at least 1")
+    return int(groups)
+
+
+def layer_shapes(x_shape: tuple[int, ...], w_shape: tuple[int, ...], x_meaning: str, w_meaning: str,
+                 bias_shape: tuple[int, ...] | None, bias_count: Any, bias_meaning: str) -> tuple[int, ...]:  # fmt: skip
+    """(N, C, H, W, w0, w1, KH, KW) of a layer's input (3-D means one sample) and weight, checked:
+    the dimensions, a kernel of at least 1x1, and a bias of bias_count(w0, w1) values."""
+    check_ndim(x_shape, (3, 4), "input", x_meaning)
+    check_ndim(w_shape, (4,), "weight", w_meaning)
+    N, C, H, W = x_shape if len(x_shape) == 4 else (1, *x_shape)
+    w0, w1, KH, KW = w_shape
+    if KH < 1 or KW < 1:
+        raise ValueError(f"weight kernel size {KH}x{KW} must be at least 1x1")
+    count = bias_count(w0, w1)
+    if bias_shape is not None and tuple(bias_shape) != (count,):
+        raise ValueError(f"bias shape {tuple(bias_shape)} must be ({count},), one value per {bias_meaning}")
+    return N, C, H, W, w0, w1, KH, KW
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A convolution layer's sizes, checked: N samples of C channels, M filters in `groups`
+    groups, windows placed by `geometry` (the forward and the backward problems both are one)."""
+
+    N: int
+    C: int
+    M: int
+    groups: int
+    geometry: WindowGeometry
+
+    @property
+    def w_shape(self) -> tuple[int, int, int, int]:
+        return self.M, self.C // self.groups, self.geometry.KH, self.geometry.KW
+
+    def flops_for(self, pixels: int) -> int:
+        """Multiply-adds x 2 of a convolution with `pixels` output positions per sample and filter
+        (padding taps included, as the kernels do them)."""
+        return 2 * self.N * self.M * pixels * (self.C // self.groups) * self.geometry.KH * self.geometry.KW
+
+
 @memoised("window_geometry", 1024)
 def window_geometry(
     H: int, W: int, kernel_size: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1
@@ -110,14 +162,9 @@ def window_geometry(
 
     Remembered per arguments: the checks cost more than a small kernel launch.
     """
-    kh, kw = as_pair(kernel_size, "kernel_size")
-    sh, sw = as_pair(stride, "stride")
-    ph, pw = as_pair(padding, "padding")
-    dh, dw = as_pair(dilation, "dilation")
-    check_at_least((kh, kw), "kernel_size", 1)
-    check_at_least((sh, sw), "stride", 1)
-    check_at_least((dh, dw), "dilation", 1)
-    check_at_least((ph, pw), "padding", 0)
+    (kh, kw), (sh, sw), (dh, dw), (ph, pw) = checked_pairs(
+        kernel_size=(kernel_size, 1), stride=(stride, 1), dilation=(dilation, 1), padding=(padding, 0)
+    )
     for axis, size, k, d, p in (("height", H, kh, dh, ph), ("width", W, kw, dw, pw)):
         if size < 1:
             raise ValueError(f"input {axis} {size} must be at least 1")
@@ -129,6 +176,17 @@ def window_geometry(
                 f"input {axis} {padded} (input {size} + 2 x padding {p})"
             )
     return WindowGeometry(H, W, kh, kw, sh, sw, ph, ph, pw, pw, dh, dw)
+
+
+def window_args(
+    g: WindowGeometry, H_out: int | None = None, W_out: int | None = None
+) -> tuple[tuple[str, Any], ...]:
+    """The window arguments every sliding-window kernel takes, in this order (conv2d, unfold,
+    fold, the backward kernels): H, W, KH, KW, H_out, W_out, stride_h, stride_w, pad_h, pad_w,
+    dil_h, dil_w. H_out / W_out default to the geometry's own."""
+    return ints(H=g.H, W=g.W, KH=g.KH, KW=g.KW, H_out=g.H_out if H_out is None else H_out,
+                W_out=g.W_out if W_out is None else W_out, stride_h=g.stride_h, stride_w=g.stride_w,
+                pad_h=g.pad_top, pad_w=g.pad_left, dil_h=g.dil_h, dil_w=g.dil_w)  # fmt: skip
 
 
 def reflect_pads(padding: Any) -> tuple[int, int, int, int]:

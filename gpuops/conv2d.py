@@ -17,7 +17,7 @@ allow_tf32; error ~1e-4 to 1e-3 relative instead of ~1e-7):
 from __future__ import annotations
 
 import functools
-import numbers
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +26,18 @@ import numpy as np
 from gpuops import autotune, im2col
 from gpuops.backend import array_module
 from gpuops.cache import Memo, memoised
-from gpuops.checks import WindowGeometry, as_float32, as_pair, check_ndim, check_reflect_pads, window_geometry
-from gpuops.index_math import tap_slice
+from gpuops.checks import (
+    Layer,
+    WindowGeometry,
+    as_float32,
+    as_pair,
+    check_groups,
+    check_reflect_pads,
+    layer_shapes,
+    window_args,
+    window_geometry,
+)
+from gpuops.index_math import tap_slices
 from gpuops.launch import SHARED_LIMIT, Call, Launch, ThreadRef, check_grid, ints
 from gpuops.reflect_pad import reflect_pad
 
@@ -61,14 +71,9 @@ TC_THREADS = 32 * (TC_BM // 32) * (TC_BN // 64)
 
 # ---- check --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class ConvProblem:
+class ConvProblem(Layer):
     """Everything checked about one conv2d call, before any memory is touched."""
 
-    N: int
-    C: int
-    M: int
-    groups: int
-    geometry: WindowGeometry
     padding_mode: str
 
     @property
@@ -81,9 +86,7 @@ class ConvProblem:
 
     @property
     def flops(self) -> int:
-        """Multiply-adds x 2 actually needed (padding taps included, as the kernels do them)."""
-        g = self.geometry
-        return 2 * self.N * self.M * g.L * (self.C // self.groups) * g.KH * g.KW
+        return self.flops_for(self.geometry.L)
 
     @property
     def x_unroll_bytes_per_sample(self) -> int:
@@ -103,14 +106,12 @@ def check_conv2d(
     padding_mode: str = "zeros",
 ) -> ConvProblem:
     """Validate conv2d's arguments by shape alone; ValueError names the parameter and the limit."""
-    check_ndim(x_shape, (3, 4), "input", "(C, H, W) or (N, C, H, W)")
-    check_ndim(w_shape, (4,), "weight", "(out_channels, in_channels/groups, kh, kw)")
-    N, C, H, W = x_shape if len(x_shape) == 4 else (1, *x_shape)
-    M, Cg, KH, KW = w_shape
     if padding_mode not in PADDING_MODES:
         raise ValueError(f"padding_mode {padding_mode!r} must be one of {PADDING_MODES}")
-    if not isinstance(groups, numbers.Integral) or isinstance(groups, bool) or groups < 1:
-        raise ValueError(f"groups {groups!r} must be an int of at least 1")
+    groups = check_groups(groups)
+    N, C, H, W, M, Cg, KH, KW = layer_shapes(x_shape, w_shape, "(C, H, W) or (N, C, H, W)",
+                                             "(out_channels, in_channels/groups, kh, kw)", bias_shape,
+                                             lambda m, _: m, "filter")  # fmt: skip
     if C % groups:
         raise ValueError(f"groups {groups} must divide the input channels {C}")
     if M % groups:
@@ -120,15 +121,11 @@ def check_conv2d(
             f"weight has {Cg} input channels per filter, but input channels {C} / groups {groups} "
             f"= {C // groups}"
         )
-    if KH < 1 or KW < 1:
-        raise ValueError(f"weight kernel size {KH}x{KW} must be at least 1x1")
-    if bias_shape is not None and tuple(bias_shape) != (M,):
-        raise ValueError(f"bias shape {tuple(bias_shape)} must be ({M},), one value per filter")
     ph, pw = as_pair(padding, "padding")
     if padding_mode == "reflect":
         check_reflect_pads(H, W, (pw, pw, ph, ph))
     g = window_geometry(H, W, (KH, KW), stride, padding, dilation)
-    return ConvProblem(N, C, M, int(groups), g, padding_mode)
+    return ConvProblem(N, C, M, groups, g, padding_mode)
 
 
 def check_algorithm(algorithm: str) -> None:
@@ -139,26 +136,7 @@ def check_algorithm(algorithm: str) -> None:
 # ---- plan: one launch helper per kernel ---------------------------------------------------------------
 def _geometry_args(p: ConvProblem) -> tuple[tuple[str, Any], ...]:
     """The arguments every conv2d kernel takes after its arrays, in the order of kernels/conv2d.cu."""
-    g = p.geometry
-    return ints(
-        N=p.N,
-        C=p.C,
-        H=g.H,
-        W=g.W,
-        M=p.M,
-        KH=g.KH,
-        KW=g.KW,
-        H_out=g.H_out,
-        W_out=g.W_out,
-        stride_h=g.stride_h,
-        stride_w=g.stride_w,
-        pad_h=g.pad_top,
-        pad_w=g.pad_left,
-        dil_h=g.dil_h,
-        dil_w=g.dil_w,
-        groups=p.groups,
-        reflect=int(p.reflect),
-    )
+    return ints(N=p.N, C=p.C, M=p.M) + window_args(p.geometry) + ints(groups=p.groups, reflect=int(p.reflect))
 
 
 @dataclass(frozen=True)
@@ -168,6 +146,7 @@ class PixelRowMap:
     pixels: int
     filters: int
     W_out: int
+    does: str = "one thread per output element"  # what each thread does with its (n, m, oh, ow)
 
     def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
         n, m, oh, ow = index
@@ -175,10 +154,7 @@ class PixelRowMap:
         return ThreadRef((p // self.pixels, m // self.filters, n), (p % self.pixels, m % self.filters, 0))
 
     def describe(self) -> str:
-        return (
-            f"one thread per output element; a block is {self.pixels} consecutive output pixels "
-            f"x {self.filters} filters"
-        )
+        return f"{self.does}; a block is {self.pixels} consecutive output pixels x {self.filters} filter(s)"
 
 
 @dataclass(frozen=True)
@@ -306,12 +282,17 @@ def _halo(tile: int, k: int, stride: int, dilation: int) -> int:
 PLANE_LIMIT = 2**31 - 1  # v2/v3 index inside an input plane with 32-bit ints (faster tile loads)
 
 
-def _check_plane(g: WindowGeometry, what: str) -> None:
-    if g.H * g.W > PLANE_LIMIT:
+def _check_int32(count: int, counted: str, what: str) -> None:
+    """Refuse up front what a kernel would index past 32 bits (instead of a wrong answer)."""
+    if count > PLANE_LIMIT:
         raise ValueError(
-            f"the {what} kernel indexes an input plane with 32-bit ints: {g.H} x {g.W} = {g.H * g.W:,} cells "
-            f"is over the limit {PLANE_LIMIT:,}; use algorithm='direct'"
+            f"the {what} kernel numbers {counted} with 32-bit ints: {count:,} is over the limit "
+            f"{PLANE_LIMIT:,}; split the batch or use algorithm='direct'"
         )
+
+
+def _check_plane(g: WindowGeometry, what: str) -> None:
+    _check_int32(g.H * g.W, f"the cells of a {g.H} x {g.W} input plane", what)
 
 
 def tiled_basic_launch(p: ConvProblem) -> Launch:
@@ -393,12 +374,7 @@ def tiled_launch(p: ConvProblem) -> Launch:
 
 
 def _check_pixels(p: ConvProblem, what: str) -> None:
-    pixels = p.N * p.geometry.L
-    if pixels > PIXEL_LIMIT:
-        raise ValueError(
-            f"{what} numbers the batch's {pixels:,} output pixels with 32-bit ints (limit "
-            f"{PIXEL_LIMIT:,}); split the batch or use algorithm='direct'"
-        )
+    _check_int32(p.N * p.geometry.L, "the output pixels of the whole batch", what)
 
 
 def implicit_gemm_launch(p: ConvProblem) -> Launch:
@@ -498,29 +474,14 @@ class ConvPlan:
 
 
 @memoised("conv2d_plans", 1024)
-def plan_conv2d(
-    x_shape: tuple[int, ...],
-    w_shape: tuple[int, ...],
-    bias_shape: tuple[int, ...] | None = None,
-    stride: Any = 1,
-    padding: Any = 0,
-    dilation: Any = 1,
-    groups: Any = 1,
-    padding_mode: str = "zeros",
-    algorithm: str = "direct",
-) -> ConvPlan:
-    """check, then the launch of `algorithm` (the app calls this to draw the launch before running)."""
+def plan_conv2d(*args: Any, algorithm: str = "direct", **kwargs: Any) -> ConvPlan:
+    """check_conv2d's arguments (x_shape, w_shape, bias_shape, stride, padding, dilation, groups,
+    padding_mode), then `algorithm` (9th positional or by name): the checked problem and the
+    launch that algorithm makes (the app draws it before running)."""
+    if len(args) > 8:
+        args, algorithm = args[:8], args[8]
     check_algorithm(algorithm)
-    p = check_conv2d(
-        tuple(x_shape),
-        tuple(w_shape),
-        None if bias_shape is None else tuple(bias_shape),
-        stride,
-        padding,
-        dilation,
-        groups,
-        padding_mode,
-    )
+    p = check_conv2d(*args, **kwargs)
     empty = min(p.out_shape) == 0 or p.C == 0
     launch = None if algorithm == AUTO or empty else LAUNCHERS[algorithm](p)
     return ConvPlan(p, algorithm, launch)
@@ -537,11 +498,9 @@ def conv2d_numpy(x: np.ndarray, w: np.ndarray, p: ConvProblem) -> np.ndarray:
     padded = padded_input(x, p).reshape(p.N, G, Cg, *g.padded_hw)
     wg = w.reshape(G, Mg, Cg, g.KH, g.KW)
     out = np.zeros((p.N, G, Mg, g.L), dtype=np.float32)
-    for ki in range(g.KH):
-        rows = tap_slice(ki, g.dil_h, g.stride_h, g.H_out)
-        for kj in range(g.KW):
-            patch = padded[..., rows, tap_slice(kj, g.dil_w, g.stride_w, g.W_out)]
-            out += wg[:, :, :, ki, kj] @ patch.reshape(p.N, G, Cg, g.L)
+    for ki, kj, rows, columns in tap_slices(g):
+        patch = padded[..., rows, columns]
+        out += wg[:, :, :, ki, kj] @ patch.reshape(p.N, G, Cg, g.L)
     return out.reshape(p.out_shape)
 
 
@@ -571,38 +530,22 @@ def padded_input(x: Any, p: ConvProblem) -> Any:
 _ready = Memo("conv2d_ready_calls", 4096)
 
 
-def resolve_algorithm(
-    x: Any,
-    w: Any,
-    bias: Any = None,
-    stride: Any = 1,
-    padding: Any = 0,
-    dilation: Any = 1,
-    groups: int = 1,
-    padding_mode: str = "zeros",
-) -> str:
-    """The algorithm that "auto" runs for these arguments.
+def resolve_algorithm(x: Any, w: Any, bias: Any = None, *conv: Any, **conv_kw: Any) -> str:
+    """The algorithm that "auto" runs for conv2d(x, w, bias, *conv, **conv_kw) (stride, padding,
+    dilation, groups, padding_mode as in conv2d).
 
-    On the GPU: the first call for a shape times every algorithm (CUDA events, median of 5)
+    On the GPU: the first call for a shape times every algorithm (CUDA events, median of 10)
     and remembers the fastest (gpuops.autotune); later calls reuse the choice. On the CPU:
     direct (the tap-by-tap NumPy loop needs no K*K-times larger X_unroll).
     """
     if array_module(x) is np:
         return "direct"
-    key = (
-        "conv2d",
-        tuple(x.shape),
-        tuple(w.shape),
-        bias is None,
-        repr(stride),
-        repr(padding),
-        repr(dilation),
-        groups,
-        padding_mode,
-    )
+    bound = inspect.signature(conv2d).bind(x, w, bias, *conv, **conv_kw)  # positional or by name: one key
+    bound.apply_defaults()
+    settings = {k: v for k, v in bound.arguments.items() if k not in ("x", "weight", "bias", "algorithm")}
+    key = ("conv2d", tuple(x.shape), tuple(w.shape), bias is None, repr(settings))
     candidates = {  # every fp32 algorithm (the plain tiled kernel wins on depthwise layers)
-        a: functools.partial(conv2d, x, w, bias, stride, padding, dilation, groups, padding_mode, a)
-        for a in ALGORITHMS
+        a: functools.partial(conv2d, x, w, bias, *conv, **conv_kw, algorithm=a) for a in ALGORITHMS
     }
     return autotune.fastest(key, candidates) or "direct"  # if all refuse, direct raises the message
 
@@ -638,17 +581,8 @@ def conv2d(
     chosen = algorithm
     if algorithm == AUTO:
         chosen = resolve_algorithm(x, w, b, stride, padding, dilation, groups, padding_mode)
-    plan = plan_conv2d(
-        x.shape,
-        w.shape,
-        None if b is None else b.shape,
-        stride,
-        padding,
-        dilation,
-        groups,
-        padding_mode,
-        chosen,
-    )
+    bias_shape = None if b is None else b.shape
+    plan = plan_conv2d(x.shape, w.shape, bias_shape, stride, padding, dilation, groups, padding_mode, chosen)
     p = plan.problem
     batched = x.ndim == 4
     x4 = x if batched else x[None]

@@ -22,7 +22,6 @@ The NumPy twin of each launcher sits next to it and loops over the taps (ki, kj)
 from __future__ import annotations
 
 import functools
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,15 +32,19 @@ from gpuops.backend import array_module
 from gpuops.cache import Memo, memoised
 from gpuops.checks import (
     AXES,
+    Layer,
     WindowGeometry,
     as_float32,
-    as_pair,
-    check_at_least,
-    check_ndim,
+    check_groups,
+    checked_pairs,
+    layer_shapes,
+    window_args,
     window_geometry,
 )
-from gpuops.conv2d import ConvProblem, check_conv2d
-from gpuops.index_math import output_coord, tap_slice
+from gpuops.conv2d import AUTO, ConvProblem, PixelRowMap, check_conv2d
+from gpuops.cublas import check_gemm_sides, gemm_strided, samples_per_chunk
+from gpuops.im2col import is_pointwise
+from gpuops.index_math import output_coord, tap_slice, tap_slices
 from gpuops.launch import Call, Launch, ThreadRef, check_grid, ints, row_launch
 from gpuops.reflect_pad import reflect_pad, reflect_pad_backward
 from gpuops.unfold_fold import fold, fold_launch, fold_numpy, unfold_into, unfold_launch, unfold_numpy
@@ -49,7 +52,6 @@ from gpuops.unfold_fold import fold, fold_launch, fold_numpy, unfold_into, unfol
 SOURCE = "conv_backward.cu"
 GRAD_INPUT_ALGORITHMS = ("scatter", "gather", "gemm_fold")
 GRAD_WEIGHT_ALGORITHMS = ("gemm", "direct")
-AUTO = "auto"
 KERNELS = {
     "scatter": "conv_backward_v1_input_scatter",
     "gather": "conv_backward_v2_input_gather",
@@ -58,13 +60,12 @@ KERNELS = {
 SCATTER_MAX_THREADS = 256  # v1: threads per block (fewer for small output planes)
 REDUCE_BLOCK = (32, 8, 1)  # v3; a CPU test checks it against the #defines of the .cu file
 INT_LIMIT = 2**31 - 1
-GEMM_LIMIT = 2**31 - 1  # cuBLAS takes matrix sizes and leading dimensions as 32-bit ints
 FOLD_VARIANT = "gather"  # gemm_fold's col2im: deterministic, and the launch the plan names
 
 
 # ---- check --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class GradProblem:
+class GradProblem(Layer):
     """One backward computation, checked: dx (N, C, H, W) from dy (N, M, H_dy, W_dy) and
     w (M, C/groups, KH, KW) through `geometry`, the forward windows over dx (H, W, pads...).
 
@@ -74,11 +75,6 @@ class GradProblem:
     output_padding >= stride, window_count gives windows no input feeds, so H_dy < geometry.H_out.
     """
 
-    N: int
-    C: int
-    M: int
-    groups: int
-    geometry: WindowGeometry
     H_dy: int
     W_dy: int
 
@@ -91,14 +87,9 @@ class GradProblem:
         return self.N, self.M, self.H_dy, self.W_dy
 
     @property
-    def w_shape(self) -> tuple[int, int, int, int]:
-        return self.M, self.C // self.groups, self.geometry.KH, self.geometry.KW
-
-    @property
     def flops(self) -> int:
-        """Multiply-adds x 2 of the forward convolution this is the adjoint of (padding taps included)."""
-        g = self.geometry
-        return 2 * self.N * self.M * self.H_dy * self.W_dy * (self.C // self.groups) * g.KH * g.KW
+        """Of the forward convolution this is the adjoint of."""
+        return self.flops_for(self.H_dy * self.W_dy)
 
     @property
     def cols_bytes_per_sample(self) -> int:
@@ -109,12 +100,6 @@ class GradProblem:
     @property
     def empty(self) -> bool:
         return min(self.dx_shape) == 0 or min(self.dy_shape) == 0
-
-
-def _check_groups(groups: Any) -> int:
-    if not isinstance(groups, numbers.Integral) or isinstance(groups, bool) or groups < 1:
-        raise ValueError(f"groups {groups!r} must be an int of at least 1")
-    return int(groups)
 
 
 def check_input_algorithm(algorithm: str) -> None:
@@ -148,26 +133,13 @@ class TransposeGeometry:
 
 
 @memoised("transpose_geometries", 1024)
-def transpose_geometry(
-    H_in: int,
-    W_in: int,
-    kernel_size: Any,
-    stride: Any = 1,
-    padding: Any = 0,
-    output_padding: Any = 0,
-    dilation: Any = 1,
-) -> TransposeGeometry:
+def transpose_geometry(H_in: int, W_in: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                       output_padding: Any = 0, dilation: Any = 1) -> TransposeGeometry:  # fmt: skip
     """Check a transposed convolution's window arguments and return its geometry."""
-    kh, kw = as_pair(kernel_size, "kernel_size")
-    sh, sw = as_pair(stride, "stride")
-    ph, pw = as_pair(padding, "padding")
-    oph, opw = as_pair(output_padding, "output_padding")
-    dh, dw = as_pair(dilation, "dilation")
-    check_at_least((kh, kw), "kernel_size", 1)
-    check_at_least((sh, sw), "stride", 1)
-    check_at_least((dh, dw), "dilation", 1)
-    check_at_least((ph, pw), "padding", 0)
-    check_at_least((oph, opw), "output_padding", 0)
+    (kh, kw), (sh, sw), (dh, dw), (ph, pw), (oph, opw) = checked_pairs(
+        kernel_size=(kernel_size, 1), stride=(stride, 1), dilation=(dilation, 1), padding=(padding, 0),
+        output_padding=(output_padding, 0),
+    )  # fmt: skip
     sizes = []
     for axis, size, k, s, p, op, d in zip(
         AXES, (H_in, W_in), (kh, kw), (sh, sw), (ph, pw), (oph, opw), (dh, dw), strict=True
@@ -188,31 +160,20 @@ def transpose_geometry(
 
 
 @memoised("conv_transpose2d_checks", 1024)
-def check_conv_transpose2d(
-    x_shape: tuple[int, ...],
-    w_shape: tuple[int, ...],
-    bias_shape: tuple[int, ...] | None = None,
-    stride: Any = 1,
-    padding: Any = 0,
-    output_padding: Any = 0,
-    groups: Any = 1,
-    dilation: Any = 1,
-) -> GradProblem:
+def check_conv_transpose2d(x_shape: tuple[int, ...], w_shape: tuple[int, ...], bias_shape: tuple[int, ...] | None = None,
+                           stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: Any = 1,
+                           dilation: Any = 1) -> GradProblem:  # fmt: skip
     """Validate conv_transpose2d's arguments by shape alone; ValueError names parameter and limit."""
-    check_ndim(x_shape, (3, 4), "input", "(C_in, H, W) or (N, C_in, H, W)")
-    check_ndim(w_shape, (4,), "weight", "(in_channels, out_channels/groups, kh, kw)")
-    N, C_in, H_in, W_in = x_shape if len(x_shape) == 4 else (1, *x_shape)
-    rows, Cg_out, KH, KW = w_shape
-    groups = _check_groups(groups)
+    groups = check_groups(groups)
+    N, C_in, H_in, W_in, rows, Cg_out, KH, KW = layer_shapes(
+        x_shape, w_shape, "(C_in, H, W) or (N, C_in, H, W)", "(in_channels, out_channels/groups, kh, kw)",
+        bias_shape, lambda _, cg_out: cg_out * groups, "output channel",
+    )  # fmt: skip
     if C_in % groups:
         raise ValueError(f"groups {groups} must divide the input channels {C_in}")
     if rows != C_in:
         raise ValueError(f"weight has {rows} input channels (its first dimension), but the input has {C_in}")
-    if KH < 1 or KW < 1:
-        raise ValueError(f"weight kernel size {KH}x{KW} must be at least 1x1")
     C_out = Cg_out * groups
-    if bias_shape is not None and tuple(bias_shape) != (C_out,):
-        raise ValueError(f"bias shape {tuple(bias_shape)} must be ({C_out},), one value per output channel")
     tg = transpose_geometry(H_in, W_in, (KH, KW), stride, padding, output_padding, dilation)
     return GradProblem(N, C_out, C_in, groups, tg.forward, H_in, W_in)
 
@@ -243,46 +204,7 @@ def check_conv2d_backward(
 # ---- plan: one launch helper per kernel ---------------------------------------------------------------
 def _geometry_args(q: GradProblem) -> tuple[tuple[str, Any], ...]:
     """The arguments every kernel of conv_backward.cu takes after its arrays, in order."""
-    g = q.geometry
-    return ints(
-        N=q.N,
-        C=q.C,
-        H=g.H,
-        W=g.W,
-        M=q.M,
-        KH=g.KH,
-        KW=g.KW,
-        H_out=q.H_dy,
-        W_out=q.W_dy,
-        stride_h=g.stride_h,
-        stride_w=g.stride_w,
-        pad_h=g.pad_top,
-        pad_w=g.pad_left,
-        dil_h=g.dil_h,
-        dil_w=g.dil_w,
-        groups=q.groups,
-    )
-
-
-@dataclass(frozen=True)
-class GradPixelMap:
-    """v1: block (bx, m, n) takes output gradients p = bx*pixels .. of filter m, sample n
-    (p = oh*W_out + ow); thread x takes one of them. Index: (n, m, oh, ow) of dy, the cell a
-    thread READS: its writes are atomic additions onto the input cells of its window."""
-
-    pixels: int
-    W_out: int
-
-    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
-        n, m, oh, ow = index
-        p = oh * self.W_out + ow
-        return ThreadRef((p // self.pixels, m, n), (p % self.pixels, 0, 0))
-
-    def describe(self) -> str:
-        return (
-            f"one thread per output gradient; a block is {self.pixels} consecutive output pixels of one "
-            "filter and sample; each thread atomically adds dy x w onto every input cell its window read"
-        )
+    return ints(N=q.N, C=q.C, M=q.M) + window_args(q.geometry, q.H_dy, q.W_dy) + ints(groups=q.groups)
 
 
 @dataclass(frozen=True)
@@ -319,17 +241,10 @@ def input_scatter_launch(q: GradProblem) -> Launch:
     bx = _scatter_pixels(L)
     grid = (max(1, -(-L // bx)), q.M, q.N)
     check_grid(grid, "the scatter kernel")
-    return Launch(
-        KERNELS["scatter"],
-        SOURCE,
-        grid,
-        (bx, 1, 1),
-        0,
-        ("dy", "w", "dx"),
-        _geometry_args(q),
-        GradPixelMap(bx, q.W_dy),
-        "(n, m, oh, ow) of dy",
-    )
+    does = "one thread per output gradient dy (n, m, oh, ow): it atomically adds dy x w onto every input cell its window read"
+    threads = PixelRowMap(bx, 1, q.W_dy, does)
+    return Launch(KERNELS["scatter"], SOURCE, grid, (bx, 1, 1), 0, ("dy", "w", "dx"), _geometry_args(q), threads,
+                  "(n, m, oh, ow) of dy")  # fmt: skip
 
 
 def input_gather_launch(q: GradProblem) -> Launch:
@@ -370,12 +285,6 @@ def weight_reduce_launch(q: GradProblem) -> Launch:
     )
 
 
-def is_pointwise(g: WindowGeometry) -> bool:
-    """1x1 windows, stride 1, no padding: cols (C*KH*KW x L) IS the image (C x H*W), so the GEMM
-    paths need no unfold and no fold."""
-    return (g.KH, g.KW, g.stride_h, g.stride_w) == (1, 1, 1, 1) and not any(g.pads)
-
-
 def input_launch(q: GradProblem, algorithm: str) -> Launch | None:
     """The launch that writes grad_input: v1, v2, or gemm_fold's col2im (fold_v2_gather; None
     for a pointwise problem, where cuBLAS writes dx itself)."""
@@ -408,59 +317,31 @@ class BackwardPlan:
 
 
 @memoised("conv_transpose2d_plans", 1024)
-def plan_conv_transpose2d(
-    x_shape: tuple[int, ...],
-    w_shape: tuple[int, ...],
-    bias_shape: tuple[int, ...] | None = None,
-    stride: Any = 1,
-    padding: Any = 0,
-    output_padding: Any = 0,
-    groups: Any = 1,
-    dilation: Any = 1,
-    algorithm: str = AUTO,
-) -> BackwardPlan:
-    """check, then the launch of `algorithm` (the app draws it before running)."""
+def plan_conv_transpose2d(*args: Any, algorithm: str = AUTO, **kwargs: Any) -> BackwardPlan:
+    """check_conv_transpose2d's arguments (x_shape, w_shape, bias_shape, stride, padding,
+    output_padding, groups, dilation), then `algorithm` (9th positional or by name): the checked
+    problem and the launch that algorithm makes (the app draws it before running)."""
+    if len(args) > 8:
+        args, algorithm = args[:8], args[8]
     check_input_algorithm(algorithm)
-    q = check_conv_transpose2d(
-        tuple(x_shape),
-        tuple(w_shape),
-        None if bias_shape is None else tuple(bias_shape),
-        stride,
-        padding,
-        output_padding,
-        groups,
-        dilation,
-    )
+    q = check_conv_transpose2d(*args, **kwargs)
     launch = None if algorithm == AUTO or q.empty else input_launch(q, algorithm)
     return BackwardPlan(q, algorithm, launch)
 
 
 @memoised("conv2d_backward_plans", 1024)
 def plan_conv2d_backward(
-    grad_output_shape: tuple[int, ...],
-    x_shape: tuple[int, ...],
-    w_shape: tuple[int, ...],
-    stride: Any = 1,
-    padding: Any = 0,
-    dilation: Any = 1,
-    groups: Any = 1,
-    padding_mode: str = "zeros",
-    algorithm: str = AUTO,
-    weight_algorithm: str = AUTO,
+    *args: Any, algorithm: str = AUTO, weight_algorithm: str = AUTO, **kwargs: Any
 ) -> BackwardPlan:
-    """check, then the launches of both algorithms (grad_input's and grad_weight's)."""
+    """check_conv2d_backward's arguments (grad_output_shape, x_shape, w_shape, stride, padding,
+    dilation, groups, padding_mode), then `algorithm` and `weight_algorithm` (9th and 10th
+    positional or by name): the checked problems and the launches of both gradients."""
+    if len(args) > 8:
+        args, (algorithm, *rest) = args[:8], args[8:]
+        weight_algorithm = rest[0] if rest else weight_algorithm
     check_input_algorithm(algorithm)
     check_weight_algorithm(weight_algorithm)
-    p, q = check_conv2d_backward(
-        tuple(grad_output_shape),
-        tuple(x_shape),
-        tuple(w_shape),
-        stride,
-        padding,
-        dilation,
-        groups,
-        padding_mode,
-    )
+    p, q = check_conv2d_backward(*args, **kwargs)
     il = None if algorithm == AUTO or q.empty else input_launch(q, algorithm)
     wl = None if weight_algorithm == AUTO or q.empty else weight_launch(q, weight_algorithm)
     return BackwardPlan(q, algorithm, il, weight_algorithm, wl, p.geometry.pads if p.reflect else None)
@@ -552,12 +433,10 @@ def weight_direct_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.nda
     padded = padded.reshape(q.N, G, Cg, *g.padded_hw)
     dyt = dy.reshape(q.N, G, Mg, g.L).transpose(1, 2, 0, 3).reshape(G, Mg, q.N * g.L)
     dw = np.empty((G, Mg, Cg, g.KH, g.KW), dtype=np.float32)
-    for ki in range(g.KH):
-        rows = tap_slice(ki, g.dil_h, g.stride_h, g.H_out)
-        for kj in range(g.KW):
-            patch = padded[..., rows, tap_slice(kj, g.dil_w, g.stride_w, g.W_out)]  # (N, G, Cg, Ho, Wo)
-            patch = patch.reshape(q.N, G, Cg, g.L).transpose(1, 2, 0, 3).reshape(G, Cg, q.N * g.L)
-            dw[..., ki, kj] = dyt @ patch.transpose(0, 2, 1)
+    for ki, kj, rows, columns in tap_slices(g):
+        patch = padded[..., rows, columns]  # (N, G, Cg, Ho, Wo)
+        patch = patch.reshape(q.N, G, Cg, g.L).transpose(1, 2, 0, 3).reshape(G, Cg, q.N * g.L)
+        dw[..., ki, kj] = dyt @ patch.transpose(0, 2, 1)
     return dw.reshape(q.w_shape)
 
 
@@ -588,80 +467,17 @@ def _call(q: GradProblem, which: str, out_shape: tuple[int, ...]) -> Call:
     return _calls.get_or_make((cupy.cuda.runtime.getDevice(), q, which), make)
 
 
-_ONE = np.ones((), np.float32)
-_ZERO = np.zeros((), np.float32)
-
-
-def gemm_strided(a: Any, b: Any, out: Any, *, trans_a: bool = False, trans_b: bool = False) -> None:
-    """out[i] = op(a[i]) @ op(b[i]) for every i: ONE cuBLAS strided-batched SGEMM.
-
-    a, b, out are 3-D (batch, rows, cols) views with unit column stride; a batch stride of 0
-    (cupy.broadcast_to) shares one matrix across the batch. op transposes when asked.
-    cuBLAS is column-major: a row-major matrix with row stride ld is, to it, the transposed
-    matrix with leading dimension ld, so we ask for out^T = op(b)^T @ op(a)^T.
-    """
-    from cupy.cuda import cublas, device
-
-    for name, arr in (("a", a), ("b", b), ("out", out)):
-        if arr.ndim != 3 or arr.strides[2] != 4 or arr.dtype != np.float32:
-            raise ValueError(f"gemm_strided: {name} must be a 3-D float32 view with unit column stride")
-    batch, M, N = out.shape
-    K = a.shape[1] if trans_a else a.shape[2]
-    if batch == 0 or M == 0 or N == 0:
-        return
-    op = {False: cublas.CUBLAS_OP_N, True: cublas.CUBLAS_OP_T}
-    cublas.sgemmStridedBatched(
-        device.get_cublas_handle(),
-        op[trans_b],
-        op[trans_a],
-        N,
-        M,
-        K,
-        _ONE.ctypes.data,
-        b.data.ptr,
-        max(1, b.strides[1] // 4),
-        b.strides[0] // 4,
-        a.data.ptr,
-        max(1, a.strides[1] // 4),
-        a.strides[0] // 4,
-        _ZERO.ctypes.data,
-        out.data.ptr,
-        max(1, out.strides[1] // 4),
-        out.strides[0] // 4,
-        batch,
-    )
-
-
 def batch_chunk(q: GradProblem, budget_bytes: int | None = None) -> int:
-    """Samples per step so that cols stays within the budget (default: half of free GPU memory,
-    at least im2col's minimum); ValueError when one sample alone does not fit."""
-    from gpuops.im2col import MIN_BUDGET
-
+    """Samples per step so that cols stays within the budget (gpuops.cublas.samples_per_chunk);
+    ValueError when one sample alone does not fit or a GEMM side is over cuBLAS's limit."""
     g = q.geometry
-    sizes = {"output pixels": g.L, "rows of cols per group": (q.C // q.groups) * g.KH * g.KW}
-    for what, size in sizes.items():
-        if size > GEMM_LIMIT:
-            raise ValueError(
-                f"the GEMM path has {size:,} {what} per sample, more than cuBLAS's 32-bit limit "
-                f"{GEMM_LIMIT:,}; use the scatter / gather / direct kernels"
-            )
+    instead = "use the scatter / gather / direct kernels"
+    check_gemm_sides(
+        {"output pixels": g.L, "rows of cols per group": (q.C // q.groups) * g.KH * g.KW}, instead
+    )
     if is_pointwise(g):
         return max(1, q.N)  # nothing is unfolded
-    per_sample = max(1, q.cols_bytes_per_sample)
-    if budget_bytes is None and q.N * per_sample <= MIN_BUDGET:
-        return max(1, q.N)
-    if budget_bytes is None:
-        import cupy
-
-        free, _total = cupy.cuda.runtime.memGetInfo()
-        free += cupy.get_default_memory_pool().free_bytes()
-        budget_bytes = max(MIN_BUDGET, free // 2)
-    if per_sample > budget_bytes:
-        raise ValueError(
-            f"the GEMM path needs {per_sample:,} bytes for the columns of one sample, more than the "
-            f"{budget_bytes:,} bytes of GPU memory it may use; use the scatter / gather / direct kernels"
-        )
-    return max(1, min(q.N, budget_bytes // per_sample))
+    return samples_per_chunk(q.N, q.cols_bytes_per_sample, "the GEMM path's columns", instead, budget_bytes)
 
 
 def _input_gemm_fold_gpu(dy: Any, w: Any, q: GradProblem, budget_bytes: int | None = None) -> Any:
@@ -757,71 +573,60 @@ def _weight_grad_gpu(dy: Any, x: Any, q: GradProblem, algorithm: str) -> Any:
 
 
 # ---- run ------------------------------------------------------------------------------------------------
-_choices = Memo("conv_backward_auto_choices", 1024)  # (which, device, problem) -> autotune's answer
+def _fastest(which: str, q: GradProblem, run: Any, algorithms: tuple[str, ...], fallback: str) -> str:
+    """The fastest of `algorithms` for this problem on the current GPU, measured once (CUDA events,
+    gpuops.autotune) and remembered."""
+    import cupy
+
+    candidates = {a: functools.partial(run, a) for a in algorithms}
+    return autotune.fastest((which, cupy.cuda.runtime.getDevice(), q), candidates) or fallback
 
 
 def resolve_input_algorithm(dy: Any, w: Any, q: GradProblem) -> str:
-    """The grad_input algorithm "auto" runs: on the GPU the fastest, measured once per problem
-    (CUDA events, median of 5, gpuops.autotune) and remembered; on the CPU scatter (strided
-    slices per tap)."""
+    """The grad_input algorithm "auto" runs: on the GPU the fastest, measured once per problem;
+    on the CPU scatter (strided slices per tap)."""
     if array_module(dy) is np:
         return "scatter"
-    import cupy
-
-    def measure() -> str:
-        candidates = {a: functools.partial(_input_grad_gpu, dy, w, q, a) for a in GRAD_INPUT_ALGORITHMS}
-        return autotune.fastest(("conv_backward_input", q), candidates) or "gather"
-
-    return _choices.get_or_make(("input", cupy.cuda.runtime.getDevice(), q), measure)
+    return _fastest(
+        "conv_backward_input", q, lambda a: _input_grad_gpu(dy, w, q, a), GRAD_INPUT_ALGORITHMS, "gather"
+    )
 
 
 def resolve_weight_algorithm(dy: Any, x: Any, q: GradProblem) -> str:
     """The grad_weight algorithm "auto" runs: measured once per problem on the GPU; direct on the CPU."""
     if array_module(dy) is np:
         return "direct"
-    import cupy
+    return _fastest(
+        "conv_backward_weight", q, lambda a: _weight_grad_gpu(dy, x, q, a), GRAD_WEIGHT_ALGORITHMS, "direct"
+    )
 
-    def measure() -> str:
-        candidates = {a: functools.partial(_weight_grad_gpu, dy, x, q, a) for a in GRAD_WEIGHT_ALGORITHMS}
-        return autotune.fastest(("conv_backward_weight", q), candidates) or "direct"
 
-    return _choices.get_or_make(("weight", cupy.cuda.runtime.getDevice(), q), measure)
+def _gradient(which: str, dy: Any, other: Any, q: GradProblem, algorithm: str) -> Any:
+    """grad_input (other = w) or grad_weight (other = x): the chosen (or measured) algorithm on
+    the arrays' backend, the NumPy twin on the CPU."""
+    xp = array_module(dy)
+    if q.empty:
+        return xp.zeros(q.dx_shape if which == "input" else q.w_shape, dtype=np.float32)
+    resolve, twins, gpu = {
+        "input": (resolve_input_algorithm, INPUT_TWINS, _input_grad_gpu),
+        "weight": (resolve_weight_algorithm, WEIGHT_TWINS, _weight_grad_gpu),
+    }[which]
+    chosen = resolve(dy, other, q) if algorithm == AUTO else algorithm
+    return twins[chosen](dy, other, q) if xp is np else gpu(dy, other, q, chosen)
 
 
 def input_grad(dy: Any, w: Any, q: GradProblem, algorithm: str = AUTO) -> Any:
     """dx (N, C, H, W) of the problem from dy (N, M, H_dy, W_dy): checked float32 arrays of one backend."""
-    xp = array_module(dy)
-    if q.empty:
-        return xp.zeros(q.dx_shape, dtype=np.float32)
-    chosen = resolve_input_algorithm(dy, w, q) if algorithm == AUTO else algorithm
-    if xp is np:
-        return INPUT_TWINS[chosen](dy, w, q)
-    return _input_grad_gpu(dy, w, q, chosen)
+    return _gradient("input", dy, w, q, algorithm)
 
 
 def weight_grad(dy: Any, x: Any, q: GradProblem, algorithm: str = AUTO) -> Any:
     """dw (M, C/groups, KH, KW) from dy and the (padded, in reflect mode) input x."""
-    xp = array_module(dy)
-    if q.empty:
-        return xp.zeros(q.w_shape, dtype=np.float32)
-    chosen = resolve_weight_algorithm(dy, x, q) if algorithm == AUTO else algorithm
-    if xp is np:
-        return WEIGHT_TWINS[chosen](dy, x, q)
-    return _weight_grad_gpu(dy, x, q, chosen)
+    return _gradient("weight", dy, x, q, algorithm)
 
 
-def conv_transpose2d(
-    x: Any,
-    weight: Any,
-    bias: Any = None,
-    stride: Any = 1,
-    padding: Any = 0,
-    output_padding: Any = 0,
-    groups: int = 1,
-    dilation: Any = 1,
-    *,
-    algorithm: str = AUTO,
-) -> Any:
+def conv_transpose2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1, *, algorithm: str = AUTO) -> Any:  # fmt: skip
     """F.conv_transpose2d: x (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out/groups, kh, kw).
 
     Every input cell stamps its channel's filters, scaled by its value, onto the output, stride
@@ -856,18 +661,8 @@ def _backward_arrays(grad_output: Any, x: Any, weight: Any) -> tuple[Any, Any, A
     return xp, dy, x, w
 
 
-def conv2d_grad_input(
-    grad_output: Any,
-    input_shape: tuple[int, ...],
-    weight: Any,
-    stride: Any = 1,
-    padding: Any = 0,
-    dilation: Any = 1,
-    groups: int = 1,
-    padding_mode: str = "zeros",
-    *,
-    algorithm: str = AUTO,
-) -> Any:
+def conv2d_grad_input(grad_output: Any, input_shape: tuple[int, ...], weight: Any, stride: Any = 1, padding: Any = 0,
+                      dilation: Any = 1, groups: int = 1, padding_mode: str = "zeros", *, algorithm: str = AUTO) -> Any:  # fmt: skip
     """grad_input of F.conv2d alone (torch.nn.grad.conv2d_input): needs the input's shape only."""
     xp, dy = as_float32(grad_output, "grad_output")
     _, w = as_float32(weight, "weight", xp)
@@ -887,18 +682,8 @@ def conv2d_grad_input(
     return dx if batched else dx[0]
 
 
-def conv2d_grad_weight(
-    grad_output: Any,
-    x: Any,
-    weight_shape: tuple[int, ...],
-    stride: Any = 1,
-    padding: Any = 0,
-    dilation: Any = 1,
-    groups: int = 1,
-    padding_mode: str = "zeros",
-    *,
-    algorithm: str = AUTO,
-) -> Any:
+def conv2d_grad_weight(grad_output: Any, x: Any, weight_shape: tuple[int, ...], stride: Any = 1, padding: Any = 0,
+                       dilation: Any = 1, groups: int = 1, padding_mode: str = "zeros", *, algorithm: str = AUTO) -> Any:  # fmt: skip
     """grad_weight of F.conv2d alone (torch.nn.grad.conv2d_weight): needs the weight's shape only."""
     xp, dy = as_float32(grad_output, "grad_output")
     _, x = as_float32(x, "input", xp)
@@ -913,19 +698,9 @@ def conv2d_grad_weight(
     return weight_grad(dy4, x4, plan.problem, algorithm)
 
 
-def conv2d_backward(
-    grad_output: Any,
-    x: Any,
-    weight: Any,
-    stride: Any = 1,
-    padding: Any = 0,
-    dilation: Any = 1,
-    groups: int = 1,
-    padding_mode: str = "zeros",
-    *,
-    algorithm: str = AUTO,
-    weight_algorithm: str = AUTO,
-) -> tuple[Any, Any, Any]:
+def conv2d_backward(grad_output: Any, x: Any, weight: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
+                    groups: int = 1, padding_mode: str = "zeros", *, algorithm: str = AUTO,
+                    weight_algorithm: str = AUTO) -> tuple[Any, Any, Any]:  # fmt: skip
     """(grad_input, grad_weight, grad_bias) of F.conv2d(x, weight, bias, ...) for the gradient
     grad_output of its output: what autograd computes. padding_mode "reflect" is the convolution
     of the reflect-padded input (nn.Conv2d(padding_mode="reflect")).

@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpuops.checks import WindowGeometry
+from gpuops.cublas import check_gemm_sides, gemm_strided, samples_per_chunk
 from gpuops.launch import Launch
 from gpuops.unfold_fold import unfold_into, unfold_launch, unfold_numpy
 
 if TYPE_CHECKING:
     from gpuops.conv2d import ConvProblem
-
-MIN_BUDGET = 64 * 2**20  # bytes; X_unroll may use this much even when memory is tight
 
 
 def unfold_launch_of(p: ConvProblem) -> Launch:
@@ -33,83 +32,28 @@ def is_pointwise(g: WindowGeometry) -> bool:
     return (g.KH, g.KW, g.stride_h, g.stride_w) == (1, 1, 1, 1) and not any(g.pads)
 
 
-GEMM_LIMIT = 2**31 - 1  # cuBLAS takes matrix sizes and leading dimensions as 32-bit ints
-
-
 def batch_chunk(p: ConvProblem, budget_bytes: int | None = None) -> int:
     """Samples per GEMM so that X_unroll stays within the budget (default: half of free memory).
 
     Raises ValueError when one sample alone does not fit, saying how many bytes it needs, or
-    when a matrix is too large for cuBLAS's 32-bit sizes.
+    when a matrix side is too large for cuBLAS's 32-bit sizes.
     """
     g = p.geometry
-    rows = (p.C // p.groups) * g.KH * g.KW
-    if g.L > GEMM_LIMIT or rows > GEMM_LIMIT:
-        raise ValueError(
-            f"im2col's GEMM would be {rows:,} x {g.L:,} per sample: a side over cuBLAS's 32-bit limit "
-            f"{GEMM_LIMIT:,}; use algorithm='direct'"
-        )
+    check_gemm_sides({"output pixels": g.L, "rows of X_unroll": (p.C // p.groups) * g.KH * g.KW},
+                     "use algorithm='direct'")  # fmt: skip
     if is_pointwise(g):
         return p.N  # nothing is unrolled
-    per_sample = max(1, p.x_unroll_bytes_per_sample)
-    if budget_bytes is None and p.N * per_sample <= MIN_BUDGET:
-        return p.N  # fits the budget it always has: no need to ask the driver (a few us)
-    if budget_bytes is None:
-        import cupy
-
-        free, _total = cupy.cuda.runtime.memGetInfo()
-        free += cupy.get_default_memory_pool().free_bytes()
-        budget_bytes = max(MIN_BUDGET, free // 2)
-    if per_sample > budget_bytes:
-        raise ValueError(
-            f"im2col needs {per_sample:,} bytes for X_unroll of one sample, more than the "
-            f"{budget_bytes:,} bytes of GPU memory it may use; use algorithm='direct' or 'tiled'"
-        )
-    return max(1, min(p.N, budget_bytes // per_sample))
-
-
-_ONE = np.ones((), np.float32)
-_ZERO = np.zeros((), np.float32)
+    return samples_per_chunk(p.N, p.x_unroll_bytes_per_sample, "im2col's X_unroll",
+                             "use algorithm='direct' or 'tiled'", budget_bytes)  # fmt: skip
 
 
 def gemm_batched(w_mat: Any, cols: Any, out: Any) -> None:
-    """out[n] = w_mat @ cols[n] for every n: ONE cuBLAS strided-batched SGEMM, the filter matrix
-    shared by every sample (batch stride 0), nothing copied.
-
-    cuBLAS is column-major: a row-major (K, L) block is a column-major (L, K) matrix, so we ask
-    for out[n]^T (L x M) = cols[n]^T (L x K) @ w_mat^T (K x M), which is out[n] in row-major.
-    cols and out may be views (a group's rows of a sample); rows must be contiguous.
-    """
+    """out[n] = w_mat @ cols[n] for every n: one strided-batched SGEMM, the filter matrix shared
+    by every sample (batch stride 0). cols and out may be views (a group's rows of a sample)."""
     import cupy
-    from cupy.cuda import cublas, device
 
-    nb, K, L = cols.shape
-    M = w_mat.shape[0]
     w_mat = cupy.ascontiguousarray(w_mat)
-    sample_cols, row_cols = cols.strides[0] // 4, cols.strides[1] // 4
-    sample_out, row_out = out.strides[0] // 4, out.strides[1] // 4
-    if cols.strides[2] != 4 or out.strides[2] != 4:
-        raise ValueError("gemm_batched needs rows with unit stride")
-    cublas.sgemmStridedBatched(
-        device.get_cublas_handle(),
-        cublas.CUBLAS_OP_N,
-        cublas.CUBLAS_OP_N,
-        L,
-        M,
-        K,
-        _ONE.ctypes.data,
-        cols.data.ptr,
-        row_cols,
-        sample_cols,
-        w_mat.data.ptr,
-        K,
-        0,
-        _ZERO.ctypes.data,
-        out.data.ptr,
-        row_out,
-        sample_out,
-        nb,
-    )
+    gemm_strided(cupy.broadcast_to(w_mat[None], (cols.shape[0], *w_mat.shape)), cols, out)
 
 
 def gemm(filter_matrix: Any, x_unroll: Any) -> Any:

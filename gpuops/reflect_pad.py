@@ -12,7 +12,7 @@ import numpy as np
 from gpuops import autotune
 from gpuops.cache import Memo, memoised
 from gpuops.checks import as_float32, check_ndim, check_reflect_pads, reflect_pads
-from gpuops.index_math import reflect_index
+from gpuops.index_math import reflect_copies, reflect_index
 from gpuops.launch import Call, Launch, ints, ready_device, row_launch
 
 SOURCE = "reflect_pad.cu"
@@ -131,44 +131,13 @@ def reflect_pad_backward_launch(
     left, right, top, bottom = pads
     H_out, W_out = H + top + bottom, W + left + right
     args = ints(H=H, W=W, H_out=H_out, W_out=W_out, pad_top=top, pad_left=left)
-    if algorithm == "scatter":
-        return row_launch(
-            BACKWARD_KERNELS["scatter"],
-            SOURCE,
-            ("dy", "dx"),
-            (planes, H_out, W_out),
-            W_out,
-            args,
-            grid_cap=GRID_CAP,
-            index="(plane, oy, ox) of dy",
-        )
-    return row_launch(
-        BACKWARD_KERNELS["gather"],
-        SOURCE,
-        ("dy", "dx"),
-        (planes, H, W),
-        W,
-        args,
-        grid_cap=GRID_CAP,
-        index="(plane, y, x) of dx",
+    shape, index = (
+        ((planes, H_out, W_out), "(plane, oy, ox) of dy")
+        if algorithm == "scatter"
+        else ((planes, H, W), "(plane, y, x) of dx")
     )
-
-
-def reflect_copies(i: Any, size: int, pad_before: int, pad_after: int) -> tuple[Any, Any, Any]:
-    """Twin of reflect_copies in reflect_pad.cu: the padded coordinates (numbered like i) that
-    copy input coordinate i, as three candidates (i, -i, 2(size-1) - i) and whether each is
-    there: i always; -i for 1 <= i <= pad_before; 2(size-1) - i for size-1-pad_after <= i <= size-2.
-    Returns (coordinates (3, ...), present (3, ...) bool)."""
-    i = np.asarray(i)
-    coords = np.stack([i, -i, 2 * (size - 1) - i])
-    present = np.stack(
-        [
-            np.ones_like(i, dtype=bool),
-            (i >= 1) & (i <= pad_before),
-            (i <= size - 2) & (i >= size - 1 - pad_after),
-        ]
-    )
-    return coords, present
+    return row_launch(BACKWARD_KERNELS[algorithm], SOURCE, ("dy", "dx"), shape, shape[-1], args, grid_cap=GRID_CAP,
+                      index=index)  # fmt: skip
 
 
 def reflect_pad_backward_scatter_numpy(dy: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:

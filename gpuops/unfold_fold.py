@@ -13,30 +13,12 @@ import numpy as np
 
 from gpuops import autotune
 from gpuops.cache import Memo, memoised
-from gpuops.checks import WindowGeometry, as_float32, as_pair, check_ndim, window_geometry
-from gpuops.index_math import tap_slice
+from gpuops.checks import WindowGeometry, as_float32, as_pair, check_ndim, window_args, window_geometry
+from gpuops.index_math import tap_slices
 from gpuops.launch import Call, Launch, ints, l2_bytes, ready_device, row_launch
 
 SOURCE = "unfold_fold.cu"
 FOLD_VARIANTS = ("auto", "gather", "scatter")
-
-
-def _geometry_args(g: WindowGeometry) -> tuple[tuple[str, Any], ...]:
-    """The geometry arguments of every kernel in unfold_fold.cu, in order."""
-    return ints(
-        H=g.H,
-        W=g.W,
-        KH=g.KH,
-        KW=g.KW,
-        H_out=g.H_out,
-        W_out=g.W_out,
-        stride_h=g.stride_h,
-        stride_w=g.stride_w,
-        pad_h=g.pad_top,
-        pad_w=g.pad_left,
-        dil_h=g.dil_h,
-        dil_w=g.dil_w,
-    )
 
 
 # ---- unfold --------------------------------------------------------------------------------------
@@ -51,16 +33,15 @@ def unfold_launch(g: WindowGeometry, N: int, C: int) -> Launch:
 
 def _build_unfold_launch(g: WindowGeometry, N: int, C: int) -> Launch:
     streaming = int(_plane_outgrows_l2(g.H * g.W * 4))
-    return row_launch(
-        "unfold_v1",
-        SOURCE,
-        ("x", "cols"),
-        (N, C * g.KH * g.KW, g.L),
-        g.W_out,
-        _geometry_args(g) + ints(streaming=streaming),
-        cells=4 if g.W_out % 4 == 0 else 1,
-        index="(n, row, l) of cols",
-    )
+    cells = 4 if g.W_out % 4 == 0 else 1
+    return _walk_cols("unfold_v1", ("x", "cols"), g, N, C, ints(streaming=streaming), cells)
+
+
+def _walk_cols(kernel: str, arrays: tuple[str, ...], g: WindowGeometry, N: int, C: int,
+               extra: tuple = (), cells: int = 1) -> Launch:  # fmt: skip
+    """A row kernel over the rows of cols (N, C*KH*KW, L): rows of W_out cells."""
+    return row_launch(kernel, SOURCE, arrays, (N, C * g.KH * g.KW, g.L), g.W_out, window_args(g) + extra,
+                      cells=cells, index="(n, row, l) of cols")  # fmt: skip
 
 
 def _plane_outgrows_l2(plane_bytes: int) -> bool:
@@ -78,10 +59,8 @@ def unfold_numpy(x: np.ndarray, g: WindowGeometry) -> np.ndarray:
     N, C = x.shape[:2]
     padded = np.pad(x, ((0, 0), (0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)))
     cols = np.empty((N, C, g.KH, g.KW, g.H_out, g.W_out), dtype=np.float32)
-    for ki in range(g.KH):
-        rows = tap_slice(ki, g.dil_h, g.stride_h, g.H_out)
-        for kj in range(g.KW):
-            cols[:, :, ki, kj] = padded[:, :, rows, tap_slice(kj, g.dil_w, g.stride_w, g.W_out)]
+    for ki, kj, rows, columns in tap_slices(g):
+        cols[:, :, ki, kj] = padded[:, :, rows, columns]
     return cols.reshape(N, C * g.KH * g.KW, g.L)
 
 
@@ -146,24 +125,9 @@ def check_fold(
 def fold_launch(g: WindowGeometry, N: int, C: int, variant: str) -> Launch:
     """v1 scatter walks the rows of cols (N, C*KH*KW, L); v2 gather the rows of y (N, C, H, W)."""
     if variant == "scatter":
-        return row_launch(
-            "fold_v1_scatter",
-            SOURCE,
-            ("cols", "y"),
-            (N, C * g.KH * g.KW, g.L),
-            g.W_out,
-            _geometry_args(g),
-            index="(n, row, l) of cols",
-        )
-    return row_launch(
-        "fold_v2_gather",
-        SOURCE,
-        ("cols", "y"),
-        (N, C, g.H, g.W),
-        g.W,
-        _geometry_args(g),
-        index="(n, c, ih, iw) of y",
-    )
+        return _walk_cols("fold_v1_scatter", ("cols", "y"), g, N, C)
+    return row_launch("fold_v2_gather", SOURCE, ("cols", "y"), (N, C, g.H, g.W), g.W, window_args(g),
+                      index="(n, c, ih, iw) of y")  # fmt: skip
 
 
 def fold_numpy(cols: np.ndarray, C: int, g: WindowGeometry) -> np.ndarray:
@@ -173,10 +137,8 @@ def fold_numpy(cols: np.ndarray, C: int, g: WindowGeometry) -> np.ndarray:
     blocks = cols.reshape(N, C, g.KH, g.KW, g.H_out, g.W_out)
     Hp, Wp = g.padded_hw
     out = np.zeros((N, C, Hp, Wp), dtype=np.float32)
-    for ki in range(g.KH):
-        rows = tap_slice(ki, g.dil_h, g.stride_h, g.H_out)
-        for kj in range(g.KW):
-            out[:, :, rows, tap_slice(kj, g.dil_w, g.stride_w, g.W_out)] += blocks[:, :, ki, kj]
+    for ki, kj, rows, columns in tap_slices(g):
+        out[:, :, rows, columns] += blocks[:, :, ki, kj]
     return np.ascontiguousarray(out[:, :, g.pad_top : g.pad_top + g.H, g.pad_left : g.pad_left + g.W])
 
 

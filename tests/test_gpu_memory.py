@@ -60,7 +60,7 @@ def test_im2col_refuses_a_sample_that_cannot_fit_and_the_next_call_works():
 
     x = cp.ones((1, 512, 2048, 2048), cp.float32)  # X_unroll of one sample: 4*512*25*2048*2048 = 215 GB
     w = cp.ones((4, 512, 5, 5), cp.float32)
-    with pytest.raises(ValueError, match=r"im2col needs 214,748,364,800 bytes for X_unroll of one sample"):
+    with pytest.raises(ValueError, match=r"im2col's X_unroll needs 214,748,364,800 bytes for one sample"):
         gpuops.conv2d(x, w, padding=2, algorithm="im2col")
     del x
     small = gpuops.conv2d(cp.ones((1, 1, 8, 8), cp.float32), cp.ones((1, 1, 3, 3), cp.float32), padding=1)

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 import gpuops
+from gpuops.index_math import reflect_copies
 from gpuops.maps import conv_backward as maps
-from gpuops.reflect_pad import reflect_copies, reflect_pad_backward_launch, reflect_source_rows
+from gpuops.reflect_pad import reflect_pad_backward_launch, reflect_source_rows
 from tests.cases import reflect_pad_cases
 from tests.conftest import BACKENDS, host, on
 from tests.references import reflect_pad_backward_ref

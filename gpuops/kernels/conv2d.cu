@@ -12,10 +12,11 @@
 // channels c and the taps (ki, kj), x[n, g*C/groups + c, ih, iw] * w[m, c, ki, kj] with
 //   ih = input_coord(oh, stride_h, pad_h, ki, dil_h),  iw = input_coord(ow, stride_w, pad_w, kj, dil_w)
 // (index_math.cuh). Every kernel takes the same geometry arguments, in this order:
-//   N, C, H, W          input batch, channels, height, width
-//   M, KH, KW           filters and kernel size
+//   N, C, M             input batch, channels, filters
+//   H, W, KH, KW        input height and width, kernel size
 //   H_out, W_out        output size (window_count, computed by the host)
 //   stride_h, stride_w, pad_h, pad_w, dil_h, dil_w
+//                       (from H on: the window arguments of every sliding-window kernel, unfold too)
 //   groups              channels and filters split into this many independent groups
 //   reflect             1: padding cells mirror the image (padding_mode="reflect"); 0: zeros
 // Offsets into x and y are 64-bit; v1 also indexes inside a plane with 64 bits (a plane may
@@ -38,6 +39,17 @@ __device__ __forceinline__ float load_padded(const float* __restrict__ plane, in
     return plane[ih * W + iw];
 }
 
+// The batch pixel p = n*L + oh*W_out + ow of an implicit GEMM (v4, v5; L = H_out*W_out): where
+// its sample's channels of group g start in x, and (ih0, iw0), the input cell its tap (0, 0) reads.
+__device__ __forceinline__ const float* gemm_column(const float* x, int p, int L, int W_out, int C, int Cg, int g,
+                                                    int H, int W, int stride_h, int stride_w, int pad_h, int pad_w,
+                                                    int dil_h, int dil_w, int& ih0, int& iw0) {
+    const int n = p / L, l = p % L;
+    ih0 = input_coord(l / W_out, stride_h, pad_h, 0, dil_h);
+    iw0 = input_coord(l % W_out, stride_w, pad_w, 0, dil_w);
+    return x + ((long long)n * C + (long long)g * Cg) * H * W;
+}
+
 // =======================================================================================
 // v1 direct: ONE THREAD PER OUTPUT ELEMENT (the source article's kernel, PMPP fig. 16.4).
 // grid  = (ceil(H_out*W_out / blockDim.x), ceil(M / blockDim.y), N)
@@ -52,7 +64,7 @@ __device__ __forceinline__ float load_padded(const float* __restrict__ plane, in
 extern "C" __global__ void conv2d_v1_direct(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
     float* __restrict__ y,
-    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out,
     int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
     int groups, int reflect)
 {
@@ -104,7 +116,7 @@ extern "C" __global__ void conv2d_v1_direct(
 extern "C" __global__ void conv2d_v2_tiled(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
     float* __restrict__ y,
-    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out,
     int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
     int groups, int reflect,
     int tiles_w,        // tiles per output row
@@ -170,11 +182,10 @@ extern "C" __global__ void conv2d_v2_tiled(
 #define PIXELS_PER_THREAD 2
 
 extern "C" __global__ void __launch_bounds__(256) conv2d_v3_register_tiled(
-    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
-    float* __restrict__ y,
-    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
-    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
-    int groups, int reflect,
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M,                  // the same arguments as v2, then v3's own
+    int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w, int pad_h, int pad_w,
+    int dil_h, int dil_w, int groups, int reflect,
     int tiles_w,        // tiles per output row
     int m_blocks,       // filter blocks per group: blockIdx.y = group * m_blocks + block
     int cb_max,         // channels staged in shared memory per barrier
@@ -294,7 +305,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_v3_register_tiled(
 extern "C" __global__ void __launch_bounds__(IG_THREADS) conv2d_v4_implicit_gemm(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
     float* __restrict__ y,
-    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out,
     int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
     int groups, int reflect,
     int m_blocks)       // filter blocks per group: blockIdx.y = group * m_blocks + block
@@ -321,13 +332,8 @@ extern "C" __global__ void __launch_bounds__(IG_THREADS) conv2d_v4_implicit_gemm
     const int b_p = p0 + t;
     const bool b_ok = b_p < P;
     int ih0 = 0, iw0 = 0;
-    const float* __restrict__ x_n = x;
-    if (b_ok) {
-        const int n = b_p / L, l = b_p % L;
-        ih0 = input_coord(l / W_out, stride_h, pad_h, 0, dil_h);
-        iw0 = input_coord(l % W_out, stride_w, pad_w, 0, dil_w);
-        x_n = x + ((long long)n * C + (long long)g * Cg) * H * W;
-    }
+    const float* __restrict__ x_n =
+        b_ok ? gemm_column(x, b_p, L, W_out, C, Cg, g, H, W, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, ih0, iw0) : x;
     // The next k this thread gathers, split into (kc, ki, kj), as row / column offsets
     // (tap (ki, kj) reads (ih0 + k_ih, iw0 + k_iw) with k_ih = ki*dil_h, k_iw = kj*dil_w) and
     // as a flat offset in x_n. Every thread walks k = 0, 1, 2, ... in order, so these are
@@ -473,11 +479,10 @@ __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, const unsi
 }
 
 extern "C" __global__ void __launch_bounds__(TC_THREADS) conv2d_v5_implicit_gemm_tf32(
-    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
-    float* __restrict__ y,
-    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
-    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
-    int groups, int reflect,
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M,                  // the same arguments as v4
+    int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w, int pad_h, int pad_w,
+    int dil_h, int dil_w, int groups, int reflect,
     int m_blocks)       // filter blocks per group: blockIdx.y = group * m_blocks + block
 {
     __shared__ __align__(16) float As[2][TC_BM][TC_APITCH];   // weights, As[m][k]
@@ -500,13 +505,8 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) conv2d_v5_implicit_gemm
     const int b_p = p0 + b_col;
     const bool b_ok = b_p < P;
     int ih0 = 0, iw0 = 0;
-    const float* __restrict__ x_n = x;
-    if (b_ok) {
-        const int n = b_p / L, l = b_p % L;
-        ih0 = input_coord(l / W_out, stride_h, pad_h, 0, dil_h);
-        iw0 = input_coord(l % W_out, stride_w, pad_w, 0, dil_w);
-        x_n = x + ((long long)n * C + (long long)g * Cg) * H * W;
-    }
+    const float* __restrict__ x_n =
+        b_ok ? gemm_column(x, b_p, L, W_out, C, Cg, g, H, W, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, ih0, iw0) : x;
     int kc = 0, ki = 0, kj = 0, k_ih = 0, k_iw = 0;  // the next k this thread gathers (v4's walk)
     const long long plane = (long long)H * W;
     auto step = [&]() {                              // k -> k + 1, carrying (kc, ki, kj)

@@ -45,7 +45,7 @@ extern "C" __global__ void conv_backward_v1_input_scatter(
     const float* __restrict__ dy,  // (N, M, H_out, W_out)
     const float* __restrict__ w,   // (M, C/groups, KH, KW)
     float* __restrict__ dx,        // (N, C, H, W), zeroed
-    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out,
     int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
     int groups)
 {
@@ -92,14 +92,13 @@ extern "C" __global__ void conv_backward_v2_input_gather(
     const float* __restrict__ w,   // (M, C/groups, KH, KW)
     float* __restrict__ dx,        // (N, C, H, W)
     unsigned rows,                 // N*C*H (< 2^31, checked by the host)
-    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out,
     int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
     int groups)
 {
     const int Cg = C / groups, Mg = M / groups, KK = KH * KW;
     const long long L = (long long)H_out * W_out;
-    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
-         row += gridDim.x * blockDim.y) {
+    FOR_EACH_ROW(row, rows) {
         const int ih = (int)(row % H);
         const unsigned nc = row / H;                       // n*C + c
         const int c = (int)(nc % C), n = (int)(nc / C);
@@ -109,18 +108,13 @@ extern "C" __global__ void conv_backward_v2_input_gather(
         const long long out0 = (long long)row * W;         // dx index of (row, iw = 0)
         for (int iw = threadIdx.x; iw < W; iw += blockDim.x) {
             float sum = 0.0f;
-            for (int ki = 0; ki < KH; ++ki) {
-                const int oh = output_coord(ih, stride_h, pad_h, ki, dil_h, H_out);
-                if (oh < 0) continue;
-                for (int kj = 0; kj < KW; ++kj) {
-                    const int ow = output_coord(iw, stride_w, pad_w, kj, dil_w, W_out);
-                    if (ow < 0) continue;
-                    const float* __restrict__ d = dy_g + (long long)oh * W_out + ow;
-                    const float* __restrict__ wp = w_c + ki * KW + kj;
-                    for (int m = 0; m < Mg; ++m, d += L, wp += Cg * KK)   // the group's filters
-                        sum += *d * *wp;
-                }
-            }
+            for_each_window(ih, iw, KH, KW, H_out, W_out, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+                            [&](int ki, int kj, int oh, int ow) {
+                                const float* __restrict__ d = dy_g + (long long)oh * W_out + ow;
+                                const float* __restrict__ wp = w_c + ki * KW + kj;
+                                for (int m = 0; m < Mg; ++m, d += L, wp += Cg * KK)   // the group's filters
+                                    sum += *d * *wp;
+                            });
             store(dx, out0 + iw, sum);
         }
     }
@@ -147,7 +141,7 @@ extern "C" __global__ void __launch_bounds__(REDUCE_THREADS) conv_backward_v3_we
     const float* __restrict__ dy,  // (N, M, H_out, W_out)
     const float* __restrict__ x,   // (N, C, H, W), the forward input
     float* __restrict__ dw,        // (M, C/groups, KH, KW)
-    int N, int C, int H, int W, int M, int KH, int KW, int H_out, int W_out,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out,
     int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
     int groups)
 {

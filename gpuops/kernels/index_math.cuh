@@ -39,6 +39,44 @@ __device__ __forceinline__ int reflect_index(int i, int size) {
     return abs(i) - abs(i - (size - 1)) - i + (size - 1);
 }
 
+// Every window position (oh, ow) and tap (ki, kj) that reads input cell (ih, iw): calls
+// f(ki, kj, oh, ow) for each, in a fixed order. This is the loop of every GATHER kernel (fold,
+// the input gradient): each input cell sums what the windows covering it hold.
+template <typename F>
+__device__ __forceinline__ void for_each_window(int ih, int iw, int KH, int KW, int H_out, int W_out,
+                                                int stride_h, int stride_w, int pad_h, int pad_w,
+                                                int dil_h, int dil_w, F f) {
+    for (int ki = 0; ki < KH; ++ki) {
+        const int oh = output_coord(ih, stride_h, pad_h, ki, dil_h, H_out);
+        if (oh < 0) continue;
+        for (int kj = 0; kj < KW; ++kj) {
+            const int ow = output_coord(iw, stride_w, pad_w, kj, dil_w, W_out);
+            if (ow >= 0) f(ki, kj, oh, ow);
+        }
+    }
+}
+
+// The loop of every ROW kernel (reflect pad, unfold, fold, ...): a block is blockDim.y thread
+// rows; block b takes rows b*blockDim.y .. on its first pass, then jumps by the whole grid
+// (a capped grid walks all rows). gpuops/launch.py's RowMap describes the same walk.
+#define FOR_EACH_ROW(row, rows) \
+    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < (rows); row += gridDim.x * blockDim.y)
+
+// The padded coordinates that copy input coordinate i along one axis (numbered like i: the
+// first input cell is 0, the padding before it is negative), written to v; returns how many:
+//   i itself,
+//   -i            its mirror before the start, there when 1 <= i <= pad_before,
+//   2(size-1)-i   its mirror past the end, there when size-1-pad_after <= i <= size-2.
+// reflect_index maps each of them back to i; the edge cells 0 and size-1 have no mirror of
+// their own (reflection does not repeat the edge). NumPy twin: gpuops.index_math.reflect_copies.
+__device__ __forceinline__ int reflect_copies(int i, int size, int pad_before, int pad_after, int v[3]) {
+    int count = 0;
+    v[count++] = i;
+    if (i >= 1 && i <= pad_before) v[count++] = -i;
+    if (i <= size - 2 && i >= size - 1 - pad_after) v[count++] = 2 * (size - 1) - i;
+    return count;
+}
+
 // ---------------------------------------------------------------------------------------
 // Output stores. Kernels write their results through store() / store4(), always with the
 // element's index from the start of the output array. In a normal build

@@ -8,19 +8,11 @@
 //                                    padded cells that copied it; no atomics, deterministic
 #include "index_math.cuh"
 
-// The padded coordinates that copy input coordinate i along one axis (numbered like i: the
-// first input cell is 0, the padding before it is negative), written to v; returns how many:
-//   i itself,
-//   -i            its mirror before the start, there when 1 <= i <= pad_before,
-//   2(size-1)-i   its mirror past the end, there when size-1-pad_after <= i <= size-2.
-// reflect_index maps each of them back to i; the edge cells 0 and size-1 have no mirror of
-// their own (reflection does not repeat the edge). NumPy twin: gpuops.reflect_pad.reflect_copies.
-__device__ __forceinline__ int reflect_copies(int i, int size, int pad_before, int pad_after, int v[3]) {
-    int count = 0;
-    v[count++] = i;
-    if (i >= 1 && i <= pad_before) v[count++] = -i;
-    if (i <= size - 2 && i >= size - 1 - pad_after) v[count++] = 2 * (size - 1) - i;
-    return count;
+// The input row that padded row `row` (= plane * H_out + oy) copies, as the offset of its first
+// cell: v1 reads it, v2 adds the row's gradients into it.
+__device__ __forceinline__ long long source_row(unsigned row, int H, int W, int H_out, int pad_top) {
+    const long long plane = row / H_out;
+    return (plane * H + reflect_index((int)(row % H_out) - pad_top, H)) * W;
 }
 
 // =======================================================================================
@@ -45,11 +37,8 @@ extern "C" __global__ void reflect_pad_v1(
     int H, int W, int H_out, int W_out,
     int pad_top, int pad_left)
 {
-    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
-         row += gridDim.x * blockDim.y) {  // row = plane * H_out + oy
-        const int oy = (int)(row % H_out);
-        const long long plane = row / H_out;
-        const float* __restrict__ src = x + (plane * H + reflect_index(oy - pad_top, H)) * W;
+    FOR_EACH_ROW(row, rows) {  // row = plane * H_out + oy
+        const float* __restrict__ src = x + source_row(row, H, W, H_out, pad_top);
         const long long out0 = (long long)row * W_out;          // y index of the row's cell 0
         // this row starts (row * W_out) mod 4 floats past a 16-byte boundary; mod 4 survives
         // 32-bit wrap-around, so (row mod 4) * (W_out mod 4) is enough
@@ -93,11 +82,8 @@ extern "C" __global__ void reflect_pad_v2_backward_scatter(
     int H, int W, int H_out, int W_out,
     int pad_top, int pad_left)
 {
-    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
-         row += gridDim.x * blockDim.y) {  // row = plane * H_out + oy
-        const int oy = (int)(row % H_out);
-        const long long plane = row / H_out;
-        float* dst = dx + (plane * H + reflect_index(oy - pad_top, H)) * W;   // the source row
+    FOR_EACH_ROW(row, rows) {  // row = plane * H_out + oy
+        float* dst = dx + source_row(row, H, W, H_out, pad_top);   // the row this padded row copied
         const float* __restrict__ src = dy + (long long)row * W_out;
         for (int ox = threadIdx.x; ox < W_out; ox += blockDim.x)
             atomicAdd(&dst[reflect_index(ox - pad_left, W)], src[ox]);
@@ -120,8 +106,7 @@ extern "C" __global__ void reflect_pad_v3_backward_gather(
     int pad_top, int pad_left)
 {
     const int pad_bottom = H_out - H - pad_top, pad_right = W_out - W - pad_left;
-    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
-         row += gridDim.x * blockDim.y) {  // row = plane * H + y
+    FOR_EACH_ROW(row, rows) {  // row = plane * H + y
         const int y = (int)(row % H);
         const long long plane = row / H;
         int ry[3];

@@ -50,8 +50,7 @@ extern "C" __global__ void unfold_v1(
     int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
     int streaming)
 {
-    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
-         row += gridDim.x * blockDim.y) {
+    FOR_EACH_ROW(row, rows) {
         int oh, kj, ki;
         const long long nc = split_row(row, H_out, KW, KH, oh, kj, ki);   // n*C + c
         const int ih = input_coord(oh, stride_h, pad_h, ki, dil_h);       // the input row it reads
@@ -105,8 +104,7 @@ extern "C" __global__ void fold_v1_scatter(
     int H, int W, int KH, int KW, int H_out, int W_out,
     int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w)
 {
-    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
-         row += gridDim.x * blockDim.y) {
+    FOR_EACH_ROW(row, rows) {
         int oh, kj, ki;
         const long long nc = split_row(row, H_out, KW, KH, oh, kj, ki);
         const int ih = input_coord(oh, stride_h, pad_h, ki, dil_h);
@@ -122,8 +120,8 @@ extern "C" __global__ void fold_v1_scatter(
 
 // =======================================================================================
 // v2 fold_gather = v1 turned around: one thread per OUTPUT pixel sums every cols entry that
-// covers it. For each tap (ki, kj) the entry is at output position
-//   oh = output_coord(ih, stride_h, pad_h, ki, dil_h, H_out)   (-1: no window puts tap ki there)
+// covers it: for_each_window (index_math.cuh) inverts ih = input_coord(oh, .., ki, ..) per tap,
+// oh = output_coord(ih, stride_h, pad_h, ki, dil_h, H_out) (-1: no window puts tap ki there),
 // and likewise ow. No atomics and a fixed order: the result is deterministic.
 // Here a row is a row of the OUTPUT: row = (n*C + c)*H + ih.
 // =======================================================================================
@@ -134,24 +132,17 @@ extern "C" __global__ void fold_v2_gather(
     int H, int W, int KH, int KW, int H_out, int W_out,
     int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w)
 {
-    for (unsigned row = blockIdx.x * blockDim.y + threadIdx.y; row < rows;
-         row += gridDim.x * blockDim.y) {
+    FOR_EACH_ROW(row, rows) {
         const int ih = (int)(row % H);
         const long long nc = row / H;
         const long long L = (long long)H_out * W_out;
         const long long out0 = (long long)row * W;                // y index of (row, iw = 0)
         for (int iw = threadIdx.x; iw < W; iw += blockDim.x) {
-            float sum = 0.0f;
-            for (int ki = 0; ki < KH; ++ki) {
-                const int oh = output_coord(ih, stride_h, pad_h, ki, dil_h, H_out);
-                if (oh < 0) continue;
-                // the KW rows of cols for (n, c, ki, kj = 0..KW-1), at output row oh
-                const float* __restrict__ crow = cols + ((nc * KH + ki) * KW) * L + (long long)oh * W_out;
-                for (int kj = 0; kj < KW; ++kj) {
-                    const int ow = output_coord(iw, stride_w, pad_w, kj, dil_w, W_out);
-                    if (ow >= 0) sum += crow[kj * L + ow];
-                }
-            }
+            float sum = 0.0f;   // the cols entry of tap (ki, kj) at window (oh, ow): row (n, c, ki, kj)
+            for_each_window(ih, iw, KH, KW, H_out, W_out, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+                            [&](int ki, int kj, int oh, int ow) {
+                                sum += cols[((nc * KH + ki) * KW + kj) * L + (long long)oh * W_out + ow];
+                            });
             store(y, out0 + iw, sum);
         }
     }
