@@ -46,7 +46,31 @@ def _tc(bm: int, bn: int):
     return edits, change
 
 
+LOOP = "            for (int c = 0; c < Cg; ++c, xp += plane, wp += KH * KW)   // ... then channel by channel\n                acc += *xp * *wp;"
+
 VARIANTS = {
+    "v1 direct": (
+        "conv2d.cu",
+        "conv2d_v1_direct",
+        {
+            "unroll 4 when Cg >= 8": (
+                [
+                    (
+                        LOOP,
+                        "            if (Cg >= 8) {\n#pragma unroll 4\n"
+                        + LOOP
+                        + "\n            } else {\n"
+                        + LOOP
+                        + "\n            }",
+                    )
+                ],
+                None,
+            ),
+            "unroll 2": ([(LOOP, "#pragma unroll 2\n" + LOOP)], None),
+            "no unroll": ([(LOOP, "#pragma unroll 1\n" + LOOP)], None),
+            "unroll 4": ([(LOOP, "#pragma unroll 4\n" + LOOP)], None),
+        },
+    ),
     "v4 implicit gemm": (
         "conv2d.cu",
         "conv2d_v4_implicit_gemm",
@@ -83,11 +107,13 @@ SHAPES = [*STANDARD_SHAPES, Shape("vgg_like", 8, 128, 112, 112, 128, 3, 1, 1), S
           Shape("late_stage", 32, 512, 7, 7, 512, 3, 1, 1)]  # fmt: skip
 
 
+FAMILY_ALGORITHMS = {"v1 direct": "direct", "v3 tiled": "tiled", "v4 implicit gemm": "implicit_gemm",
+                     "v5 tf32": "implicit_gemm_tf32"}  # fmt: skip
+
+
 def cases(family: str):
     """(shape name, problem, Launch, arrays (inputs + output)) per shape."""
-    algorithm = {"v4 implicit gemm": "implicit_gemm", "v5 tf32": "implicit_gemm_tf32", "v3 tiled": "tiled"}[
-        family
-    ]
+    algorithm = FAMILY_ALGORITHMS[family]
     for s in SHAPES:
         x = cp.random.standard_normal((s.N, s.C, s.H, s.W), dtype=cp.float32)
         w = cp.random.standard_normal((s.M, s.C, s.K, s.K), dtype=cp.float32)
@@ -99,9 +125,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--old", type=Path, default=None)
+    parser.add_argument("--families", nargs="*", default=None, help="which kernel families (default: all)")
     args = parser.parse_args()
     print(f"{'family':<17}{'shape':<13}{'variant':<30}{'median ms':>10}{'TFLOP/s':>8}{'rel diff':>10}")
     for family, (filename, kernel, changes) in VARIANTS.items():
+        if args.families and family not in args.families:
+            continue
         shipped = source_text(filename)
         kernels = {"shipped": (compile_text(shipped, kernel), None)}
         for name, (edits, change) in changes.items():

@@ -37,6 +37,7 @@ from gpuops.checks import (
     window_args,
     window_geometry,
 )
+from gpuops.cublas import MIN_BUDGET
 from gpuops.index_math import tap_slices
 from gpuops.launch import SHARED_LIMIT, Call, Launch, ThreadRef, check_grid, ints
 from gpuops.reflect_pad import reflect_pad
@@ -598,7 +599,10 @@ def conv2d(
         if b is not None:
             y += b.reshape(1, -1, 1, 1)
     elif chosen == "im2col":
-        call = functools.partial(_im2col_call, p, im2col_budget_bytes)
+        fits = im2col_budget_bytes is None and p.N * p.x_unroll_bytes_per_sample <= MIN_BUDGET
+        call = functools.partial(
+            _im2col_call, p, im2col_budget_bytes, im2col.batch_chunk(p) if fits else None
+        )
         stored = _ready_key(x, weight, bias, key) if im2col_budget_bytes is None else None
         if stored is not None:
             _ready.put(stored, (call, batched))
@@ -612,7 +616,7 @@ def conv2d(
     return y if batched else y[0]
 
 
-def _im2col_call(p: ConvProblem, budget_bytes: int | None, x: Any, w: Any, b: Any) -> Any:
+def _im2col_call(p: ConvProblem, budget_bytes: int | None, chunk: int | None, x: Any, w: Any, b: Any) -> Any:
     """im2col on the GPU: pad first in reflect mode (then unroll without padding), unroll and GEMM."""
     import cupy
 
@@ -620,7 +624,7 @@ def _im2col_call(p: ConvProblem, budget_bytes: int | None, x: Any, w: Any, b: An
     g = p.geometry
     if p.reflect:
         x, g = reflect_pad(x, g.pads), g.unpadded()
-    im2col.im2col_cupy(x, w, p, g, y, budget_bytes)
+    im2col.im2col_cupy(x, w, p, g, y, budget_bytes, chunk)
     if b is not None:
         y += b.reshape(1, -1, 1, 1)
     return y

@@ -477,7 +477,9 @@ def batch_chunk(q: GradProblem, budget_bytes: int | None = None) -> int:
     )
     if is_pointwise(g):
         return max(1, q.N)  # nothing is unfolded
-    return samples_per_chunk(q.N, q.cols_bytes_per_sample, "the GEMM path's columns", instead, budget_bytes)
+    return samples_per_chunk(
+        q.N, q.cols_bytes_per_sample, "the GEMM path (its unfolded columns)", instead, budget_bytes
+    )
 
 
 def _input_gemm_fold_gpu(dy: Any, w: Any, q: GradProblem, budget_bytes: int | None = None) -> Any:
@@ -494,7 +496,7 @@ def _input_gemm_fold_gpu(dy: Any, w: Any, q: GradProblem, budget_bytes: int | No
         dx3 = dx.reshape(q.N, q.C, g.L)
         for group in range(G):
             gemm_strided(
-                cupy.broadcast_to(wt[group], (q.N, Mg, CgKK)),
+                wt[group],
                 dy3[:, group * Mg : (group + 1) * Mg],
                 dx3[:, group * CgKK : (group + 1) * CgKK],
                 trans_a=True,
@@ -507,7 +509,7 @@ def _input_gemm_fold_gpu(dy: Any, w: Any, q: GradProblem, budget_bytes: int | No
         nb = min(chunk, q.N - n0)
         for group in range(G):
             gemm_strided(
-                cupy.broadcast_to(wt[group], (nb, Mg, CgKK)),
+                wt[group],
                 dy3[n0 : n0 + nb, group * Mg : (group + 1) * Mg],
                 cols[:nb, group * CgKK : (group + 1) * CgKK],
                 trans_a=True,

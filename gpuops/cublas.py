@@ -17,26 +17,29 @@ _ZERO = np.zeros((), np.float32)
 def gemm_strided(a: Any, b: Any, out: Any, *, trans_a: bool = False, trans_b: bool = False) -> None:
     """out[i] = op(a[i]) @ op(b[i]) for every i: ONE cuBLAS strided-batched SGEMM.
 
-    a, b, out are 3-D (batch, rows, cols) views with unit column stride; a batch stride of 0
-    (cupy.broadcast_to) shares one matrix across the batch, nothing copied. op transposes
-    when asked. cuBLAS is column-major: a row-major matrix with row stride ld is, to it, the
-    transposed matrix with leading dimension ld, so we ask for out^T = op(b)^T @ op(a)^T.
+    a, b, out are (batch, rows, cols) views with unit column stride; a 2-D a or b is one matrix
+    shared by the whole batch (batch stride 0, nothing copied). op transposes when asked.
+    cuBLAS is column-major: a row-major matrix with row stride ld is, to it, the transposed
+    matrix with leading dimension ld, so we ask for out^T = op(b)^T @ op(a)^T.
     """
     from cupy.cuda import cublas, device
 
-    for name, arr in (("a", a), ("b", b), ("out", out)):
-        if arr.ndim != 3 or arr.strides[2] != 4 or arr.dtype != np.float32:
-            raise ValueError(f"gemm_strided: {name} must be a 3-D float32 view with unit column stride")
     batch, M, N = out.shape
-    K = a.shape[1] if trans_a else a.shape[2]
+    K = a.shape[-2] if trans_a else a.shape[-1]
     if batch == 0 or M == 0 or N == 0:
         return
-    op = {False: cublas.CUBLAS_OP_N, True: cublas.CUBLAS_OP_T}
+    for name, arr in (("a", a), ("b", b), ("out", out)):
+        if arr.strides[-1] != 4 or arr.dtype != np.float32:
+            raise ValueError(f"gemm_strided: {name} must be float32 with unit column stride")
+
+    def ld_and_stride(arr: Any) -> tuple[int, int]:  # leading dimension, batch stride (floats)
+        return max(1, arr.strides[-2] // 4), (arr.strides[0] // 4 if arr.ndim == 3 else 0)
+
+    (ldb, sb), (lda, sa), (ldo, so) = ld_and_stride(b), ld_and_stride(a), ld_and_stride(out)
+    op = cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N
     cublas.sgemmStridedBatched(
-        device.get_cublas_handle(), op[trans_b], op[trans_a], N, M, K,
-        _ONE.ctypes.data, b.data.ptr, max(1, b.strides[1] // 4), b.strides[0] // 4,
-        a.data.ptr, max(1, a.strides[1] // 4), a.strides[0] // 4,
-        _ZERO.ctypes.data, out.data.ptr, max(1, out.strides[1] // 4), out.strides[0] // 4, batch,
+        device.get_cublas_handle(), op[not trans_b], op[not trans_a], N, M, K,
+        _ONE.ctypes.data, b.data.ptr, ldb, sb, a.data.ptr, lda, sa, _ZERO.ctypes.data, out.data.ptr, ldo, so, batch,
     )  # fmt: skip
 
 

@@ -50,10 +50,7 @@ def batch_chunk(p: ConvProblem, budget_bytes: int | None = None) -> int:
 def gemm_batched(w_mat: Any, cols: Any, out: Any) -> None:
     """out[n] = w_mat @ cols[n] for every n: one strided-batched SGEMM, the filter matrix shared
     by every sample (batch stride 0). cols and out may be views (a group's rows of a sample)."""
-    import cupy
-
-    w_mat = cupy.ascontiguousarray(w_mat)
-    gemm_strided(cupy.broadcast_to(w_mat[None], (cols.shape[0], *w_mat.shape)), cols, out)
+    gemm_strided(w_mat if w_mat.flags.c_contiguous else w_mat.copy(), cols, out)
 
 
 def gemm(filter_matrix: Any, x_unroll: Any) -> Any:
@@ -74,14 +71,16 @@ def gemm(filter_matrix: Any, x_unroll: Any) -> Any:
     return out if batched else out[0]
 
 
-def im2col_cupy(x: Any, w: Any, p: ConvProblem, g: WindowGeometry, y: Any, budget_bytes: int | None) -> None:
+def im2col_cupy(x: Any, w: Any, p: ConvProblem, g: WindowGeometry, y: Any, budget_bytes: int | None,
+                chunk: int | None = None) -> None:  # fmt: skip
     """Unroll a chunk of samples into one reused X_unroll buffer, then one batched GEMM per group.
-    x is already padded when g has no padding (reflect mode)."""
+    x is already padded when g has no padding (reflect mode). chunk: samples per GEMM when the
+    caller already knows it (batch_chunk's answer for a batch that always fits)."""
     import cupy
 
     G = p.groups
     Cg, Mg, kk = p.C // G, p.M // G, g.KH * g.KW
-    chunk = batch_chunk(p, budget_bytes)
+    chunk = chunk or batch_chunk(p, budget_bytes)
     pointwise = is_pointwise(g)
     buffer = None if pointwise else cupy.empty((chunk, p.C * kk, g.L), dtype=np.float32)
     y_rows = y.reshape(p.N, p.M, g.L)  # a view: y is contiguous
