@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import budget, state
+from ui import budget, classroom_ui, state
 from ui.sidebar import PARAMS as SIDEBAR_PARAMS
 from ui.sidebar import render_sidebar
 
@@ -15,7 +15,7 @@ st.set_page_config(page_title="Conv Explorer", page_icon=":material/grid_on:", l
 
 # The lesson must fit the first screen of a 1366 x 768 laptop: less empty space above the title.
 st.html(
-    "<style>.block-container{padding-top:2.2rem;padding-bottom:2rem}"
+    "<style>.block-container{padding-top:3rem;padding-bottom:2rem}"
     "h1{padding-top:0.2rem!important;padding-bottom:0.3rem!important}</style>"
 )
 
@@ -25,16 +25,22 @@ PAGES = [
     st.Page("pages/im2col.py", title="im2col + GEMM", icon=":material/view_column:", url_path="im2col"),
     st.Page("pages/unfold_fold.py", title="Unfold / Fold", icon=":material/apps:", url_path="unfold"),
     st.Page("pages/reflect_pad.py", title="Reflect padding", icon=":material/flip:", url_path="reflect"),
-    st.Page("pages/conv_backward.py", title="Backward & transposed", icon=":material/undo:", url_path="backward"),
+    st.Page(
+        "pages/conv_backward.py", title="Backward & transposed", icon=":material/undo:", url_path="backward"
+    ),
     st.Page("pages/benchmarks.py", title="Benchmarks", icon=":material/speed:", url_path="benchmarks"),
 ]
 
 page = st.navigation(PAGES)
 budget.note_session()
 state.show_notices(state.init_params(SIDEBAR_PARAMS))
+shared = classroom_ui.before_page(page, PAGES, SIDEBAR_PARAMS)  # classroom: join, follow (may switch page)
 st.session_state[state.PAGE_KEY] = []  # the page registers its own settings (state.use)
-st.session_state["image"] = render_sidebar()
+st.session_state["image"] = render_sidebar(shared)
 try:
-    page.run()
+    with classroom_ui.after_page(
+        page, SIDEBAR_PARAMS
+    ):  # the instructor publishes; a follower's own change breaks away
+        page.run()
 finally:  # also when the page stops early (st.stop): the link always shows what is on screen
     state.sync_query(SIDEBAR_PARAMS)

@@ -230,18 +230,6 @@ def test_reflect_formula_matches_numpy_reflect():
     assert latex_results(at)[-1] == str(src)
 
 
-def test_benchmark_page_runs_on_the_cpu():
-    at = app("bench")
-    assert_clean(at)
-    at.multiselect[0].set_value(["cpu_image1024"])
-    at.slider[0].set_value(3)
-    at.button[0].click()
-    at.run(timeout=300)
-    assert_clean(at)
-    assert at.session_state["bench_report"]["results"], "results were recorded"
-    assert at.dataframe, "the results table is shown"
-
-
 def test_upload_of_a_non_image_shows_a_message_and_falls_back():
     from ui.images import ImageError, decode_image
 

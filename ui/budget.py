@@ -6,8 +6,10 @@ ui.common.shown_errors) says what it would take and what to change. GPU work fro
 runs through one process-wide queue (`gpu_work`), and each session may hold a share of the free
 GPU memory that shrinks as more sessions are active.
 
-CPU rates are measured on a 2-core machine (bench: tap-by-tap conv2d ~0.6-0.9 GFLOP/s with
-NumPy's matmul, im2col ~0.2 GFLOP/s plus its X_unroll in memory); the estimate uses the slow end.
+CPU costs, measured on a quiet 2-core machine: the NumPy twins are bound by copying strided
+slices (the tap loop copies the input once per tap: ~1.8 GB/s; im2col writes X_unroll into
+fresh memory: ~0.5 GB/s) plus the matrix products (BLAS, ~10 GFLOP/s or more); e.g. 1024 px,
+K=15, depthwise: tap loop 1.6 s, im2col 7.7 s. The estimate rounds toward slow.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from gpuops.conv2d import ConvProblem
 
 CPU_SECONDS = 2.0  # per rerun
 CPU_BYTES = 512 * 2**20
-CPU_FLOPS = {"im2col": 0.18e9, "default": 0.6e9}  # flop/s of the NumPy twins on 2 cores
+CPU_COPY = {"im2col": 0.5e9, "default": 1.5e9}  # bytes/s the NumPy twins copy (see above)
+CPU_FLOPS = 10e9  # flop/s of NumPy's matrix products on 2 cores
 GPU_SESSION_FLOOR = 256 * 2**20  # a session may always use this much GPU memory
 ACTIVE_WINDOW_S = 120.0  # a session counts as active this long after its last rerun
 
@@ -51,8 +54,9 @@ def conv2d_cost(p: ConvProblem, algorithm: str) -> Cost:
     unroll = p.N * p.x_unroll_bytes_per_sample if algorithm == "im2col" else 0
     if gpuops.backend_info().gpu:
         return Cost(p.flops / 5e12, out_bytes + unroll)  # seconds are not the limit on the GPU
-    rate = CPU_FLOPS["im2col" if algorithm == "im2col" else "default"]
-    return Cost(p.flops / rate, out_bytes + padded + unroll)
+    copied = 4 * p.N * p.C * g.L * g.KH * g.KW  # every tap's slice (tap loop) or X_unroll (im2col)
+    rate = CPU_COPY["im2col" if algorithm == "im2col" else "default"]
+    return Cost(copied / rate + p.flops / CPU_FLOPS, out_bytes + padded + unroll)
 
 
 def bytes_cost(nbytes: int, seconds: float = 0.0) -> Cost:

@@ -74,6 +74,7 @@ def finish(
         ),
         modebar=dict(orientation="v"),
         hoverlabel=dict(font_size=style.font),
+        legend=dict(font=dict(size=style.font)),  # the app's theme would shrink legends
     )  # no template: building one per figure costs ~30 ms, and Streamlit applies its own theme
     fig.update_xaxes(title_text=x_title, tickfont=dict(size=style.tick), title_font=dict(size=style.font))
     fig.update_yaxes(title_text=y_title, tickfont=dict(size=style.tick), title_font=dict(size=style.font))
