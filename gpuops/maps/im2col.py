@@ -60,3 +60,60 @@ def copies_of(C: int, g: WindowGeometry, c: int, ih: int, iw: int) -> np.ndarray
     rows = (c * g.KH + readers[:, 2]) * g.KW + readers[:, 3]
     cols = readers[:, 0] * g.W_out + readers[:, 1]
     return np.stack([rows, cols], axis=1).reshape(-1, 2)
+
+
+# ---- what the im2col page draws ------------------------------------------------------------------------
+def max_kernel(H: int, W: int, pad: int, dil: int) -> int:
+    """The largest K whose dilated window, dil*(K-1) + 1 cells, fits in both padded sides."""
+    return max(1, (min(H, W) + 2 * pad - 1) // max(1, dil) + 1)
+
+
+def max_dilation(H: int, W: int, pad: int, k: int) -> int | None:
+    """The largest dilation a K x K window may have on the padded input (None: any, when K = 1)."""
+    if k <= 1:
+        return None
+    return max(1, (min(H, W) + 2 * pad - 1) // (k - 1))
+
+
+def input_ids(C: int, g: WindowGeometry) -> np.ndarray:
+    """(C, H, W): the id of every input cell, c*H*W + ih*W + iw, as in unfold_source_map."""
+    return np.arange(C * g.H * g.W).reshape(C, g.H, g.W)
+
+
+def padded_ids(C: int, g: WindowGeometry) -> tuple[np.ndarray, int, int]:
+    """(ids, row0, col0): the zero-padded planes' cell ids (C, H + pads, W + pads), -1 on the
+    padding, and the input coordinates (row0, col0) of their top-left cell (minus the pads)."""
+    ids = np.pad(
+        input_ids(C, g), ((0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)), constant_values=-1
+    )
+    return ids, -g.pad_top, -g.pad_left
+
+
+def positions(g: WindowGeometry) -> np.ndarray:
+    """(L, 2): the output position (oh, ow) of every column l, in column order."""
+    return np.array([position_of(g, l) for l in range(g.L)], dtype=np.int64).reshape(-1, 2)
+
+
+def column_taps(
+    C: int, g: WindowGeometry, column: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(channel, row, col, inside), each (C*KH*KW,) in X_unroll's row order: where every entry of
+    column l reads, padding cells included (inside False there: the entry is a zero)."""
+    oh, ow = position_of(g, column)
+    ki, kj = np.meshgrid(np.arange(g.KH), np.arange(g.KW), indexing="ij")
+    rows = np.broadcast_to(input_coord(oh, g.stride_h, g.pad_top, ki, g.dil_h), (C, g.KH, g.KW)).ravel()
+    cols = np.broadcast_to(input_coord(ow, g.stride_w, g.pad_left, kj, g.dil_w), (C, g.KH, g.KW)).ravel()
+    channel = np.repeat(np.arange(C), g.KH * g.KW)
+    inside = (rows >= 0) & (rows < g.H) & (cols >= 0) & (cols < g.W)
+    return channel, rows, cols, inside
+
+
+def copy_counts(C: int, g: WindowGeometry) -> np.ndarray:
+    """(C, H, W): how many entries of X_unroll copy each input cell."""
+    src = unfold_source_map(C, g)
+    return np.bincount(src[src >= 0], minlength=C * g.H * g.W).reshape(C, g.H, g.W)
+
+
+def columns_reading(C: int, g: WindowGeometry, c: int, ih: int, iw: int) -> np.ndarray:
+    """The columns l (sorted, unique) whose window holds input cell (c, ih, iw): the outputs it feeds."""
+    return np.unique(copies_of(C, g, c, ih, iw)[:, 1])

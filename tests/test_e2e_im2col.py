@@ -1,0 +1,114 @@
+"""The im2col + GEMM page in a real browser: clicks on Y, X_unroll and the input maps land on the
+cell under the mouse, the pick goes into the page text, the URL and the highlights, a shared link
+reproduces it, hovering outlines the mapping without a rerun, and the column animation plays."""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import unquote
+
+import pytest
+
+from tests.browser import click_cell, highlighted_cells, hover_cell, no_exception, shapes_of, shot, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+HIGHLIGHT = "#ff7f0e"
+
+
+def outlined(page, chart: str) -> set[tuple[float, float, float, float]]:
+    """(row, col, rows tall, cols wide) of the server-drawn highlight outlines on a chart."""
+    return {
+        (s["y0"] + 0.5, s["x0"] + 0.5, s["y1"] - s["y0"], s["x1"] - s["x0"])
+        for s in shapes_of(page, chart)
+        if s.get("type") == "rect"
+        and s.get("line", {}).get("color") == HIGHLIGHT
+        and s.get("name") != "hover-hl"
+    }
+
+
+def body(page) -> str:
+    return page.inner_text("body")
+
+
+def windows_3x3_k2() -> list[list[tuple[int, int]]]:
+    """PMPP's example (3 x 3 maps, K = 2, stride 1, no padding): the cells of each column l."""
+    return [[(t + a, s + b) for a in range(2) for b in range(2)] for t in range(2) for s in range(2)]
+
+
+def test_clicks_pick_cells_both_ways_and_a_link_reproduces_the_pick(server, browser):
+    page = browser.new_page(viewport={"width": 1366, "height": 1400})
+    page.goto(f"{server}/im2col")
+    wait_idle(page)
+    no_exception(page)
+    click_cell(page, "ymat", 1, 2)  # output Y[1, 2] -> its sum, its column, its filter row
+    assert "Y[1, 2] = W row 1 · column 2 = 17" in body(page)  # PMPP's second map, pixel (1, 0)
+    assert "im_pick=out:1,2" in unquote(page.url)
+    assert (1, 2, 1, 1) in outlined(page, "ymat")
+    assert (1, 0, 1, 12) in outlined(page, "wmat")
+    assert {(r, c) for r, c, h, w in outlined(page, "inputs")} == set(windows_3x3_k2()[2])
+    click_cell(page, "xunroll", 7, 3)  # a column of X_unroll -> the cells it copies
+    assert "im_pick=col:0,3" in unquote(page.url)
+    assert outlined(page, "xunroll") == {(0, 3, 12, 1)}
+    assert page.locator(".st-key-w_im_pl input").input_value() == "3"  # the keyboard path follows
+    click_cell(page, "inputs", 1, 1, panel="x2")  # input cell (1, 1, 1) -> its copies in X_unroll
+    assert "Input cell (c, i, j) = (1, 1, 1) is copied 4 times" in body(page)
+    assert "im_pick=in:1,1" in unquote(page.url) and "im_pc=1" in page.url
+    expected = {
+        (4 + 2 * a + b, l)
+        for l, cells in enumerate(windows_3x3_k2())
+        for (a, b) in [(0, 0), (0, 1), (1, 0), (1, 1)]
+        if cells[2 * a + b] == (1, 1)
+    }
+    assert {(r, c) for r, c, _, _ in outlined(page, "xunroll")} == expected
+    url = page.url
+    shot(page, "im2col_after_clicks")
+    page.close()
+
+    fresh = browser.new_context(viewport={"width": 1366, "height": 1400})
+    again = fresh.new_page()
+    again.goto(url)
+    wait_idle(again)
+    assert "Input cell (c, i, j) = (1, 1, 1) is copied 4 times" in body(again)
+    assert {(r, c) for r, c, _, _ in outlined(again, "xunroll")} == expected
+    fresh.close()
+
+
+def test_hover_outlines_the_mapping_without_a_rerun(server, browser):
+    page = browser.new_page(viewport={"width": 1366, "height": 1400})
+    page.goto(f"{server}/im2col")
+    wait_idle(page)
+    before = page.locator('[data-testid="stStatusWidget"]').count()
+    hover_cell(page, "xunroll", 5, 2)  # column 2 of X_unroll: the cells it copies, in every channel
+    deadline = time.time() + 5
+    while time.time() < deadline and not highlighted_cells(page, "inputs"):
+        time.sleep(0.1)
+    assert set(highlighted_cells(page, "inputs")) == {(float(r), float(c)) for r, c in windows_3x3_k2()[2]}
+    assert (0.0, 2.0) in highlighted_cells(page, "ymat") and (1.0, 2.0) in highlighted_cells(page, "ymat")
+    hover_cell(page, "inputs", 1, 1)  # an input cell: its 4 copies in X_unroll
+    deadline = time.time() + 5
+    while time.time() < deadline and len(highlighted_cells(page, "xunroll")) != 4:
+        time.sleep(0.1)
+    assert set(highlighted_cells(page, "xunroll")) == {(3.0, 0.0), (2.0, 1.0), (1.0, 2.0), (0.0, 3.0)}
+    assert page.locator('[data-testid="stStatusWidget"]').count() == before  # no rerun started
+    page.close()
+
+
+def test_animation_plays_in_the_browser(server, browser):
+    """Moved from tests/test_e2e.py (same check): Play advances the slider past 'column l = 0'."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(f"{server}/im2col")
+    wait_idle(page)
+    chart = page.locator(".st-key-fig_im2col_animation .js-plotly-plot")
+    chart.scroll_into_view_if_needed()
+    label = chart.locator("text.slider-label", has_text="column l =")  # the slider's current-value label
+    assert "column l = 0" in label.text_content()
+    for _ in range(3):  # a real mouse click on the SVG button (its group takes no pointer events itself)
+        box = chart.locator(".updatemenu-button", has_text="Play").first.bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        time.sleep(2.5)
+        if "column l = 0" not in label.text_content():
+            break
+    assert "column l = 0" not in label.text_content(), "the frame advanced"
+    shot(page, "im2col_animation_playing")
+    page.close()
