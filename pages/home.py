@@ -1,71 +1,99 @@
-"""Home: what Conv Explorer teaches and where to start."""
+"""Home: what Conv Explorer teaches, what it runs on, and where to start."""
 
 import numpy as np
 import streamlit as st
 
 import gpuops
 from gpuops import filters
+from ui.common import style
 from ui.images import to_display
-from viz.thumbnails import matrix_thumbnail
+from viz import home
 
-st.title("Conv Explorer")
-st.markdown(
-    "See **how a convolution layer runs on a GPU**: which thread computes which output pixel, "
-    "how an image is unrolled into a matrix so a GEMM can do the work, and what padding really copies. "
-    "Every picture comes from the same index formulas as the CUDA kernels, and every runtime is measured."
-)
-info = gpuops.backend_info()
-if info.gpu:
-    st.success(f"Running on the GPU: **{info.device}** (CuPy {info.cupy_version}). Timings are GPU timings.")
-else:
-    st.warning(f"Running on the CPU with NumPy: **timings are CPU timings**. Why: {info.reason}.")
-
-image = st.session_state["image"]
+CARDS = [  # title, page file, one sentence, what the thumbnail shows
+    ("Direct convolution", "conv2d", "Each output pixel is a weighted sum of the input cells under the kernel; "
+     "see which GPU thread computes which pixel.", "edges of your image (3 x 3 Laplacian)"),
+    ("im2col + GEMM", "im2col", "Copy every receptive field into a column of X_unroll, then one matrix multiply "
+     "computes all outputs, at K x K times the memory.", "X_unroll of a 4 x 4 grid (3 x 3 kernel): one colour per input cell"),
+    ("Unfold / Fold", "unfold_fold", "unfold cuts sliding patches into columns (F.unfold); fold puts them back and "
+     "sums where they overlap.", "fold(unfold(x)): overlaps summed, brighter"),
+    ("Reflect padding", "reflect_pad", "Grow the image by mirroring it at its edges, without repeating the edge "
+     "pixel: no black frame for the convolution.", "your image reflect-padded (cyan: the original)"),
+]  # fmt: skip
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
-def thumbnails(key: str, planes: np.ndarray) -> list[np.ndarray]:
-    """Each operation applied to a small copy of the image (the copy is at most 96 px)."""
-    step = max(1, max(planes.shape[1:]) // 96)
-    small = np.ascontiguousarray(planes[:, ::step, ::step])
+def badge() -> None:
+    """What the timings on every page are measured on."""
+    info = gpuops.backend_info()
+    if info.gpu:
+        st.success(f"Running on the GPU: **{info.device}** (CuPy {info.cupy_version}). Timings are GPU timings.",
+                   icon=":material/memory:")  # fmt: skip
+    else:
+        st.warning(f"Running on the CPU with NumPy: **timings are CPU timings**. Why: {info.reason}.",
+                   icon=":material/computer:")  # fmt: skip
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def thumbnails(key: str, _planes: np.ndarray) -> list[np.ndarray]:
+    """Each operation run on a small copy of the image (at most 96 px a side): quick, and cached
+    per image (key), so the Home page costs nothing after its first visit."""
+    small = home.small_copy(_planes)
     c = small.shape[0]
     edges, groups = filters.channel_weights(filters.preset_kernel("Laplacian edge", 3), c, mix=False)
     conv = np.abs(gpuops.conv2d(small, edges, padding=1, groups=groups)) * 4
-    cols = gpuops.unfold(small[:, :12, :12], 3, padding=1)
+    cell_ids = (
+        gpuops.unfold(np.arange(1, 17, dtype=np.float32).reshape(1, 4, 4), 3, padding=1) - 1
+    )  # padding: -1
+    k, stride = home.fold_window(small.shape)
+    covered = home.covered_crop(small, k, stride)
+    folded = gpuops.fold(gpuops.unfold(covered, k, stride=stride), covered.shape[1:], k, stride=stride) / 2
     pad = min(small.shape[1:]) // 3
-    return [to_display(conv), matrix_thumbnail(cols), to_display(gpuops.fold(gpuops.unfold(small, 5, stride=2),
-            small.shape[1:], 5, stride=2) / 9), to_display(gpuops.reflect_pad(small, pad))]  # fmt: skip
+    return [
+        home.rgb_thumbnail(to_display(conv)),
+        home.identity_thumbnail(cell_ids.astype(np.int64)),
+        home.rgb_thumbnail(to_display(folded)),
+        home.padded_thumbnail(to_display(gpuops.reflect_pad(small, pad)), pad),
+    ]
 
 
-thumbs = thumbnails(image.key, image.planes)
+def section_cards(image) -> None:
+    st.subheader("The four operations")
+    thumbs = thumbnails(image.key, image.planes)
+    per_row = 2 if style().presentation else 4  # a projector: fewer, larger cards
+    cols = [c for _ in range(len(CARDS) // per_row) for c in st.columns(per_row)]
+    for col, (title, page_file, text, shows), thumb in zip(cols, CARDS, thumbs, strict=True):
+        with col.container(border=True):
+            st.page_link(f"pages/{page_file}.py", label=f"**{title}**", icon=":material/arrow_forward:")
+            st.image(thumb, width=320 if style().presentation else "stretch")
+            st.markdown(f"*Above: {shows}.* {text}")
 
-st.subheader("The four operations")
-cards = [
-    ("Direct convolution", "conv2d", "Each output pixel is a weighted sum of the input cells under the kernel; "
-     "one GPU thread computes one output pixel, and a tiled kernel shares input tiles through shared memory."),
-    ("im2col + GEMM", "im2col", "Copy every receptive field into a column of a big matrix X_unroll, then one "
-     "matrix multiply (cuBLAS) computes all outputs at once, at the price of K x K times more memory."),
-    ("Unfold / Fold", "unfold_fold", "unfold extracts sliding patches as columns (PyTorch's F.unfold); fold puts "
-     "columns back and sums where patches overlap."),
-    ("Reflect padding", "reflect_pad", "Grow the image by mirroring it at its edges (without repeating the edge "
-     "pixel), so a convolution sees no artificial black border."),
-]  # fmt: skip
-cols = st.columns(4)
-for col, (title, page_file, text), thumb in zip(cols, cards, thumbs, strict=True):
-    with col:
-        st.markdown(f"**{title}**")
-        st.image(thumb, width="stretch")
-        st.caption(text)
-        st.page_link(f"pages/{page_file}.py", label=f"Open {title}", icon=":material/arrow_forward:")
 
-st.subheader("Start here")
+def section_start() -> None:
+    st.subheader("Start here")
+    st.markdown(
+        "1. Pick a sample image or upload your own in the sidebar.\n"
+        "2. **Click a cell** in any figure: an output pixel, a column of X_unroll, a padded cell. The page "
+        "outlines where it comes from (its receptive field, its patch, its source) and fills in the formula "
+        "with its numbers. Click an input cell for the way back: every output, column or copy that reads it. "
+        "On small grids, hovering a cell shows the same without a click.\n"
+        "3. **Direct convolution**: choose *box blur*, move *stride* and *padding*, watch the output size "
+        "formula change, and see which block and thread computed the pixel you picked.\n"
+        "4. **im2col + GEMM**, **Unfold / Fold**, **Reflect padding**: follow a cell through each copy; "
+        "then the backward pass, and **Benchmarks** to time all of it on this machine.\n"
+        "5. Teaching? Turn on **Presentation mode** in the sidebar: large text and thick outlines for a "
+        "projector.\n\n"
+        "Every setting and every picked cell is kept in the address bar: copy the link to share exactly what "
+        "you see (a link to an uploaded image needs the upload again)."
+    )
+
+
+st.title("Conv Explorer")
 st.markdown(
-    "1. Pick a sample image or upload your own in the sidebar.\n"
-    "2. **Direct convolution**: choose *box blur*, then move *stride* and *padding* and watch the output shape "
-    "formula change. Pick an output pixel and see its receptive field and the thread that computed it.\n"
-    "3. **im2col + GEMM**: step through PMPP's small example column by column, then look at how big X_unroll "
-    "gets for your image.\n"
-    "4. **Unfold / Fold** and **Reflect padding**: see where every cell comes from.\n"
-    "5. **Benchmarks**: measure all of it on this machine.\n\n"
-    "Settings are kept in the address bar: copy the link to share exactly what you see."
+    "See **how a convolution layer runs on a GPU**: which thread computes which output pixel, how an image "
+    "is unrolled into a matrix so a GEMM can do the work, and what padding really copies. Every picture comes "
+    "from the same index formulas as the CUDA kernels, and every runtime is measured."
 )
+badge()
+section_cards(st.session_state["image"])
+section_start()
+if style().presentation:  # the projector view: larger card text
+    st.html("<style>[data-testid='stMain'] [data-testid='stMarkdownContainer'] :is(p, li){font-size:1.2rem}</style>")  # fmt: skip
