@@ -9,7 +9,7 @@ import streamlit as st
 import gpuops
 from gpuops.maps import im2col as maps
 from ui import budget, pick, state
-from ui.common import backend_name, compare, cuda_source, figure, shown_errors, style
+from ui.common import backend_name, compare, cuda_source, figure, session_cached, shown_errors, style
 from ui.state import Cell, Param
 from viz import im2col as viz
 
@@ -298,7 +298,7 @@ def section_explain(x_unroll, w_mat, g, C, M, p: Cell, labels, launch) -> None:
         copies = maps.copies_of(C, g, c, p.row, p.col)
         st.markdown(
             f"**Input cell (c, i, j) = ({c}, {p.row}, {p.col}) is copied {len(copies)} times** into "
-            f"X_unroll (outlined there), feeding {len(np.unique(copies[:, 1]))} output pixels "
+            f"X_unroll (outlined there), feeding {len(maps.columns_reading(C, g, c, p.row, p.col))} output pixels "
             f"(red in Y). Over all cells, X_unroll is {g.expansion_ratio:.2f} times the input (the expansion "
             "ratio)."
         )
@@ -375,23 +375,28 @@ def section_gemm(x_unroll, w_mat, g, C, p: Cell) -> None:
 
 
 def section_animation(x, x_unroll, y_mat, g, C) -> None:
+    """The column-by-column animation: it does not depend on the pick, so a click reuses it."""
     st.subheader("Column by column")
-    ids, row0, col0 = maps.padded_ids(C, g)
-    taps = [maps.column_taps(C, g, l) for l in range(g.L)]
-    fig = viz.column_animation(
-        x,
-        ids,
-        row0,
-        col0,
-        x_unroll,
-        maps.unfold_source_map(C, g),
-        y_mat,
-        taps,
-        maps.positions(g),
-        maps.row_labels(C, g),
-        st_style,
-        n_cells=C * g.H * g.W,
-    )
+
+    def build():
+        ids, row0, col0 = maps.padded_ids(C, g)
+        taps = [maps.column_taps(C, g, l) for l in range(g.L)]
+        return viz.column_animation(
+            x,
+            ids,
+            row0,
+            col0,
+            x_unroll,
+            maps.unfold_source_map(C, g),
+            y_mat,
+            taps,
+            maps.positions(g),
+            maps.row_labels(C, g),
+            st_style,
+            n_cells=C * g.H * g.W,
+        )
+
+    fig = session_cached(("im2col_animation", g, x.tobytes(), y_mat.tobytes(), st_style), build)
     figure(
         fig,
         "im2col_animation",
