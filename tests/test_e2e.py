@@ -55,23 +55,3 @@ def test_bad_upload_shows_a_message_and_the_page_works(server, browser):
     page.get_by_text("Output: 256 x 256").first.wait_for(timeout=30000)  # the sample is used meanwhile
     shot(page, "direct_bad_upload")
     page.close()
-
-
-def test_animation_plays_in_the_browser(server, browser):
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(f"{server}/im2col")
-    wait_idle(page)
-    chart = page.locator('[data-testid="stPlotlyChart"]').first
-    chart.scroll_into_view_if_needed()
-    label = chart.locator("text.slider-label", has_text="column l =")  # the slider's current-value label
-    assert "column l = 0" in label.text_content()
-    page.locator("div.stDialog").wait_for(state="detached", timeout=30000)
-    for _ in range(3):  # a real mouse click on the SVG button (its group takes no pointer events itself)
-        box = chart.locator(".updatemenu-button", has_text="Play").first.bounding_box()
-        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        time.sleep(2.5)
-        if "column l = 0" not in label.text_content():
-            break
-    assert "column l = 0" not in label.text_content(), "the frame advanced"
-    shot(page, "im2col_animation_playing")
-    page.close()

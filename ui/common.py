@@ -114,8 +114,9 @@ def figure(
     if caption:
         st.caption(caption)
     if download:
-        st.download_button(f"Download figure ({name}.html)", lambda: fig.to_html(include_plotlyjs=True, full_html=True),
-                           file_name=f"{name}.html", mime="text/html", key=f"dl_{name}", on_click="ignore")  # fmt: skip
+        st.download_button("Figure as HTML (works offline)", lambda: fig.to_html(include_plotlyjs=True, full_html=True),
+                           file_name=f"{name}.html", mime="text/html", key=f"dl_{name}", on_click="ignore",
+                           type="tertiary", icon=":material/download:")  # fmt: skip
 
 
 def compare(
