@@ -250,7 +250,8 @@ def _sizes(fig: dict) -> dict[str, list[float]]:
 
 @pytest.mark.parametrize("pres", [False, True])
 def test_text_sizes_in_normal_and_presentation_mode(pres):
-    at = app(state=dict(pres=pres))
+    at = app(state=dict(pres=pres))  # the defaults (the Reflect part of test_every_page_runs_with_defaults)
+    assert not at.error and at.title[0].value == "Reflect padding"
     figs = figures(at)
     assert len(figs) == 3
     for title, fig in figs.items():
