@@ -95,5 +95,6 @@ st.markdown(
 badge()
 section_cards(st.session_state["image"])
 section_start()
-if style().presentation:  # the projector view: larger card text
-    st.html("<style>[data-testid='stMain'] [data-testid='stMarkdownContainer'] :is(p, li){font-size:1.2rem}</style>")  # fmt: skip
+if style().presentation:  # the projector view: card text and steps at the figures' text size
+    st.html(f"<style>[data-testid='stMain'] [data-testid='stMarkdownContainer'] :is(p, li)"
+            f"{{font-size:{style().font}px}}</style>")  # fmt: skip
