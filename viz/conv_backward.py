@@ -1,0 +1,625 @@
+"""Figures of the Backward & transposed page: dY, w, w flipped and dX side by side (who gathers what,
+who scatters where), the transposed convolution stamp by stamp, the overlap count, dE/dW, the
+reflect-pad backward count map, runtimes, and the sums written out with their numbers.
+
+Pure functions: arrays and a Style in, go.Figure (or LaTeX text) out; no Streamlit, no kernels,
+no index formulas (the cells come from gpuops.maps.conv_backward).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import plotly.colors
+import plotly.graph_objects as go
+
+from viz.style import (
+    HALO,
+    HIGHLIGHT,
+    NORMAL,
+    PADDING_COLOUR,
+    READER,
+    SECOND,
+    Style,
+    finish,
+    label_size,
+    outline,
+    value_scale,
+)
+
+# plotting width (px) a full-width figure gets, per mode: a 1366 x 768 laptop with the sidebar open
+# (normal); in presentation mode between that and a 1920 x 1080 projector (its text is larger). The
+# cells, labels and height are sized from it (a wider screen leaves the cells as they are, a narrower
+# one shrinks them)
+FULL_WIDTH = {"normal": 800, "presentation": 1000}
+TAGS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+NO_STAMP = "no stamp yet"  # the animation's first frame
+ORIGINAL_LINE = SECOND  # the input region inside a padded grid (cyan, as on the other pages)
+
+
+# ---- a row of labelled grids -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Panel:
+    """One grid of a figure: values with their true coordinates, how to label and colour them."""
+
+    values: np.ndarray  # (h, w)
+    title: str
+    name: str  # what the hover calls a value, e.g. "dY"
+    x_title: str
+    y_title: str
+    row0: int = 0
+    col0: int = 0
+    fmt: str = ".3g"
+    scale: dict | None = None  # a colour scale shared with another panel (value_scale otherwise)
+    wash: np.ndarray | None = None  # bool (h, w): cells drawn washed (padding, cropped)
+    wash_text: str = "padding"
+    tick_labels: tuple[Sequence[str], Sequence[str]] | None = None  # (rows, cols) in place of numbers
+
+
+@dataclass(frozen=True)
+class Marks:
+    """Outlined cells and corner tags, per panel (0-based panel index)."""
+
+    picked: tuple[int, int, int] | None = None  # (panel, row, col), orange
+    mapped: Sequence[tuple[int, int, int]] = ()  # what the pick maps to
+    mapped_colour: str = HIGHLIGHT
+    tags: Sequence[tuple[int, int, int, str]] = ()  # (panel, row, col, text) in the cell's corner
+    boxes: Sequence[tuple[int, int, int, int, int]] = field(
+        default_factory=tuple
+    )  # (panel, r, c, h, w) black
+
+
+def _chars(values: np.ndarray, fmt: str) -> int:
+    if values.size == 0:
+        return 1
+    return max(len(format(float(v), fmt)) for v in (values.min(), values.max()))
+
+
+def _labels(values: np.ndarray, fmt: str) -> np.ndarray:
+    """Cell labels ("" for NaN); adding 0.0 turns -0.0 (3 x 0 with a negative weight) into 0."""
+    return np.vectorize(lambda v: "" if not np.isfinite(v) else format(v, fmt))(
+        values.astype(np.float64) + 0.0
+    )
+
+
+def _tick_step(cell_px: float, style: Style) -> int:
+    """Every cell gets a tick label when two-digit numbers fit, else every 2nd or 5th."""
+    for step in (1, 2, 5):
+        if cell_px * step >= 1.6 * style.tick:
+            return step
+    return 10
+
+
+def margins(style: Style, title_lines: int = 1, subplot_titles: bool = True, bottom_extra: int = 0) -> dict:
+    """Margins that fit the text of this style, no more: the lesson must fit a laptop screen."""
+    top = int(1.45 * style.title * title_lines + (1.7 * style.font if subplot_titles else 0) + 12)
+    return dict(l=int(2 * style.tick + style.font + 16), r=48, t=top,
+                b=int(style.tick + 1.5 * style.font + 22 + bottom_extra))  # fmt: skip
+
+
+def cell_px(widths: Sequence[int], style: Style, plot_width: int) -> float:
+    """Side of a cell (px) when grids of these widths (cells) share plot_width, with room for
+    each panel's row ticks and title between them; never larger than a readable cap."""
+    gap = _gap_px(style)
+    return min(2.9 * style.font, (plot_width - gap * (len(widths) - 1)) / max(1, sum(widths)))
+
+
+def _gap_px(style: Style) -> int:
+    return int(2.2 * style.tick + 1.6 * style.font + 10)
+
+
+def layout_base(title: str, style: Style, height: int, margin: dict) -> dict:
+    """The layout every figure of this page shares, as viz.style.finish writes it (title, text
+    sizes, vertical mode bar that never covers the title), built as a plain dict: one figure
+    is then made and checked once, not updated piece by piece (many times faster)."""
+    return dict(
+        title=dict(text=title, font=dict(size=style.title), x=0, xanchor="left", y=0.99, yanchor="top"),
+        font=dict(size=style.font),
+        height=int(height),
+        margin=margin,
+        modebar=dict(orientation="v"),
+        hoverlabel=dict(font=dict(size=style.font)),
+        showlegend=False,
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _colours(name: str) -> tuple:
+    return tuple(tuple(stop) for stop in plotly.colors.get_colorscale(name))
+
+
+def _heatmap(values: np.ndarray, row0: int, col0: int, axis: int, **kw: object) -> dict:
+    """A heatmap trace as a dict. Named colour scales are resolved here, as plotly's validation
+    would (Plotly.js reads "RdBu" as its own grey-centred scale and knows no "_r")."""
+    if isinstance(kw.get("colorscale"), str):
+        kw["colorscale"] = [list(stop) for stop in _colours(kw["colorscale"])]
+    h, w = values.shape
+    return dict(type="heatmap", z=values, x=np.arange(col0, col0 + w), y=np.arange(row0, row0 + h),
+                xaxis=_ref("x", axis), yaxis=_ref("y", axis), showscale=False, **kw)  # fmt: skip
+
+
+def panels_figure(panels: Sequence[Panel], title: str, style: Style = NORMAL, *, marks: Marks = Marks(),
+                  plot_width: int | None = None, title_lines: int = 1, max_cell: float | None = None,
+                  extra_data: Sequence[dict] = (), extra_bottom: int = 0, frames: Sequence[dict] = (),
+                  layout: dict | None = None) -> go.Figure:  # fmt: skip
+    """Grids side by side (one subplot each, square cells, top-aligned), every value written in
+    its cell when it fits, picked and mapped cells outlined (halo + bright line), corner tags
+    that pair cells across panels, and washed cells (padding). extra_data: traces added after
+    the grids (animated outlines); frames and layout: more for animated figures."""
+    plot_width = plot_width or FULL_WIDTH[style.name]
+    widths = [p.values.shape[1] for p in panels]
+    cell = cell_px(widths, style, plot_width)
+    if max_cell:
+        cell = min(cell, max_cell)
+    gap = _gap_px(style)
+    total = cell * sum(widths) + gap * (len(panels) - 1)
+    margin = margins(style, title_lines, bottom_extra=extra_bottom)
+    rows = max(p.values.shape[0] for p in panels)
+    lay = layout_base(title, style, rows * cell + margin["t"] + margin["b"] + 4, margin)
+    data: list[dict] = []
+    annotations: list[dict] = []
+    step = _tick_step(cell, style)
+    tags_at: dict[int, dict[tuple[int, int], str]] = {}
+    for panel, r, c, text in marks.tags:
+        tags_at.setdefault(panel, {})[(r, c)] = text
+    x0 = 0.0
+    for k, p in enumerate(panels):
+        h, w = p.values.shape
+        scale = p.scale or value_scale(p.values)
+        size = label_size(1, int(cell), style, chars=_chars(p.values, p.fmt))
+        text, size = _tagged(p, tags_at.get(k, {}), size, cell, style)
+        labels = (
+            dict(text=text, texttemplate="%{text}", textfont=dict(size=size or style.label))
+            if text is not None
+            else {}
+        )
+        data.append(_heatmap(p.values, p.row0, p.col0, k, xgap=1, ygap=1, **labels, **scale,
+                             hovertemplate=f"{p.name}[%{{y}}, %{{x}}] = %{{z:.4g}}<extra></extra>"))  # fmt: skip
+        if p.wash is not None and p.wash.any():
+            data.append(_heatmap(np.where(p.wash, 1.0, np.nan), p.row0, p.col0, k, hoverongaps=False,
+                                 colorscale=[[0, PADDING_COLOUR], [1, PADDING_COLOUR]],
+                                 hovertemplate=f"{p.name}[%{{y}}, %{{x}}]: {p.wash_text}<extra></extra>"))  # fmt: skip
+        x1 = x0 + cell * w / total
+        xticks = dict(tickvals=list(range(p.col0, p.col0 + w, step)))
+        yticks = dict(tickvals=list(range(p.row0, p.row0 + h, step)))
+        if p.tick_labels is not None:
+            yticks["ticktext"] = [p.tick_labels[0][i] for i in range(0, h, step)]
+            xticks["ticktext"] = [p.tick_labels[1][i] for i in range(0, w, step)]
+        axis_font = dict(tickfont=dict(size=style.tick), showgrid=False, zeroline=False, constrain="domain",
+                         tickmode="array")  # fmt: skip
+        lay[f"xaxis{k + 1 if k else ''}"] = dict(
+            domain=[x0, min(1.0, x1)], anchor=_ref("y", k), range=[p.col0 - 0.5, p.col0 + w - 0.5],
+            title=dict(text=p.x_title, font=dict(size=style.font)), **axis_font, **xticks,
+        )  # fmt: skip
+        lay[f"yaxis{k + 1 if k else ''}"] = dict(  # domain: the same cell size in every panel, tops aligned
+            domain=[1.0 - h / rows, 1.0], anchor=_ref("x", k), range=[p.row0 + h - 0.5, p.row0 - 0.5],
+            scaleanchor=_ref("x", k), constraintoward="top",
+            title=dict(text=p.y_title, font=dict(size=style.font)), **axis_font, **yticks,
+        )  # fmt: skip
+        if p.title:
+            annotations.append(dict(text=p.title, x=(x0 + x1) / 2, y=1.0, xref="paper", yref="paper",
+                                    xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=style.font)))  # fmt: skip
+        x0 = x1 + gap / total
+    shapes: list[dict] = []
+    for panel, r, c, bh, bw in marks.boxes:
+        shapes += outline(
+            r, c, style, ORIGINAL_LINE, h=bh, w=bw, xref=_ref("x", panel), yref=_ref("y", panel)
+        )[1:]
+    for panel, r, c in marks.mapped:
+        if (panel, r, c) != marks.picked:
+            shapes += outline(r, c, style, marks.mapped_colour, xref=_ref("x", panel), yref=_ref("y", panel))
+    if marks.picked is not None:
+        panel, r, c = marks.picked
+        shapes += outline(r, c, style, HIGHLIGHT, xref=_ref("x", panel), yref=_ref("y", panel))
+    lay.update(shapes=shapes, annotations=annotations, **(layout or {}))
+    return go.Figure(dict(data=[*data, *extra_data], layout=lay, frames=list(frames)), _validate=False)
+
+
+def _tagged(p: Panel, tags: Mapping[tuple[int, int], str], size: int | None, cell: float,
+            style: Style) -> tuple[np.ndarray | None, int | None]:  # fmt: skip
+    """(labels, their font size) of a panel: the values (when they fit) and, in tagged cells, the
+    tag in bold at the style's label size right after the value (the values' font shrinks to make
+    room, never under the style's label size), or alone when the values are hidden."""
+    text = _labels(p.values, p.fmt) if size else None
+    if not tags:
+        return text, size
+    tag_px = style.label
+    if text is None:
+        if cell < 1.4 * tag_px:
+            return None, None
+        text = np.full(p.values.shape, "", dtype=object)
+        joint = ""
+    else:
+        chars = max(len(text[r - p.row0, c - p.col0]) for r, c in tags)  # the widest tagged value
+        room = int((cell - 0.9 * tag_px - 3) / (0.62 * chars))
+        if room < style.label:
+            return text, size
+        size = min(size, room)
+        joint = "\u2009"  # a thin space
+    text = text.astype(object)
+    for (r, c), tag in tags.items():
+        if tag:
+            text[r - p.row0, c - p.col0] += f"{joint}<b style='font-size:{tag_px}px'>{tag}</b>"
+    return text, size
+
+
+def _ref(axis: str, panel: int) -> str:
+    return axis if panel == 0 else f"{axis}{panel + 1}"
+
+
+def shared_scale(*arrays: np.ndarray) -> dict:
+    """One colour scale for several arrays (diverging at 0 when any value is negative)."""
+    return value_scale(np.concatenate([np.ravel(a) for a in arrays]))
+
+
+def tags_for(n: int) -> list[str]:
+    """Letters pairing the cells of one term across panels; none when there are too many."""
+    return list(TAGS[:n]) if n <= len(TAGS) else [""] * n
+
+
+# ---- dE/dX: who gathers what, who scatters where -----------------------------------------------------
+GRAD_INPUT_PANELS = ("x", "x2", "x3", "x4")  # dY, w, w flipped, dX (subplot names for ui.pick)
+
+
+def grad_input_figure(dy: np.ndarray, w: np.ndarray, w_flipped: np.ndarray, dx: np.ndarray, style: Style = NORMAL, *,
+                      picked: tuple[str, int, int], outputs: np.ndarray, taps: np.ndarray, flipped: np.ndarray,
+                      inputs: np.ndarray, fmt: str = ".3g", plot_width: int | None = None) -> go.Figure:  # fmt: skip
+    """dY | w | w flipped | dX, one panel each. picked = ("dx" | "dy", row, col).
+
+    Gather (a dX cell picked): its sources `outputs` (k, 2) in dY, the taps (k, 2) they meet in w
+    and `flipped` (k, 2) in w flipped, outlined orange, each term tagged A, B, ... in dY and in
+    both kernels. Scatter (a dY cell picked): the cells `inputs` (k, 2) of dX it adds into and
+    the taps of w, outlined red, tagged in w and dX.
+    """
+    space, r, c = picked
+    scale_w = shared_scale(w)
+    panels = [
+        Panel(dy, f"dY {dy.shape[0]} x {dy.shape[1]}", "dY", "ow", "oh", fmt=fmt),
+        Panel(w, "w", "w", "kj", "ki", fmt=fmt, scale=scale_w),
+        Panel(w_flipped, "w flipped", "w flipped", "b", "a", fmt=fmt, scale=scale_w),
+        Panel(dx, f"dX = grad_input {dx.shape[0]} x {dx.shape[1]}", "dX", "iw", "ih", fmt=fmt),
+    ]
+    tags = tags_for(len(taps))
+    if space == "dx":
+        mapped = [(0, *o) for o in outputs] + [(1, *t) for t in taps] + [(2, *f) for f in flipped]
+        tagged = [(p, *cell, tag) for cells, p in ((outputs, 0), (taps, 1), (flipped, 2))
+                  for cell, tag in zip(cells, tags, strict=True)]  # fmt: skip
+        marks = Marks((3, r, c), [(p, int(a), int(b)) for p, a, b in mapped], HIGHLIGHT,
+                      [(p, int(a), int(b), t) for p, a, b, t in tagged])  # fmt: skip
+        title = f"dX[{r}, {c}] gathers {len(outputs)} output gradient{'s' * (len(outputs) != 1)} through the flipped kernel"
+    else:
+        mapped = [(3, *i) for i in inputs] + [(1, *t) for t in taps]
+        tagged = [
+            (p, *cell, tag)
+            for cells, p in ((inputs, 3), (taps, 1))
+            for cell, tag in zip(cells, tags, strict=True)
+        ]
+        marks = Marks((0, r, c), [(p, int(a), int(b)) for p, a, b in mapped], READER,
+                      [(p, int(a), int(b), t) for p, a, b, t in tagged])  # fmt: skip
+        title = f"dY[{r}, {c}] scatters into {len(inputs)} input cell{'s' * (len(inputs) != 1)} (atomicAdd)"
+    return panels_figure(panels, title, style, marks=marks, plot_width=plot_width)
+
+
+def grad_input_hover(chart: str, sources: Mapping[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]],
+                     targets: Mapping[tuple[int, int], np.ndarray]) -> dict:  # fmt: skip
+    """Hover pairs for ui.pick.hover_map: a dX cell lights up its sources in dY and the taps in
+    w and w flipped; a dY cell lights up the dX cells it adds into and the taps of w.
+
+    sources: (ih, iw) -> (outputs (k, 2), taps (k, 2), flipped (k, 2)); targets: (oh, ow) -> (k, 4)
+    rows (ih, iw, ki, kj)."""
+    pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]] = {}
+    for (ih, iw), (outputs, taps, flipped) in sources.items():
+        pairs[("x4", ih, iw)] = (
+            [(chart, "x", int(a), int(b)) for a, b in outputs]
+            + [(chart, "x2", int(a), int(b)) for a, b in taps]
+            + [(chart, "x3", int(a), int(b)) for a, b in flipped]
+        )
+    for (oh, ow), rows in targets.items():
+        pairs[("x", oh, ow)] = [(chart, "x4", int(a), int(b)) for a, b in rows[:, :2]] + [
+            (chart, "x2", int(a), int(b)) for a, b in rows[:, 2:4]
+        ]
+    return pairs
+
+
+# ---- the sums, written out with their numbers --------------------------------------------------------
+def _num(v: float) -> str:
+    """A value for a formula: whole numbers without decimals, negatives in brackets."""
+    text = f"{v:.0f}" if float(v).is_integer() else f"{v:.3g}"
+    return f"({text})" if v < 0 else text
+
+
+def _lines(terms: Sequence[str], per_line: int, joiner: str = " + ") -> list[str]:
+    return [joiner.join(terms[i : i + per_line]) for i in range(0, len(terms), per_line)]
+
+
+def _aligned(lhs: str, blocks: Sequence[Sequence[str]]) -> str:
+    """lhs &= block 1 line 1 \\ &+ line 2 ... \\ &= block 2 ..."""
+    rows = []
+    for b, lines in enumerate(blocks):
+        for i, line in enumerate(lines):
+            lead = (lhs if b == 0 and i == 0 else "") + (" &= " if i == 0 else " &\\quad + ")
+            rows.append(lead + line)
+    return r"\begin{aligned}" + r" \\ ".join(rows) + r"\end{aligned}"
+
+
+def gather_latex(r: int, c: int, outputs: np.ndarray, flipped: np.ndarray, grad: np.ndarray, weight: np.ndarray,
+                 computed: float, per_line: int = 4) -> str:  # fmt: skip
+    """dX[r, c] = sum of dY[oh, ow] * w_flipped[a, b], the same with numbers, and the total."""
+    if len(outputs) == 0:
+        return rf"dX[{r}, {c}] = 0 \quad \text{{(no window read this cell: it gets no gradient)}}"
+    tags = tags_for(len(outputs))
+    names = [rf"\underset{{{t}}}{{dY[{o[0]},{o[1]}]\,\hat w[{f[0]},{f[1]}]}}" if t else
+             rf"dY[{o[0]},{o[1]}]\,\hat w[{f[0]},{f[1]}]" for o, f, t in zip(outputs, flipped, tags, strict=True)]  # fmt: skip
+    values = [rf"{_num(g)} \cdot {_num(v)}" for g, v in zip(grad, weight, strict=True)]
+    return _aligned(f"dX[{r}, {c}]", [_lines(names, per_line), _lines(values, per_line), [_num(computed)]])
+
+
+def scatter_latex(r: int, c: int, grad: float, inputs: np.ndarray, taps: np.ndarray, weight: np.ndarray,
+                  per_line: int = 3) -> str:  # fmt: skip
+    """dY[r, c] adds dY * w[ki, kj] onto dX[ih, iw], one addition per tap (each an atomicAdd)."""
+    if len(inputs) == 0:
+        return rf"dY[{r}, {c}] \text{{ read padding only: it adds nothing to dX}}"
+    tags = tags_for(len(inputs))
+    adds = [rf"{t}\!:\ dX[{i[0]},{i[1]}] \mathrel{{+}}= {_num(grad)} \cdot w[{k[0]},{k[1]}] = {_num(grad * v)}"
+            for i, k, v, t in zip(inputs, taps, weight, tags, strict=True)]  # fmt: skip
+    rows = _lines(adds, per_line, r", \quad ")
+    return r"\begin{aligned}" + r" \\ ".join(f"&{row}" for row in rows) + r"\end{aligned}"
+
+
+def weight_latex(ki: int, kj: int, pairs: np.ndarray, grad: np.ndarray, value: np.ndarray, computed: float,
+                 per_line: int = 4, most: int = 16) -> str:  # fmt: skip
+    """dW[ki, kj] = sum of dY[oh, ow] * x[ih, iw] (the first `most` terms written out)."""
+    if len(pairs) == 0:
+        return rf"dW[{ki}, {kj}] = 0 \quad \text{{(this tap only ever read padding)}}"
+    n = len(pairs)
+    shown = min(n, most)
+    tags = tags_for(n)
+    names = [rf"dY[{p[0]},{p[1]}]\,x[{p[2]},{p[3]}]" for p in pairs[:shown]]
+    names = [rf"\underset{{{t}}}{{{s}}}" if t else s for s, t in zip(names, tags, strict=False)]
+    values = [rf"{_num(g)} \cdot {_num(v)}" for g, v in zip(grad[:shown], value[:shown], strict=True)]
+    if shown < n:
+        names.append(rf"\dots \text{{ ({n - shown} more terms)}}")
+        values.append(r"\dots")
+    return _aligned(f"dW[{ki}, {kj}]", [_lines(names, per_line), _lines(values, per_line), [_num(computed)]])
+
+
+def reflect_latex(y: int, x: int, cells: np.ndarray, grad: np.ndarray, computed: float) -> str:
+    """dx[y, x] = the sum of the gradients of every padded cell that copied it."""
+    names = [rf"dY_{{pad}}[{a},{b}]" for a, b in cells]
+    values = [_num(g) for g in grad]
+    return _aligned(f"dX[{y}, {x}]", [_lines(names, 5), _lines(values, 9), [_num(computed)]])
+
+
+# ---- the transposed convolution, stamp by stamp ---------------------------------------------------------
+def _square_path(rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
+    """Closed squares around cells, as one line trace (None separates the squares)."""
+    xs: list = []
+    ys: list = []
+    for r, c in zip(np.ravel(rows), np.ravel(cols), strict=True):
+        xs += [c - 0.5, c + 0.5, c + 0.5, c - 0.5, c - 0.5, None]
+        ys += [r - 0.5, r - 0.5, r + 0.5, r + 0.5, r - 0.5, None]
+    return xs, ys
+
+
+def _controls(labels: Sequence[str], prefix: str, style: Style, ms: int = 700) -> dict:
+    """Play / pause buttons and a step slider under an animated figure (frames run in the browser)."""
+    play = dict(label="▶ Play", method="animate",
+                args=[None, dict(frame=dict(duration=ms, redraw=True), fromcurrent=True, transition=dict(duration=0))])  # fmt: skip
+    pause = dict(label="❚❚ Pause", method="animate",
+                 args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")])  # fmt: skip
+    steps = [dict(method="animate", label=lab,
+                  args=[[lab], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
+             for lab in labels]  # fmt: skip
+    return dict(
+        updatemenus=[dict(type="buttons", buttons=[play, pause], direction="left", x=0, y=0, xanchor="left",
+                          yanchor="top", pad=dict(t=6, r=10), showactive=False, font=dict(size=style.font))],
+        # the steps' own labels would crowd under the slider: drawn transparent, the current one shows above it
+        sliders=[dict(active=0, steps=steps, x=0.3, y=0, xanchor="left", yanchor="top", len=0.7, pad=dict(t=0, b=0),
+                      font=dict(size=style.tick, color="rgba(0,0,0,0)"), tickcolor="rgba(0,0,0,0)", ticklen=0,
+                      currentvalue=dict(prefix=prefix, xanchor="left", font=dict(size=style.font, color="#31333f")))],
+    )  # fmt: skip
+
+
+def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                    canvas: tuple[int, int, int, int], output_shape: tuple[int, int], style: Style = NORMAL, *,
+                    fmt: str = ".3g", x_name: str = "dY", plot_width: int | None = None) -> go.Figure:  # fmt: skip
+    """The transposed convolution as stamps: input cell (i, j) in turn (outlined on the left)
+    lays down x[i, j] * w (middle) at its stamp position on the output (outlined on the right),
+    which accumulates. The canvas includes the cells the stamps reach beyond the output (washed:
+    padding crops them off); the output itself is boxed. Frames run in the browser.
+
+    sums (n + 1, ch, cw) the canvas before any stamp and after each; stamps (n, KH, KW);
+    rows / cols (n, KH*KW) each stamp's cells in output coordinates.
+    """
+    top, bottom, left, right = canvas
+    H_out, W_out = output_shape
+    n = stamps.shape[0]
+    H_in, W_in = x.shape
+    KW = stamps.shape[2]
+    plot_width = plot_width or FULL_WIDTH[style.name]
+    scale = shared_scale(stamps, sums.min(axis=0), sums.max(axis=0))
+    rr, cc = np.mgrid[top : bottom + 1, left : right + 1]
+    cropped = (rr < 0) | (rr >= H_out) | (cc < 0) | (cc >= W_out)
+    blank = np.zeros_like(stamps[0])
+    panels = [
+        Panel(x, f"input {x_name} {H_in} x {W_in}", x_name, "col j", "row i", fmt=fmt),
+        Panel(blank, f"stamp {x_name}[i, j] · w", "stamp", "kj", "ki", fmt=fmt, scale=scale),
+        Panel(sums[0], f"output {H_out} x {W_out}", "output", "column", "row", row0=top, col0=left,
+              fmt=fmt, scale=scale, wash=cropped, wash_text="cropped by padding"),
+    ]  # fmt: skip
+    cell = cell_px([W_in, KW, right - left + 1], style, plot_width)
+    size = label_size(1, int(cell), style, chars=_chars(sums, fmt))
+    stamp_size = label_size(1, int(cell), style, chars=_chars(stamps, fmt))
+    halo = dict(color=HALO, width=style.line + 3)
+    line = dict(color=HIGHLIGHT, width=style.line)
+    outlines = [dict(type="scatter", x=[], y=[], mode="lines", line=ln, hoverinfo="skip", xaxis=ax, yaxis="y" + ax[1:])
+                for ax, ln in (("x", halo), ("x", line), ("x3", halo), ("x3", line))]  # fmt: skip
+    first_outline = 3 + (1 if cropped.any() else 0)  # heatmaps: input 0, stamp 1, canvas 2, its wash
+    traces = [1, 2, first_outline, first_outline + 1, first_outline + 2, first_outline + 3]
+
+    def frame(
+        name: str, stamp: np.ndarray, total: np.ndarray, at: tuple[list, list], spots: tuple[list, list]
+    ) -> dict:
+        # plain lists: Plotly.animate does not decode the typed arrays (bdata) numpy arrays become
+        return dict(name=name, traces=traces, data=[
+            dict(type="heatmap", z=stamp.tolist(), text=_labels(stamp, fmt).tolist() if stamp_size else None),
+            dict(type="heatmap", z=total.tolist(), text=_labels(total, fmt).tolist() if size else None),
+            dict(type="scatter", x=at[0], y=at[1]), dict(type="scatter", x=at[0], y=at[1]),
+            dict(type="scatter", x=spots[0], y=spots[1]), dict(type="scatter", x=spots[0], y=spots[1])])  # fmt: skip
+
+    labels = [NO_STAMP] + [f"{x_name}[{i}, {j}] stamped" for i in range(H_in) for j in range(W_in)]
+    frames = [frame(NO_STAMP, blank, sums[0], ([], []), ([], []))]
+    for k in range(n):
+        i, j = divmod(k, W_in)
+        frames.append(frame(labels[k + 1], stamps[k], sums[k + 1], _square_path(np.array([i]), np.array([j])),
+                            _square_path(rows[k], cols[k])))  # fmt: skip
+    extra = int(3.4 * style.font + 34)  # the play buttons and the step slider under the grids
+    below_axis = margins(style)["b"]
+    fig = panels_figure(panels, "conv_transpose2d: every input cell stamps the kernel, stride apart", style,
+                        marks=Marks(boxes=[(2, 0, 0, H_out, W_out)]), plot_width=plot_width, extra_data=outlines,
+                        extra_bottom=extra, frames=frames, layout=_controls(labels, "", style))  # fmt: skip
+    plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    y = -(below_axis + 2) / max(1, plot_h)  # just under the axis titles
+    fig.layout.updatemenus[0].y = y
+    fig.layout.sliders[0].y = y
+    return fig
+
+
+def overlap_figure(counts: np.ndarray, style: Style = NORMAL, *, picked: tuple[int, int] | None = None,
+                   plot_width: int = 360) -> go.Figure:  # fmt: skip
+    """How many stamps land on each output cell (sequential from 0: counts are never negative);
+    the picked cell outlined."""
+    H, W = counts.shape
+    panel = Panel(
+        counts.astype(np.float64), f"output {H} x {W}", "stamps on", "output column", "output row", fmt=".0f"
+    )
+    marks = Marks(picked=(0, *picked) if picked else None)
+    fig = panels_figure([panel], "Stamps per output cell", style, marks=marks, plot_width=plot_width)
+    fig.data[0].hovertemplate = "output row %{y}, col %{x}<br>%{z:.0f} stamps land here<extra></extra>"
+    return fig
+
+
+def counts_hover(targets: Sequence[tuple[str, str]], sources: Mapping[tuple[int, int], np.ndarray]) -> dict:
+    """Hover pairs for the count map: an output cell lights up the input cells whose stamps land
+    on it, in each (chart, panel) of `targets` (the animation's input, dY above)."""
+    return {
+        ("x", r, c): [(chart, panel, int(a), int(b)) for chart, panel in targets for a, b in outs]
+        for (r, c), outs in sources.items()
+    }
+
+
+# ---- dE/dW -----------------------------------------------------------------------------------------
+def grad_weight_figure(x: np.ndarray, dy: np.ndarray, dw: np.ndarray, style: Style = NORMAL, *,
+                       picked: tuple[str, int, int], pairs: np.ndarray, fmt: str = ".3g", dw_fmt: str = ".3g",
+                       plot_width: int | None = None) -> go.Figure:  # fmt: skip
+    """x | dY | dW. picked ("w", ki, kj): the input cells and output gradients weight (ki, kj)
+    multiplied, pairs (k, 4) rows (oh, ow, ih, iw), outlined orange and tagged A, B, ...;
+    picked ("x", ih, iw): pairs (k, 4) rows (oh, ow, ki, kj), the outputs and weights this input
+    cell fed, outlined red and tagged."""
+    space, r, c = picked
+    panels = [
+        Panel(x, f"x {x.shape[0]} x {x.shape[1]}", "x", "iw", "ih", fmt=fmt),
+        Panel(dy, f"dY {dy.shape[0]} x {dy.shape[1]}", "dY", "ow", "oh", fmt=fmt),
+        Panel(dw, "dW = grad_weight", "dW", "kj", "ki", fmt=dw_fmt),
+    ]
+    tags = tags_for(len(pairs))
+    if space == "w":
+        mapped = [(1, int(a), int(b)) for a, b in pairs[:, :2]] + [
+            (0, int(a), int(b)) for a, b in pairs[:, 2:]
+        ]
+        tagged = [(1, int(p[0]), int(p[1]), t) for p, t in zip(pairs, tags, strict=True)] + [
+            (0, int(p[2]), int(p[3]), t) for p, t in zip(pairs, tags, strict=True)
+        ]
+        marks = Marks((2, r, c), mapped, HIGHLIGHT, tagged)
+        title = f"dW[{r}, {c}] sums {len(pairs)} products dY · x: dY slides over x"
+    else:
+        mapped = [(1, int(a), int(b)) for a, b in pairs[:, :2]] + [
+            (2, int(a), int(b)) for a, b in pairs[:, 2:]
+        ]
+        tagged = [(1, int(p[0]), int(p[1]), t) for p, t in zip(pairs, tags, strict=True)] + [
+            (2, int(p[2]), int(p[3]), t) for p, t in zip(pairs, tags, strict=True)
+        ]
+        marks = Marks((0, r, c), mapped, READER, tagged)
+        title = f"x[{r}, {c}] feeds {len(pairs)} weight gradient term{'s' * (len(pairs) != 1)}"
+    return panels_figure(panels, title, style, marks=marks, plot_width=plot_width)
+
+
+def grad_weight_hover(chart: str, by_weight: Mapping[tuple[int, int], np.ndarray],
+                      by_input: Mapping[tuple[int, int], np.ndarray]) -> dict:  # fmt: skip
+    """Hover pairs: a dW cell lights up the x cells and dY cells it sums over; an x cell the dY
+    cells and dW cells it feeds. by_weight: (ki, kj) -> (k, 4) (oh, ow, ih, iw); by_input:
+    (ih, iw) -> (k, 4) (oh, ow, ki, kj)."""
+    pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]] = {}
+    for (ki, kj), rows in by_weight.items():
+        pairs[("x3", ki, kj)] = [(chart, "x2", int(a), int(b)) for a, b in rows[:, :2]] + [
+            (chart, "x", int(a), int(b)) for a, b in rows[:, 2:]
+        ]
+    for (ih, iw), rows in by_input.items():
+        pairs[("x", ih, iw)] = [(chart, "x2", int(a), int(b)) for a, b in rows[:, :2]] + [
+            (chart, "x3", int(a), int(b)) for a, b in rows[:, 2:]
+        ]
+    return pairs
+
+
+# ---- reflect-pad backward -------------------------------------------------------------------------------
+def reflect_backward_figure(dy: np.ndarray, counts: np.ndarray, dx: np.ndarray, pads: tuple[int, int, int, int],
+                            style: Style = NORMAL, *, picked: tuple[str, int, int], cells: np.ndarray,
+                            plot_width: int | None = None) -> go.Figure:  # fmt: skip
+    """dY of the padded grid (the original region boxed) | how many padded cells send their
+    gradient to each input cell (sequential) | dX = reflect_pad_backward(dY).
+    picked ("in", y, x): the padded cells it sums (cells (k, 2), padded coordinates), orange;
+    picked ("pad", row, col): the input cell it sends its gradient to (cells (1, 2)), red."""
+    left, _, top, _ = pads
+    H, W = counts.shape
+    panels = [
+        Panel(dy, f"dY of the padded grid {dy.shape[0]} x {dy.shape[1]}", "dY", "padded column", "padded row",
+              fmt=".3g"),
+        Panel(counts.astype(np.float64), "gradients summed", "count", "x", "y", fmt=".0f"),
+        Panel(dx, "dX = reflect_pad_backward", "dX", "x", "y", fmt=".3g"),
+    ]  # fmt: skip
+    space, r, c = picked
+    boxes = [(0, top, left, H, W)]
+    if space == "in":
+        mapped = [(0, int(a), int(b)) for a, b in cells] + [(2, r, c)]
+        marks = Marks((1, r, c), mapped, HIGHLIGHT, boxes=boxes)
+        title = (
+            f"Input cell ({r}, {c}) sums the gradients of {len(cells)} padded cell{'s' * (len(cells) != 1)}"
+        )
+    else:
+        mapped = [(1, int(a), int(b)) for a, b in cells] + [(2, int(a), int(b)) for a, b in cells]
+        marks = Marks((0, r, c), mapped, READER, boxes=boxes)
+        y, x = cells[0]
+        title = f"Padded cell ({r}, {c}) sends its gradient to input cell ({y}, {x})"
+    return panels_figure(panels, title, style, marks=marks, plot_width=plot_width)
+
+
+def reflect_hover(chart: str, copies: Mapping[tuple[int, int], np.ndarray]) -> dict:
+    """Hover pairs: an input cell (count map or dX) lights up the padded cells it sums; a padded
+    cell lights up the input cell its gradient goes to. copies: (y, x) -> (k, 2) padded cells."""
+    pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]] = {}
+    for (y, x), cells in copies.items():
+        padded = [(chart, "x", int(a), int(b)) for a, b in cells]
+        pairs[("x2", y, x)] = [*padded, (chart, "x3", y, x)]
+        pairs[("x3", y, x)] = [*padded, (chart, "x2", y, x)]
+        for a, b in cells:
+            pairs[("x", int(a), int(b))] = [(chart, "x2", y, x), (chart, "x3", y, x)]
+    return pairs
+
+
+# ---- runtimes --------------------------------------------------------------------------------------------
+def runtime_bars(labels: Sequence[str], ms: Sequence[float], title: str, backend: str,
+                 style: Style = NORMAL) -> go.Figure:  # fmt: skip
+    """Median runtimes of alternatives on the same problem, fastest first, on a linear axis."""
+    order = sorted(range(len(ms)), key=lambda i: ms[i])
+    fig = go.Figure(go.Bar(x=[ms[i] for i in order], y=[labels[i] for i in order], orientation="h",
+                           text=[f"{ms[i]:.3f} ms" for i in order], textposition="auto", marker_color="#1f77b4",
+                           textfont=dict(size=style.font),
+                           hovertemplate="%{y}: %{x:.3f} ms<extra></extra>"))  # fmt: skip
+    finish(fig, f"{title}<br><sub>median on {backend}; shorter is faster</sub>", "milliseconds", "",
+           150 + 60 * len(ms), style)  # fmt: skip
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(rangemode="tozero")
+    return fig
