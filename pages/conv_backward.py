@@ -6,6 +6,8 @@ dY to see where it scatters; watch conv_transpose2d stamp the kernel; check the 
 with numbers; pick a weight to see what its gradient sums; fold a reflect pad's gradients back.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 import streamlit as st
 
@@ -43,28 +45,8 @@ RALG = Param(
     "bw_ralg", "scatter", "reflect_pad_backward kernel", "radio", choices=gpuops.REFLECT_BACKWARD_ALGORITHMS
 )
 RP_PICK = Param("bw_rp_pick", Cell("in", 1, 1), choices=("in", "pad"))
-PARAMS = [
-    H,
-    W,
-    K,
-    S,
-    P,
-    D,
-    NUMBERS,
-    SEED,
-    ALG,
-    WALG,
-    PICK,
-    WPICK,
-    RP_H,
-    RP_W,
-    RP_L,
-    RP_R,
-    RP_T,
-    RP_B,
-    RALG,
-    RP_PICK,
-]
+PARAMS = [H, W, K, S, P, D, NUMBERS, SEED, ALG, WALG, PICK, WPICK,
+          RP_H, RP_W, RP_L, RP_R, RP_T, RP_B, RALG, RP_PICK]  # fmt: skip
 DX_CHART, ANIM_CHART, COUNT_CHART, DW_CHART, RP_CHART = "bw_dx", "bw_anim", "bw_count", "bw_dw", "bw_reflect"
 ALG_NAMES = {"scatter": "scatter (v1, atomicAdd)", "gather": "gather (v2)", "gemm_fold": "GEMM + fold",
              "direct": "direct (v3)", "gemm": "GEMM (unfold + cuBLAS)"}  # fmt: skip
@@ -104,48 +86,52 @@ def settings() -> gpuops.WindowGeometry | None:
 
 
 # ---- the example: x, w, dY and what the kernels compute from them ------------------------------------------
+@dataclass(frozen=True)
 class Example:
-    """The small single-channel example every section draws: x (H, W), w (K, K), dY (H_out, W_out),
-    dX and dW computed by the chosen kernels (on the GPU when there is one)."""
+    """The small single-channel example every section draws: x (H, W), w (K, K), dY (H_out, W_out)
+    and what the chosen kernels computed from them (on the GPU when there is one)."""
 
-    def __init__(self, g: gpuops.WindowGeometry) -> None:
-        self.g = g
-        nums = state.get(NUMBERS)
-        self.key = (g, nums, int(state.get(SEED)), image.key if nums == "image" else "")
-        rng = np.random.default_rng(int(state.get(SEED)))
-        self.w = rng.choice([-2.0, -1.0, 1.0, 2.0], size=(g.KH, g.KW)).astype(np.float32)
-        self.note = ""
-        if nums == "image":
-            plane = image.planes.mean(axis=0)
-            top, left = maps.detail_crop(plane, g.H, g.W)
-            self.x = np.round(plane[top : top + g.H, left : left + g.W], 2).astype(np.float32)
-            self.dy = gpuops.to_numpy(gpuops.conv2d(*self._on_device(self.x, self.w), stride=(g.stride_h, g.stride_w),
-                                                    padding=(g.pad_top, g.pad_left), dilation=(g.dil_h, g.dil_w)))[0, 0]  # fmt: skip
-            self.fmt = ".2f"
-            self.note = (f"x: rows {top}-{top + g.H - 1}, columns {left}-{left + g.W - 1} of {image.name} (grey); "
-                         "dY = y = conv2d(x, w), the gradient of L = ½ Σ y².")  # fmt: skip
-        else:
-            self.x = rng.integers(0, 5, size=(g.H, g.W)).astype(np.float32)
-            self.dy = rng.choice([-3.0, -2.0, -1.0, 1.0, 2.0, 3.0], size=(g.H_out, g.W_out)).astype(
-                np.float32
-            )
-            self.fmt = ".3g"
-        self.w_flipped = self.w[::-1, ::-1].copy()
-        args = dict(
-            stride=(g.stride_h, g.stride_w), padding=(g.pad_top, g.pad_left), dilation=(g.dil_h, g.dil_w)
-        )
-        dy4, w4 = self._on_device(self.dy, self.w)
-        x4 = self._on_device(self.x)[0]
-        self.dx = gpuops.to_numpy(gpuops.conv2d_grad_input(dy4, (1, 1, g.H, g.W), w4, **args,
-                                                           algorithm=state.get(ALG)))[0, 0]  # fmt: skip
-        self.dw = gpuops.to_numpy(gpuops.conv2d_grad_weight(dy4, x4, (1, 1, g.KH, g.KW), **args,
-                                                            algorithm=state.get(WALG)))[0, 0]  # fmt: skip
-        self.plan = gpuops.plan_conv2d_backward((1, 1, g.H_out, g.W_out), (1, 1, g.H, g.W), (1, 1, g.KH, g.KW),
-                                                **args, algorithm=state.get(ALG), weight_algorithm=state.get(WALG))  # fmt: skip
+    g: gpuops.WindowGeometry
+    x: np.ndarray
+    w: np.ndarray
+    dy: np.ndarray
+    dx: np.ndarray
+    dw: np.ndarray
+    plan: gpuops.BackwardPlan
+    fmt: str
+    note: str
+    key: tuple
 
-    @staticmethod
-    def _on_device(*planes: np.ndarray) -> list:
-        return [gpuops.asarray(p[None, None]) for p in planes]
+    @property
+    def w_flipped(self) -> np.ndarray:
+        return maps.flipped(self.w)
+
+
+def _device(plane: np.ndarray):
+    return gpuops.asarray(plane[None, None])
+
+
+def example(g: gpuops.WindowGeometry) -> Example:
+    nums, seed = state.get(NUMBERS), int(state.get(SEED))
+    rng = np.random.default_rng(seed)
+    w = rng.choice([-2.0, -1.0, 1.0, 2.0], size=(g.KH, g.KW)).astype(np.float32)
+    args = dict(stride=(g.stride_h, g.stride_w), padding=(g.pad_top, g.pad_left), dilation=(g.dil_h, g.dil_w))
+    if nums == "image":  # dY = y: the gradient of L = ½ Σ y² is y itself
+        crop = maps.detail_crop(image.planes.mean(axis=0), g.H, g.W)
+        x, fmt = np.round(crop.values, 1).astype(np.float32), ".1f"  # one decimal: dY and dX keep one too
+        dy = gpuops.to_numpy(gpuops.conv2d(_device(x), _device(w), **args))[0, 0]
+        note = (f"x: rows {crop.top}-{crop.bottom}, columns {crop.left}-{crop.right} of {image.name} (grey); "
+                "dY = y = conv2d(x, w), the gradient of L = ½ Σ y².")  # fmt: skip
+    else:
+        x, fmt, note = rng.integers(0, 5, size=(g.H, g.W)).astype(np.float32), ".3g", ""
+        dy = rng.choice([-3.0, -2.0, -1.0, 1.0, 2.0, 3.0], size=(g.H_out, g.W_out)).astype(np.float32)
+    alg, walg = state.get(ALG), state.get(WALG)
+    dx = gpuops.conv2d_grad_input(_device(dy), (1, 1, g.H, g.W), _device(w), **args, algorithm=alg)
+    dw = gpuops.conv2d_grad_weight(_device(dy), _device(x), (1, 1, g.KH, g.KW), **args, algorithm=walg)
+    plan = gpuops.plan_conv2d_backward((1, 1, g.H_out, g.W_out), (1, 1, g.H, g.W), (1, 1, g.KH, g.KW), **args,
+                                       algorithm=alg, weight_algorithm=walg)  # fmt: skip
+    key = (g, nums, seed, image.key if nums == "image" else "")
+    return Example(g, x, w, dy, gpuops.to_numpy(dx)[0, 0], gpuops.to_numpy(dw)[0, 0], plan, fmt, note, key)
 
 
 # ---- clicks and the keyboard path ------------------------------------------------------------------------
@@ -226,7 +212,7 @@ def section_grad_input(ex: Example, cell: Cell) -> None:
                                     outputs=np.zeros((0, 2)), taps=targets[:, 2:], flipped=np.zeros((0, 2)),
                                     inputs=targets[:, :2], fmt=ex.fmt)  # fmt: skip
     figure(fig, DX_CHART, "w flipped[a, b] = w[K-1-a, K-1-b] (rotated by 180°). Hover a cell of dX or dY: what it "
-           "maps to lights up; click to pick it. Letters pair the cells of each product.", pickable=True)  # fmt: skip
+           "maps to lights up; click to pick it. Letters (where the cells have room) pair the two factors of each product.", pickable=True)  # fmt: skip
     row = st.columns([1.5, 0.8, 0.8, 2.4], vertical_alignment="bottom")
     pick_inputs(
         PICK, cell, {"dx": (g.H, g.W), "dy": (g.H_out, g.W_out)}, {"dx": "dX cell", "dy": "dY cell"}, row
@@ -382,7 +368,7 @@ def section_grad_weight(ex: Example, cell: Cell) -> None:
     fig = viz.grad_weight_figure(ex.x, ex.dy, ex.dw, sty, picked=(cell.space, cell.row, cell.col), pairs=pairs,
                                  fmt=ex.fmt)  # fmt: skip
     figure(fig, DW_CHART, "Hover or click a weight of dW (the cells it sums light up) or an input cell of x "
-           "(the weights it feeds). Letters pair the two factors of each product.", pickable=True)  # fmt: skip
+           "(the weights it feeds). Letters (where the cells have room) pair the two factors of each product.", pickable=True)  # fmt: skip
     row = st.columns([1.5, 0.8, 0.8, 2.4], vertical_alignment="bottom")
     pick_inputs(WPICK, cell, {"w": (g.KH, g.KW), "x": (g.H, g.W)}, {"w": "weight", "x": "input cell"}, row)
     state.widget(WALG, container=row[3], format_func=ALG_NAMES.get)
@@ -533,11 +519,11 @@ if g is not None:
     dx_cell = fitted(PICK, {"dx": (g.H, g.W), "dy": (g.H_out, g.W_out)})
     w_cell = fitted(WPICK, {"w": (g.KH, g.KW), "x": (g.H, g.W)})
     with shown_errors("The backward pass"):
-        example = Example(g)
-        section_grad_input(example, dx_cell)
-        section_transposed(example)
+        ex = example(g)
+        section_grad_input(ex, dx_cell)
+        section_transposed(ex)
         section_adjoint(g)
-        section_grad_weight(example, w_cell)
+        section_grad_weight(ex, w_cell)
 st.subheader("Reflect-pad backward: border cells collect several gradients")
 rp_h, rp_w, rp_pads = reflect_settings()
 rp_shapes = {"in": (rp_h, rp_w), "pad": maps.padded_shape(rp_h, rp_w, rp_pads)}

@@ -171,5 +171,18 @@ def test_setting_limits_are_the_largest_valid_values(side, pad, dil):
 def test_detail_crop_finds_the_textured_square(rng):
     plane = np.full((60, 80), 0.5, np.float32)
     plane[30:37, 50:58] = rng.random((7, 8))
-    assert maps.detail_crop(plane, 7, 8) == (30, 50)
-    assert maps.detail_crop(plane[:5, :5], 7, 8) == (0, 0)  # an image smaller than the crop
+    crop = maps.detail_crop(plane, 7, 8)
+    assert (crop.top, crop.left, crop.bottom, crop.right) == (30, 50, 36, 57)
+    np.testing.assert_array_equal(crop.values, plane[30:37, 50:58])
+    assert maps.detail_crop(plane[:5, :5], 7, 8).values.shape == (5, 5)  # an image smaller than the crop
+
+
+def test_flipped_kernel_pairs_with_the_flipped_taps():
+    w = np.arange(6.0).reshape(2, 3)
+    f = maps.flipped(w)
+    for a, b in itertools.product(range(2), range(3)):
+        assert f[a, b] == w[1 - a, 2 - b]
+    g = gpuops.window_geometry(5, 5, (2, 3), 1, 1)
+    src = maps.gradient_sources(g, 2, 2)
+    for (ki, kj), (a, b) in zip(src.taps, src.flipped, strict=True):
+        assert w[ki, kj] == f[a, b]

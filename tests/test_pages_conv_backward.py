@@ -261,8 +261,12 @@ def test_odd_geometries_outline_what_a_brute_force_loop_finds(geometry, pick, wp
     charts = specs(at)
     check_grad_input(charts["bw_dx"], geometry, pick)
     check_grad_weight(charts["bw_dw"], geometry, wpick)
-    assert len(json.loads(at.get("plotly_chart")[list(charts).index("bw_anim")].proto.spec)["frames"]) == (
-        out_size(H, K, S, P, D) * out_size(W, K, S, P, D) + 1
+    anim = json.loads(at.get("plotly_chart")[list(charts).index("bw_anim")].proto.spec)
+    cells = out_size(H, K, S, P, D) * out_size(W, K, S, P, D)  # one frame per input cell, at most 48 frames
+    assert len(anim["frames"]) == -(-cells // -(-cells // 48)) + 1
+    last = anim["frames"][-1]["data"][1]["z"]
+    np.testing.assert_allclose(
+        np.array(last)[P : P + H, P : P + W], panel_z(charts["bw_dx"], "x4"), atol=1e-4
     )
     # reflect: NumPy's reflect pad of the cell ids says which padded cell copies which input cell
     left, right, top, bottom = pads
@@ -396,3 +400,25 @@ def test_runtimes_only_behind_compare_and_downloads_are_offline():
 
     html = viz.overlap_figure(np.ones((3, 3))).to_html(include_plotlyjs=True, full_html=True)
     assert not re.search(r"<script[^>]+src=[\"']https?:", html)  # ui.common.figure's download: Plotly inline
+
+
+def test_tags_pair_cells_in_every_panel_or_in_none():
+    """The letters that pair dY cells with kernel taps are drawn in all three panels, or (values too
+    wide for a cell) in none: a letter in one panel alone would pair with nothing."""
+    from gpuops.maps import conv_backward as maps
+    from viz import conv_backward as viz
+
+    g = gpuops.window_geometry(7, 8, 3, 2, 1, 1)
+    src = maps.gradient_sources(g, 3, 3)
+    w = np.array([[-1, 1, 2], [2, -2, -2], [2, 2, -2]], np.float32)
+
+    def tagged_panels(dy):
+        fig = viz.grad_input_figure(dy, w, maps.flipped(w), np.zeros((7, 8)), picked=("dx", 3, 3),
+                                    outputs=src.outputs, taps=src.taps, flipped=src.flipped, inputs=np.zeros((0, 2)),
+                                    fmt=".1f")  # fmt: skip
+        return {
+            t.xaxis for t in fig.data if t.text is not None and any("<b" in str(v) for v in np.ravel(t.text))
+        }
+
+    assert tagged_panels(np.ones((4, 4), np.float32)) == {"x", "x2", "x3"}
+    assert tagged_panels(np.full((4, 4), -2.5, np.float32)) == set()

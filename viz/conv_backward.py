@@ -8,6 +8,7 @@ no index formulas (the cells come from gpuops.maps.conv_backward).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from viz.style import (
 FULL_WIDTH = {"normal": 800, "presentation": 1000}
 TAGS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 NO_STAMP = "no stamp yet"  # the animation's first frame
+MAX_FRAMES = 48  # larger inputs stamp several cells per frame (frames travel with every rerun)
 ORIGINAL_LINE = SECOND  # the input region inside a padded grid (cyan, as on the other pages)
 
 
@@ -165,12 +167,22 @@ def panels_figure(panels: Sequence[Panel], title: str, style: Style = NORMAL, *,
     tags_at: dict[int, dict[tuple[int, int], str]] = {}
     for panel, r, c, text in marks.tags:
         tags_at.setdefault(panel, {})[(r, c)] = text
+    panels = [dataclasses.replace(p, fmt=".3g") if np.all(np.mod(p.values, 1) == 0) else p  # whole numbers
+              for p in panels]  # fmt: skip
+    sizes = [label_size(1, int(cell), style, chars=_chars(p.values, p.fmt)) for p in panels]
+    # tags pair cells ACROSS panels: drawn in every tagged panel, or in none
+    tagged = all(
+        _tagged(p, tags_at[k], sizes[k], cell, style) is not None
+        for k, p in enumerate(panels)
+        if k in tags_at
+    )
     x0 = 0.0
     for k, p in enumerate(panels):
         h, w = p.values.shape
         scale = p.scale or value_scale(p.values)
-        size = label_size(1, int(cell), style, chars=_chars(p.values, p.fmt))
-        text, size = _tagged(p, tags_at.get(k, {}), size, cell, style)
+        text, size = _tagged(
+            p, tags_at.get(k, {}) if tagged else {}, sizes[k], cell, style
+        )  # never None untagged
         labels = (
             dict(text=text, texttemplate="%{text}", textfont=dict(size=size or style.label))
             if text is not None
@@ -219,24 +231,25 @@ def panels_figure(panels: Sequence[Panel], title: str, style: Style = NORMAL, *,
 
 
 def _tagged(p: Panel, tags: Mapping[tuple[int, int], str], size: int | None, cell: float,
-            style: Style) -> tuple[np.ndarray | None, int | None]:  # fmt: skip
+            style: Style) -> tuple[np.ndarray | None, int | None] | None:  # fmt: skip
     """(labels, their font size) of a panel: the values (when they fit) and, in tagged cells, the
     tag in bold at the style's label size right after the value (the values' font shrinks to make
-    room, never under the style's label size), or alone when the values are hidden."""
+    room, never under the style's label size), or alone when the values are hidden. None: the
+    tags do not fit."""
     text = _labels(p.values, p.fmt) if size else None
     if not tags:
         return text, size
     tag_px = style.label
     if text is None:
         if cell < 1.4 * tag_px:
-            return None, None
+            return None
         text = np.full(p.values.shape, "", dtype=object)
         joint = ""
     else:
         chars = max(len(text[r - p.row0, c - p.col0]) for r, c in tags)  # the widest tagged value
         room = int((cell - 0.9 * tag_px - 3) / (0.62 * chars))
         if room < style.label:
-            return text, size
+            return None
         size = min(size, room)
         joint = "\u2009"  # a thin space
     text = text.astype(object)
@@ -278,8 +291,9 @@ def grad_input_figure(dy: np.ndarray, w: np.ndarray, w_flipped: np.ndarray, dx: 
     scale_w = shared_scale(w)
     panels = [
         Panel(dy, f"dY {dy.shape[0]} x {dy.shape[1]}", "dY", "ow", "oh", fmt=fmt),
-        Panel(w, "w", "w", "kj", "ki", fmt=fmt, scale=scale_w),
-        Panel(w_flipped, "w flipped", "w flipped", "b", "a", fmt=fmt, scale=scale_w),
+        # the kernels name their rows in the title: a row title would crowd the narrow gap before them
+        Panel(w, "w[ki, kj]", "w", "kj", "", fmt=fmt, scale=scale_w),
+        Panel(w_flipped, "w flipped[a, b]", "w flipped", "b", "", fmt=fmt, scale=scale_w),
         Panel(dx, f"dX = grad_input {dx.shape[0]} x {dx.shape[1]}", "dX", "iw", "ih", fmt=fmt),
     ]
     tags = tags_for(len(taps))
@@ -396,12 +410,10 @@ def reflect_latex(y: int, x: int, cells: np.ndarray, grad: np.ndarray, computed:
 # ---- the transposed convolution, stamp by stamp ---------------------------------------------------------
 def _square_path(rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
     """Closed squares around cells, as one line trace (None separates the squares)."""
-    xs: list = []
-    ys: list = []
-    for r, c in zip(np.ravel(rows), np.ravel(cols), strict=True):
-        xs += [c - 0.5, c + 0.5, c + 0.5, c - 0.5, c - 0.5, None]
-        ys += [r - 0.5, r - 0.5, r + 0.5, r + 0.5, r - 0.5, None]
-    return xs, ys
+    r, c = np.ravel(rows).astype(np.float64)[:, None], np.ravel(cols).astype(np.float64)[:, None]
+    xs = np.hstack([c - 0.5, c + 0.5, c + 0.5, c - 0.5, c - 0.5, np.full_like(c, np.nan)]).ravel()
+    ys = np.hstack([r - 0.5, r - 0.5, r + 0.5, r + 0.5, r - 0.5, np.full_like(r, np.nan)]).ravel()
+    return [None if v != v else v for v in xs.tolist()], [None if v != v else v for v in ys.tolist()]
 
 
 def _controls(labels: Sequence[str], prefix: str, style: Style, ms: int = 700) -> dict:
@@ -446,7 +458,7 @@ def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: n
     blank = np.zeros_like(stamps[0])
     panels = [
         Panel(x, f"input {x_name} {H_in} x {W_in}", x_name, "col j", "row i", fmt=fmt),
-        Panel(blank, f"stamp {x_name}[i, j] · w", "stamp", "kj", "ki", fmt=fmt, scale=scale),
+        Panel(blank, f"stamp {x_name}[i, j] · w[ki, kj]", "stamp", "kj", "", fmt=fmt, scale=scale),
         Panel(sums[0], f"output {H_out} x {W_out}", "output", "column", "row", row0=top, col0=left,
               fmt=fmt, scale=scale, wash=cropped, wash_text="cropped by padding"),
     ]  # fmt: skip
@@ -470,15 +482,23 @@ def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: n
             dict(type="scatter", x=at[0], y=at[1]), dict(type="scatter", x=at[0], y=at[1]),
             dict(type="scatter", x=spots[0], y=spots[1]), dict(type="scatter", x=spots[0], y=spots[1])])  # fmt: skip
 
-    labels = [NO_STAMP] + [f"{x_name}[{i}, {j}] stamped" for i in range(H_in) for j in range(W_in)]
-    frames = [frame(NO_STAMP, blank, sums[0], ([], []), ([], []))]
-    for k in range(n):
-        i, j = divmod(k, W_in)
-        frames.append(frame(labels[k + 1], stamps[k], sums[k + 1], _square_path(np.array([i]), np.array([j])),
-                            _square_path(rows[k], cols[k])))  # fmt: skip
+    step = -(-n // MAX_FRAMES)  # input cells per frame: one, unless the grid is large
+    ends = list(range(step - 1, n, step)) + ([n - 1] if (n - 1) % step != step - 1 else [])
+    labels, frames, start = [NO_STAMP], [frame(NO_STAMP, blank, sums[0], ([], []), ([], []))], 0
+    for end in ends:
+        cells = np.arange(start, end + 1)
+        i, j = np.divmod(cells, W_in)
+        first = f"{x_name}[{i[0]}, {j[0]}]"
+        labels.append(f"{first} stamped" if len(cells) == 1 else f"{first} … [{i[-1]}, {j[-1]}] stamped")
+        frames.append(frame(labels[-1], stamps[end], sums[end + 1], _square_path(i, j),
+                            _square_path(rows[start : end + 1], cols[start : end + 1])))  # fmt: skip
+        start = end + 1
     extra = int(3.4 * style.font + 34)  # the play buttons and the step slider under the grids
     below_axis = margins(style)["b"]
-    fig = panels_figure(panels, "conv_transpose2d: every input cell stamps the kernel, stride apart", style,
+    title = "conv_transpose2d: every input cell stamps the kernel, stride apart"
+    if step > 1:
+        title += f" ({step} cells per frame)"
+    fig = panels_figure(panels, title, style,
                         marks=Marks(boxes=[(2, 0, 0, H_out, W_out)]), plot_width=plot_width, extra_data=outlines,
                         extra_bottom=extra, frames=frames, layout=_controls(labels, "", style))  # fmt: skip
     plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
@@ -523,7 +543,7 @@ def grad_weight_figure(x: np.ndarray, dy: np.ndarray, dw: np.ndarray, style: Sty
     panels = [
         Panel(x, f"x {x.shape[0]} x {x.shape[1]}", "x", "iw", "ih", fmt=fmt),
         Panel(dy, f"dY {dy.shape[0]} x {dy.shape[1]}", "dY", "ow", "oh", fmt=fmt),
-        Panel(dw, "dW = grad_weight", "dW", "kj", "ki", fmt=dw_fmt),
+        Panel(dw, "dW[ki, kj] = grad_weight", "dW", "kj", "", fmt=dw_fmt),
     ]
     tags = tags_for(len(pairs))
     if space == "w":

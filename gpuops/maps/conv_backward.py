@@ -353,10 +353,27 @@ def reflect_terms(dy: np.ndarray, pads: tuple[int, int, int, int], y: int, x: in
     return ReflectTerms(cells, dy[cells[:, 0], cells[:, 1]].astype(np.float32))
 
 
-# ---- a crop of the user's image where it has detail --------------------------------------------------------
-def detail_crop(plane: np.ndarray, h: int, w: int) -> tuple[int, int]:
-    """(top, left) of the h x w window of `plane` with the most edges (sum of absolute
-    differences between neighbours): a crop that is not flat."""
+# ---- the page's example: a crop of the user's image where it has detail, the flipped kernel ---------------
+@dataclass(frozen=True)
+class Crop:
+    """An h x w crop of an image plane: its values and where it lies (inclusive bounds)."""
+
+    values: np.ndarray
+    top: int
+    left: int
+
+    @property
+    def bottom(self) -> int:
+        return self.top + self.values.shape[0] - 1
+
+    @property
+    def right(self) -> int:
+        return self.left + self.values.shape[1] - 1
+
+
+def detail_crop(plane: np.ndarray, h: int, w: int) -> Crop:
+    """The h x w window of `plane` with the most edges (sum of absolute differences between
+    neighbours): a crop that is not flat (the whole plane when it is smaller)."""
     H, W = plane.shape
     h, w = min(h, H), min(w, W)
     edges = np.abs(np.diff(plane, axis=0, prepend=plane[:1])) + np.abs(
@@ -364,5 +381,11 @@ def detail_crop(plane: np.ndarray, h: int, w: int) -> tuple[int, int]:
     )
     integral = np.pad(edges.astype(np.float64).cumsum(0).cumsum(1), ((1, 0), (1, 0)))
     sums = integral[h:, w:] - integral[:-h, w:] - integral[h:, :-w] + integral[:-h, :-w]
-    top, left = np.unravel_index(int(np.argmax(sums)), sums.shape)
-    return int(top), int(left)
+    top, left = (int(v) for v in np.unravel_index(int(np.argmax(sums)), sums.shape))
+    return Crop(plane[top : top + h, left : left + w], top, left)
+
+
+def flipped(w: np.ndarray) -> np.ndarray:
+    """The kernel rotated by 180 degrees: flipped[a, b] = w[KH-1-a, KW-1-b] (the taps that
+    gradient_sources calls `flipped`)."""
+    return np.ascontiguousarray(w[::-1, ::-1])
