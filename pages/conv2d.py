@@ -107,7 +107,7 @@ def section_settings() -> tuple[str, int, int, int, str, int, bool, str]:
     fit_geometry(fixed)
     lim = maps.setting_limits(H, W, state.get(K), state.get(PAD), state.get(DIL), state.get(MODE), max_k=K.hi,
                               max_pad=PAD.hi, max_dil=DIL.hi)  # fmt: skip
-    cols = st.columns([1.0, 0.8, 0.8, 0.85, 0.85, 0.85, 1.45, 1.0], vertical_alignment="bottom")
+    cols = st.columns([1.15, 0.8, 0.8, 0.85, 0.9, 0.85, 1.35, 1.0], vertical_alignment="bottom")
     preset = state.widget(PRESET, container=cols[0])
     k = state.widget(K, container=cols[1], hi=lim.k_hi, disabled=fixed)
     stride = state.widget(STRIDE, container=cols[2])
@@ -126,8 +126,9 @@ def custom_kernel(k: int) -> np.ndarray:
     version, base, last = st.session_state.get("_dc_kernel_editor", (0, None, None))
     if cells != last:
         version, base = version + 1, cells
+    just_chosen = st.session_state.get("_dc_last_preset", "custom") != "custom"  # opened on choosing it
     with st.expander(
-        f"Custom kernel: {k} x {k} weights (numbers; empty cells are not allowed)", expanded=True
+        f"Edit the custom kernel: {k} x {k} weights (numbers; no empty cells)", expanded=just_chosen
     ):
         edited = st.data_editor(
             pd.DataFrame(np.asarray(base, dtype=np.float64), columns=[str(j) for j in range(k)]),
@@ -617,10 +618,11 @@ st.session_state["_dc_figures"] = {}
 preset, k, stride, pad, mode, dil, mix, algo = section_settings()
 
 kernel: np.ndarray | None = None
-with shown_errors("The kernel"):
+with shown_errors("The kernel"):  # (a custom kernel: its editor, collapsed unless just chosen)
     kernel = custom_kernel(k) if preset == "custom" else filters.preset_kernel(preset, k)
 if preset != "custom" and state.get(KERNEL) is not None:
     state.put(KERNEL, None)  # a preset's link carries no custom kernel
+st.session_state["_dc_last_preset"] = preset
 if kernel is None:
     st.stop()
 

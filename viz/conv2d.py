@@ -601,7 +601,7 @@ def runtime_figure(
     bars = go.Bar(x=ms, y=names, orientation="h", text=[f"{v:.2f} ms" for v in ms], textposition="auto",
                   marker_color=[HIGHLIGHT if n == ran else "#1f77b4" for n in names],
                   hovertemplate="%{y}: %{x:.3f} ms<extra></extra>")  # fmt: skip
-    layout = _layout(f"{title}<br><sub>fastest: {names[0]} ({ms[0]:.2f} ms); orange: the one that ran above</sub>",
+    layout = _layout(f"{title}<br>fastest: {names[0]} ({ms[0]:.2f} ms); orange: the one that ran above",
                      "median runtime (ms, linear axis)", "", 150 + 46 * len(ms), style)  # fmt: skip
     layout["margin"]["l"] = 30 + style.tick * max(len(n) for n in names) * 6 // 10
     return go.Figure([bars], _merge(layout, yaxis=dict(autorange="reversed"), xaxis=dict(rangemode="tozero")))
