@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 import gpuops
@@ -64,6 +65,12 @@ class Conv:
     out_pixels: np.ndarray  # RGB for showing
     shown_as: str
     key: tuple
+
+
+def show(fig: go.Figure, name: str, caption: str = "", *, pickable: bool = False) -> None:
+    """A figure with its caption; its HTML download goes to the Downloads expander at the end."""
+    figure(fig, name, caption, pickable=pickable, download=False)
+    st.session_state["_dc_figures"][name] = fig
 
 
 # ---- settings ------------------------------------------------------------------------------------------
@@ -310,8 +317,8 @@ def section_images(conv: Conv, cell: Cell, detail: tuple[int, int], zoom: tuple[
                                    zoom=zoom)  # fmt: skip
             what = f"orange: the picked input cell ({cell.row}, {cell.col})"
         pad_note = "mirrored cells" if conv.mode == "reflect" else "zeros"
-        figure(fig, "conv_input", f"Click a pixel. {what}; blue band: padding ({pad_note}); dotted cyan: the close-up.",
-               pickable=True, download=False)  # fmt: skip
+        show(fig, "conv_input", f"Click a pixel. {what}; blue band: padding ({pad_note}); dotted cyan: the close-up.",
+               pickable=True)  # fmt: skip
     with right:
         if cell.space == "out":
             fig = viz.output_figure(conv.out_pixels, look, f"Output: {g.W_out} x {g.H_out}", picked=detail)
@@ -322,13 +329,7 @@ def section_images(conv: Conv, cell: Cell, detail: tuple[int, int], zoom: tuple[
                                     detail=detail)  # fmt: skip
             what = (f"red: the {len(np.unique(readers[:, :2], axis=0))} outputs that read input ({cell.row}, "
                     f"{cell.col}); dotted: output {detail}, explained below")  # fmt: skip
-        figure(
-            fig,
-            "conv_output",
-            f"Click a pixel. {what}. Shown as {conv.shown_as}.",
-            pickable=True,
-            download=False,
-        )
+        show(fig, "conv_output", f"Click a pixel. {what}. Shown as {conv.shown_as}.", pickable=True)
 
 
 def pick_summary(cell: Cell, conv: Conv, detail: tuple[int, int], ch: int) -> None:
@@ -378,16 +379,16 @@ def section_receptive_field(conv: Conv, cell: Cell, detail: tuple[int, int], zoo
         pad_note = ("copies of mirrored cells (arrows, or hover a padding cell: the cell it copies)"
                     if conv.mode == "reflect" else "zeros")  # fmt: skip
         picked = "; red: the picked input cell" if cell.space == "in" else ""
-        figure(fig, "dc_zoom", f"The dotted cyan box on the input image. Orange: the taps (dashed in the padding)"
-               f"{picked}; blue: padding, {pad_note}. Click a cell to pick it.", pickable=True, download=False)  # fmt: skip
+        show(fig, "dc_zoom", f"The dotted cyan box on the input image. Orange: the taps (dashed in the padding)"
+               f"{picked}; blue: padding, {pad_note}. Click a cell to pick it.", pickable=True)  # fmt: skip
     with right:
         mixed = conv.groups == 1
         kernel_title = f"Weights: {state.get(PRESET)}, {g.KH} x {g.KW}" + (
             f" (÷ {C} per channel)" if mixed else ""
         )
         fig = viz.weights_figure(conv.kernel, look, kernel_title, reads=reads_text(rf))
-        figure(fig, "dc_kernel", "Hover a weight: the cell it multiplies is outlined on the close-up and the image.",
-               pickable=True, download=False)  # fmt: skip
+        show(fig, "dc_kernel", "Hover a weight: the cell it multiplies is outlined on the close-up and the image.",
+               pickable=True)  # fmt: skip
     section_products(conv, rf, detail, ch)
 
 
@@ -440,10 +441,8 @@ def section_sliding_window(conv: Conv, detail: tuple[int, int], ch: int) -> None
         crop.index_of(*detail), look, f"Outputs {crop.out_r0}..{crop.out_r1 - 1} x {crop.out_c0}..{crop.out_c1 - 1}, "
         f"channel {ch}", conv.weight.shape[1] * g.KH * g.KW,
     )  # fmt: skip
-    figure(fig, "dc_window", f"{len(oh)} steps, one per output, starting at the pick. Play, pause, or drag the "
-           "slider; grey outputs are not computed yet. A GPU computes them all at once, one thread each (below).",
-           download=False)  # fmt: skip
-    st.session_state["_dc_figures"]["dc_window"] = fig
+    show(fig, "dc_window", f"{len(oh)} steps, one per output, starting at the pick. Play, pause, or drag the "
+           "slider; grey outputs are not computed yet. A GPU computes them all at once, one thread each (below).")  # fmt: skip
 
 
 # ---- which block and thread computed it ---------------------------------------------------------------------------
@@ -479,9 +478,8 @@ def section_threads(conv: Conv, detail: tuple[int, int], ch: int) -> None:
     left, right = st.columns(2)
     with left:
         fig = viz.thread_figure(conv.out_pixels, work.block_pixels, work.thread_pixels, detail, look, title)
-        figure(fig, "dc_threads", "Cyan: the block's pixels; orange: this thread's. Click a pixel to pick it.",
-               pickable=True, download=False)  # fmt: skip
-        st.session_state["_dc_figures"]["dc_threads"] = fig
+        show(fig, "dc_threads", "Cyan: the block's pixels; orange: this thread's. Click a pixel to pick it.",
+               pickable=True)  # fmt: skip
     with right:
         st.markdown(f"`{launch.describe()}`")
         st.markdown(what)
@@ -500,10 +498,9 @@ def section_shared_tile(conv: Conv, detail: tuple[int, int], ch: int, work: maps
     fig = viz.shared_tile_figure(win.rows, win.cols, win.values, win.inside, (r0, r1, c0, c1), cells, look,
                                  f"Shared-memory tile: {r1 - r0} x {c1 - c0} input cells (tile + halo)")  # fmt: skip
     stage = launch.arg("cb_max") if conv.ran == "tiled" else 1
-    figure(fig, "dc_tile", f"Cyan: the input tile the block copies to shared memory ({stage} channel(s) at a time, "
+    show(fig, "dc_tile", f"Cyan: the input tile the block copies to shared memory ({stage} channel(s) at a time, "
            f"{launch.shared_bytes:,} bytes) before any thread multiplies; orange: the cells this thread's "
-           f"{len(work.thread_pixels)} pixel(s) read from it. Click a cell to pick it.", pickable=True, download=False)  # fmt: skip
-    st.session_state["_dc_figures"]["dc_tile"] = fig
+           f"{len(work.thread_pixels)} pixel(s) read from it. Click a cell to pick it.", pickable=True)  # fmt: skip
 
 
 # ---- runtimes, source, downloads -------------------------------------------------------------------------------------
@@ -528,9 +525,8 @@ def section_compare(conv: Conv, stride: int, pad: int, dil: int) -> None:
             names = list(results)
             fig = viz.runtime_figure(names, [results[n].median_ms for n in names], conv.ran, look,
                                      f"conv2d on {W} x {H} x {C}, {g.KH} x {g.KW} kernel, {backend_name()}")  # fmt: skip
-            figure(fig, "dc_runtimes", "Median of several runs (on the GPU after warm-up, CUDA events). On the "
-                   "CPU the NumPy twins differ only in how the work is arranged.", download=False)  # fmt: skip
-            st.session_state["_dc_figures"]["dc_runtimes"] = fig
+            show(fig, "dc_runtimes", "Median of several runs (on the GPU after warm-up, CUDA events). On the "
+                   "CPU the NumPy twins differ only in how the work is arranged.")  # fmt: skip
 
 
 def section_source_and_downloads(conv: Conv) -> None:

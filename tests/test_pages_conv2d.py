@@ -425,6 +425,9 @@ def test_the_animation_crop_changes_for_a_large_kernel_and_downloads_work_offlin
     assert '"frames"' in html or "frames" in html
     sums = [f["layout"]["title"]["text"] for f in frames]
     assert all("sum of 225 products" in s for s in sums)
+    downloads = {d.proto.label for d in at.get("download_button")}
+    assert "The filtered image (PNG)" in downloads
+    assert {f"Figure {name}.html (opens offline)" for name in figures(at)} <= downloads
 
 
 def test_a_heavy_step_is_refused_with_advice_and_compare_times_every_algorithm():
