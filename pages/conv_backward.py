@@ -417,7 +417,7 @@ def section_reflect(h: int, w: int, pads: tuple[int, int, int, int], cell: Cell)
     fig = viz.reflect_backward_figure(
         dy, counts, dx, pads, sty, picked=(cell.space, cell.row, cell.col), cells=cells
     )
-    figure(fig, RP_CHART, "Black box: the input inside the padded grid. Border cells were copied into the padding "
+    figure(fig, RP_CHART, "Cyan box: the input inside the padded grid. Border cells were copied into the padding "
            "(mirrored, edge not repeated), so their gradient is a sum: the count map. Hover or click a cell.",
            pickable=True)  # fmt: skip
     row = st.columns([1.6, 0.8, 0.8, 2.2], vertical_alignment="bottom")
@@ -474,12 +474,9 @@ def section_runtimes(g: gpuops.WindowGeometry, pads: tuple[int, int, int, int]) 
                    f"{g.pad_top}, dilation {g.dil_h}; reflect_pad_backward with the pads above. Timed only when you ask.")  # fmt: skip
         timings = compare(key, candidates, "Compare: time scatter, gather and GEMM")
         if timings:
-            cols = st.columns(3) if not sty.presentation else [st.container()] * 3
-            for col, (op, fns) in zip(cols, groups.items(), strict=True):
-                found = {n: timings[f"{op} · {n}"].median_ms for n in fns if f"{op} · {n}" in timings}
-                with col:
-                    figure(viz.runtime_bars(list(found), list(found.values()), op, backend_name(), sty),
-                           f"bw_time_{op}", download=False)  # fmt: skip
+            found = {op: {n: timings[f"{op} · {n}"].median_ms for n in fns if f"{op} · {n}" in timings}
+                     for op, fns in groups.items()}  # fmt: skip
+            figure(viz.runtime_groups(found, backend_name(), sty), "bw_times", download=False)
     st.markdown("PyTorch's backward kernels (`aten.convolution_backward`, `reflection_pad2d_backward`) are not timed "
                 "here: the benchmark command (`python -m gpuops.bench`) times them next to ours in the same run on "
                 "the GPU. See the measured results on the Benchmarks page.")  # fmt: skip

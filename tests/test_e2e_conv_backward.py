@@ -8,6 +8,7 @@ import itertools
 import time
 from urllib.parse import parse_qs, urlparse
 
+import numpy as np
 import pytest
 
 from tests.browser import click_cell, highlighted_cells, hover_cell, no_exception, shapes_of, shot, wait_idle
@@ -87,6 +88,12 @@ def test_hover_clicks_both_ways_animation_and_the_shared_link(server, browser):
     click_cell(page, "bw_dx", 2, 1, "x")
     assert "dY[2, 1] scatters into" in page.inner_text("body") and pick_in_url(page) == "dy:2,1"
     assert outlined(page, "bw_dx", READER, "x4") == {t[4:] for t in taps(*GEOMETRY) if t[:2] == (2, 1)}
+    # reflect-pad backward: click an input cell of the count map -> the padded cells whose gradients it sums
+    click_cell(page, "bw_reflect", 1, 0, "x2")
+    assert "Input cell (1, 0) sums the gradients of" in page.inner_text("body")
+    assert parse_qs(urlparse(page.url).query)["bw_rp_pick"] == ["in:1,0"]
+    ids = np.pad(np.arange(20).reshape(4, 5), ((1, 2), (2, 1)), mode="reflect")  # the default grid and pads
+    assert outlined(page, "bw_reflect", HIGHLIGHT, "x") == {tuple(c) for c in np.argwhere(ids == 5).tolist()}
     link = page.url
     play_the_animation(page)
     page.close()
@@ -95,4 +102,5 @@ def test_hover_clicks_both_ways_animation_and_the_shared_link(server, browser):
     again.goto(link)
     wait_idle(again)
     assert "dY[2, 1] scatters into" in again.inner_text("body") and pick_in_url(again) == "dy:2,1"
+    assert "Input cell (1, 0) sums the gradients of" in again.inner_text("body")
     fresh.close()

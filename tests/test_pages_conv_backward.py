@@ -352,11 +352,17 @@ def _cell_label_sizes(spec):
 
 
 def test_presentation_mode_text_is_projector_sized():
-    at = run_page({"pres": "1"})
-    for name, spec in specs(at).items():
+    at = run_page({"pres": "1", "cap": "32"})
+    at.button(key=next(b.key for b in at.button if b.label.startswith("Compare"))).click()
+    at.run()  # the runtime chart too
+    charts = specs(at)
+    assert set(charts) == {*CHARTS, "bw_times"}
+    for name, spec in charts.items():
         small = [(p, s) for p, s in _fonts(spec["layout"], name) if s < 20]
         assert not small, small
         assert all(s >= 14 for s in _cell_label_sizes(spec)), name
+        for trace in spec["data"]:
+            assert trace.get("textfont", {}).get("size", 20) >= 14, name
 
 
 def test_normal_mode_fonts_colour_policy_and_true_axes(default_page):
@@ -393,9 +399,9 @@ def test_runtimes_only_behind_compare_and_downloads_are_offline():
     at.button(key=next(b.key for b in at.button if b.label.startswith("Compare"))).click()
     at.run()
     assert not at.exception and not at.error
-    timed = {n: s for n, s in specs(at).items() if n.startswith("bw_time")}
-    assert {n: len(s["data"][0]["y"]) for n, s in timed.items()} == {
-        "bw_time_grad_input": 3, "bw_time_grad_weight": 2, "bw_time_reflect_pad_backward": 2}  # fmt: skip
+    bars = specs(at)["bw_times"]["data"]
+    assert [len(b["y"]) for b in bars] == [3, 2, 2]  # grad_input, grad_weight, reflect_pad_backward
+    assert all(list(b["x"]) == sorted(b["x"]) for b in bars)  # fastest first
     from viz import conv_backward as viz
 
     html = viz.overlap_figure(np.ones((3, 3))).to_html(include_plotlyjs=True, full_html=True)

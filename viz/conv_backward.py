@@ -25,7 +25,6 @@ from viz.style import (
     READER,
     SECOND,
     Style,
-    finish,
     label_size,
     outline,
     value_scale,
@@ -630,16 +629,38 @@ def reflect_hover(chart: str, copies: Mapping[tuple[int, int], np.ndarray]) -> d
 
 
 # ---- runtimes --------------------------------------------------------------------------------------------
-def runtime_bars(labels: Sequence[str], ms: Sequence[float], title: str, backend: str,
-                 style: Style = NORMAL) -> go.Figure:  # fmt: skip
-    """Median runtimes of alternatives on the same problem, fastest first, on a linear axis."""
-    order = sorted(range(len(ms)), key=lambda i: ms[i])
-    fig = go.Figure(go.Bar(x=[ms[i] for i in order], y=[labels[i] for i in order], orientation="h",
-                           text=[f"{ms[i]:.3f} ms" for i in order], textposition="auto", marker_color="#1f77b4",
-                           textfont=dict(size=style.font),
-                           hovertemplate="%{y}: %{x:.3f} ms<extra></extra>"))  # fmt: skip
-    finish(fig, f"{title}<br><sub>median on {backend}; shorter is faster</sub>", "milliseconds", "",
-           150 + 60 * len(ms), style)  # fmt: skip
-    fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(rangemode="tozero")
-    return fig
+def runtime_groups(
+    groups: Mapping[str, Mapping[str, float]], backend: str, style: Style = NORMAL
+) -> go.Figure:
+    """Median runtimes (ms) of the ways to compute each operation, one bar chart per operation
+    (fastest first, linear axis from 0), stacked: the labels get the full width."""
+    groups = {op: found for op, found in groups.items() if found}
+    rows = len(groups)
+    bar_px = 1.9 * style.font
+    heights = [len(found) for found in groups.values()]
+    gap_px = 2.6 * style.font + 18  # each chart's title above its bars
+    plot_h = bar_px * sum(heights) + gap_px * (rows - 1)
+    margin = dict(l=20, r=48, t=int(1.45 * style.title + 1.7 * style.font + 16),
+                  b=int(style.tick + 1.5 * style.font + 22))  # fmt: skip
+    lay = layout_base(f"Median runtimes on {backend} (shorter is faster)", style, plot_h + margin["t"] + margin["b"],
+                      margin)  # fmt: skip
+    data, annotations, top = [], [], 1.0
+    for k, (op, found) in enumerate(groups.items()):
+        names = sorted(found, key=found.get)
+        bottom = top - bar_px * len(found) / plot_h
+        axis = "" if k == 0 else str(k + 1)
+        data.append(dict(type="bar", orientation="h", x=[found[n] for n in names], y=names, xaxis=f"x{axis}",
+                         yaxis=f"y{axis}", marker=dict(color="#1f77b4"), text=[f"{found[n]:.3f} ms" for n in names],
+                         textposition="outside", textfont=dict(size=style.font), cliponaxis=False,
+                         hovertemplate="%{y}: %{x:.3f} ms<extra></extra>"))  # fmt: skip
+        top_ms = max(found.values())
+        lay[f"xaxis{axis}"] = dict(domain=[0, 1], anchor=f"y{axis}", range=[0, 1.25 * top_ms if top_ms > 0 else 1],
+                                   tickfont=dict(size=style.tick),  # room for the labels after the bars
+                                   title=dict(text="milliseconds" if k == rows - 1 else "", font=dict(size=style.font)))  # fmt: skip
+        lay[f"yaxis{axis}"] = dict(domain=[max(0.0, bottom), top], anchor=f"x{axis}", autorange="reversed",
+                                   automargin=True, tickfont=dict(size=style.tick))  # fmt: skip
+        annotations.append(dict(text=f"<b>{op}</b>", x=0, y=top, xref="paper", yref="paper", xanchor="left",
+                                yanchor="bottom", showarrow=False, yshift=4, font=dict(size=style.font)))  # fmt: skip
+        top = bottom - gap_px / plot_h
+    lay.update(annotations=annotations)
+    return go.Figure(dict(data=data, layout=lay))
