@@ -57,7 +57,6 @@ class Panel:
     scale: dict | None = None  # a colour scale shared with another panel (value_scale otherwise)
     wash: np.ndarray | None = None  # bool (h, w): cells drawn washed (padding, cropped)
     wash_text: str = "padding"
-    tick_labels: tuple[Sequence[str], Sequence[str]] | None = None  # (rows, cols) in place of numbers
 
 
 @dataclass(frozen=True)
@@ -143,7 +142,7 @@ def _heatmap(values: np.ndarray, row0: int, col0: int, axis: int, **kw: object) 
 
 
 def panels_figure(panels: Sequence[Panel], title: str, style: Style = NORMAL, *, marks: Marks = Marks(),
-                  plot_width: int | None = None, title_lines: int = 1, max_cell: float | None = None,
+                  plot_width: int | None = None, title_lines: int = 1,
                   extra_data: Sequence[dict] = (), extra_bottom: int = 0, frames: Sequence[dict] = (),
                   layout: dict | None = None) -> go.Figure:  # fmt: skip
     """Grids side by side (one subplot each, square cells, top-aligned), every value written in
@@ -153,8 +152,6 @@ def panels_figure(panels: Sequence[Panel], title: str, style: Style = NORMAL, *,
     plot_width = plot_width or FULL_WIDTH[style.name]
     widths = [p.values.shape[1] for p in panels]
     cell = cell_px(widths, style, plot_width)
-    if max_cell:
-        cell = min(cell, max_cell)
     gap = _gap_px(style)
     total = cell * sum(widths) + gap * (len(panels) - 1)
     margin = margins(style, title_lines, bottom_extra=extra_bottom)
@@ -196,9 +193,6 @@ def panels_figure(panels: Sequence[Panel], title: str, style: Style = NORMAL, *,
         x1 = x0 + cell * w / total
         xticks = dict(tickvals=list(range(p.col0, p.col0 + w, step)))
         yticks = dict(tickvals=list(range(p.row0, p.row0 + h, step)))
-        if p.tick_labels is not None:
-            yticks["ticktext"] = [p.tick_labels[0][i] for i in range(0, h, step)]
-            xticks["ticktext"] = [p.tick_labels[1][i] for i in range(0, w, step)]
         axis_font = dict(tickfont=dict(size=style.tick), showgrid=False, zeroline=False, constrain="domain",
                          tickmode="array")  # fmt: skip
         lay[f"xaxis{k + 1 if k else ''}"] = dict(
@@ -273,9 +267,6 @@ def tags_for(n: int) -> list[str]:
 
 
 # ---- dE/dX: who gathers what, who scatters where -----------------------------------------------------
-GRAD_INPUT_PANELS = ("x", "x2", "x3", "x4")  # dY, w, w flipped, dX (subplot names for ui.pick)
-
-
 def grad_input_figure(dy: np.ndarray, w: np.ndarray, w_flipped: np.ndarray, dx: np.ndarray, style: Style = NORMAL, *,
                       picked: tuple[str, int, int], outputs: np.ndarray, taps: np.ndarray, flipped: np.ndarray,
                       inputs: np.ndarray, fmt: str = ".3g", plot_width: int | None = None) -> go.Figure:  # fmt: skip
