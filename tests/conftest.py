@@ -7,6 +7,7 @@ GPU tests skip with the reason when no CUDA device answers (always so in CI).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import zlib
 from types import ModuleType
@@ -27,6 +28,33 @@ def require(module: str, why: str) -> ModuleType:
         pytest.skip(f"{module} not installed here: {why}", allow_module_level=True)
 
 
+# The app's own tests need Streamlit, Plotly and Pillow. Where they are missing (the GPU machine has neither)
+# their modules are not collected, and the summary says which; in CI that is an error instead.
+APP_DEPENDENCIES = ("streamlit", "plotly", "PIL")
+APP_IMPORTS = ("import streamlit", "from streamlit", "import plotly", "from plotly", "from viz", "from ui",
+               "import ui", "tests.apptest", "tests.browser", "from PIL")  # fmt: skip
+_not_collected: list[str] = []
+_missing: list[str] = []
+
+
+def pytest_ignore_collect(collection_path, config: pytest.Config) -> bool | None:
+    if IN_CI or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    missing = [m for m in APP_DEPENDENCIES if importlib.util.find_spec(m) is None]
+    if missing and any(s in collection_path.read_text() for s in APP_IMPORTS):
+        _missing[:] = missing
+        _not_collected.append(collection_path.name)
+        return True
+    return None
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if _not_collected:
+        terminalreporter.write_line(
+            f"not collected ({', '.join(_missing)} not installed here): {', '.join(_not_collected)}"
+        )
+
+
 def gpu_available() -> tuple[bool, str]:
     from gpuops.backend import _probe_cupy
 
@@ -43,6 +71,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def numpy_backend():
+    """Run a module on NumPy whatever the machine has (page tests: the same numbers everywhere).
+    Use with pytestmark = pytest.mark.usefixtures("numpy_backend")."""
+    from gpuops import backend
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CONV_EXPLORER_BACKEND", "numpy")
+        backend.reset_backend()
+        yield
+    backend.reset_backend()
 
 
 @pytest.fixture(scope="session")

@@ -15,40 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require
-
-require("streamlit", "the app's page tests")
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from tests.apptest import AppTest, open_page
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
 PAGE = "pages/benchmarks.py"
 RESULTS = ROOT / "bench" / "results"
 
 
-@pytest.fixture(autouse=True)
-def cpu_backend(monkeypatch):
-    from gpuops import backend
-
-    monkeypatch.setenv("CONV_EXPLORER_BACKEND", "numpy")
-    backend.reset_backend()
-    yield
-    backend.reset_backend()
+pytestmark = pytest.mark.usefixtures("numpy_backend")
 
 
 def app(query: dict[str, str] | None = None, state: dict | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    for k, v in (state or {}).items():
-        at.session_state[k] = v
-    at.run()  # the entry point first, as a browser does
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    at.switch_page(PAGE)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(PAGE, query, state)
 
 
 def charts(at: AppTest) -> list[dict]:

@@ -8,69 +8,32 @@ picks are set through session_state or the URL, as a click would leave them.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import gpuops
-from tests.conftest import require
+from gpuops.maps import conv2d as maps
+from tests.apptest import AppTest, errors, expected_out, latex_results, open_page, rerun, typed_array
+from ui.state import Cell
 
-require("streamlit", "the app's page tests")
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from gpuops.maps import conv2d as maps  # noqa: E402
-from ui.state import Cell  # noqa: E402
-
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/conv2d.py"
 ALGORITHMS = getattr(gpuops, "ALL_ALGORITHMS", gpuops.ALGORITHMS)
 FIXED = ("sharpen", "Laplacian edge", "Sobel x", "Sobel y", "emboss")
 
 
-@pytest.fixture(autouse=True)
-def cpu_backend(monkeypatch):
-    from gpuops import backend
+pytestmark = pytest.mark.usefixtures("numpy_backend")
 
-    monkeypatch.setenv("CONV_EXPLORER_BACKEND", "numpy")
-    backend.reset_backend()
-    yield
-    backend.reset_backend()
+
+def array(value) -> np.ndarray:
+    return typed_array(value, float)
 
 
 def app(query: dict[str, str] | None = None, state: dict | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    for k, v in (state or {}).items():
-        at.session_state[k] = v
-    at.run()  # the entry point first, as a browser does
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    at.switch_page(PAGE)
-    at.run()
-    assert_clean(at)
-    return at
-
-
-def rerun(at: AppTest, **state) -> AppTest:
-    for k, v in state.items():
-        at.session_state[k] = v
-    at.run()
-    assert_clean(at)
-    return at
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-
-
-def errors(at: AppTest) -> list[str]:
-    return [e.value for e in at.error]
+    return open_page(PAGE, query, state)
 
 
 def warnings(at: AppTest) -> str:
@@ -81,20 +44,6 @@ def captions(at: AppTest) -> str:
     return " ".join(c.value for c in at.caption)
 
 
-def latex_results(at: AppTest) -> list[str]:
-    """The right-most value of each formula shown (what the formula evaluates to)."""
-    return [re.split(r"=\s*", el.value.strip().strip("$").strip())[-1].strip() for el in at.get("latex")]
-
-
-def array(value) -> np.ndarray:
-    """A figure array as Plotly sends it: a list, or a typed array {"dtype", "bdata", "shape"}."""
-    if isinstance(value, dict) and "bdata" in value:
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = value.get("shape")
-        return flat.reshape([int(n) for n in str(shape).split(",")]) if shape else flat
-    return np.asarray(value, dtype=float)
-
-
 def figures(at: AppTest) -> dict[str, dict]:
     """Every Plotly figure of the run by its name (chart_<name> for pickable ones, fig_<name>)."""
     out = {}
@@ -102,11 +51,6 @@ def figures(at: AppTest) -> dict[str, dict]:
         key = c.proto.id.split("-", 2)[-1]
         out[key.removeprefix("chart_").removeprefix("fig_")] = json.loads(c.proto.spec)
     return out
-
-
-def expected_out(size: int, k: int, s: int, p: int, d: int) -> int:
-    """Independent output size: count window starts that fit in the padded input."""
-    return len(range(0, size + 2 * p - (d * (k - 1) + 1) + 1, s))
 
 
 # ---- independent references -------------------------------------------------------------------------

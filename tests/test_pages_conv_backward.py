@@ -6,56 +6,31 @@ presentation-mode font sizes and the colour policy, read from the figure objects
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
-import os
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.conftest import require
+import gpuops
+from tests.apptest import AppTest, expected_out, open_page, typed_array
+from viz.style import HIGHLIGHT, READER
 
-require("streamlit", "the app's page tests")
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-import gpuops  # noqa: E402
-from viz.style import HIGHLIGHT, READER  # noqa: E402
-
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/conv_backward.py"
 CHARTS = {"bw_dx", "bw_anim", "bw_count", "bw_dw", "bw_reflect"}
 VIRIDIS_0 = "#440154"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cpu_backend():
-    from gpuops import backend
+pytestmark = pytest.mark.usefixtures("numpy_backend")
 
-    old = os.environ.get("CONV_EXPLORER_BACKEND")
-    os.environ["CONV_EXPLORER_BACKEND"] = "numpy"
-    backend.reset_backend()
-    yield
-    if old is None:
-        os.environ.pop("CONV_EXPLORER_BACKEND", None)
-    else:
-        os.environ["CONV_EXPLORER_BACKEND"] = old
-    backend.reset_backend()
+
+def array(value) -> np.ndarray:
+    return typed_array(value, float)
 
 
 def run_page(query: dict[str, str] | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    at.run()  # the entry point first, as a browser does
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    at.switch_page(PAGE)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(PAGE, query)
 
 
 @pytest.fixture(scope="module")
@@ -71,15 +46,6 @@ def specs(at: AppTest) -> dict[str, dict]:
         name = re.sub(r"^.*-(chart|fig)_", "", el.proto.id)
         out[name] = json.loads(el.proto.spec)
     return out
-
-
-def array(value) -> np.ndarray:
-    """A Plotly JSON array: a list, or a typed array {dtype, bdata, shape}."""
-    if isinstance(value, dict) and "bdata" in value:
-        a = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = value.get("shape")
-        return a.reshape([int(s) for s in str(shape).split(",")]) if shape else a
-    return np.array(value, dtype=np.float64)
 
 
 def panel_z(spec: dict, axis: str) -> np.ndarray:
@@ -106,13 +72,11 @@ def latex_results(at: AppTest) -> list[float]:
 
 
 # ---- brute force, written independently of gpuops.maps -----------------------------------------------------
-def out_size(size: int, k: int, s: int, p: int, d: int) -> int:
-    return len(range(0, size + 2 * p - (d * (k - 1) + 1) + 1, s))
 
 
 def forward_taps(H, W, K, S, P, D):
     """(oh, ow, ki, kj, ih, iw) of every tap of the forward convolution that reads a real input cell."""
-    Ho, Wo = out_size(H, K, S, P, D), out_size(W, K, S, P, D)
+    Ho, Wo = expected_out(H, K, S, P, D), expected_out(W, K, S, P, D)
     for oh, ow, ki, kj in itertools.product(range(Ho), range(Wo), range(K), range(K)):
         ih, iw = oh * S - P + ki * D, ow * S - P + kj * D
         if 0 <= ih < H and 0 <= iw < W:
@@ -262,7 +226,9 @@ def test_odd_geometries_outline_what_a_brute_force_loop_finds(geometry, pick, wp
     check_grad_input(charts["bw_dx"], geometry, pick)
     check_grad_weight(charts["bw_dw"], geometry, wpick)
     anim = json.loads(at.get("plotly_chart")[list(charts).index("bw_anim")].proto.spec)
-    cells = out_size(H, K, S, P, D) * out_size(W, K, S, P, D)  # one frame per input cell, at most 48 frames
+    cells = expected_out(H, K, S, P, D) * expected_out(
+        W, K, S, P, D
+    )  # one frame per input cell, at most 48 frames
     assert len(anim["frames"]) == -(-cells // -(-cells // 48)) + 1
     last = anim["frames"][-1]["data"][1]["z"]
     np.testing.assert_allclose(

@@ -3,38 +3,17 @@ thumbnails (viz/home.py) checked against the colour policy."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from tests.conftest import require
+from tests.apptest import AppTest, open_page
+from viz import home
 
-require("streamlit", "the app's page tests")
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from viz import home  # noqa: E402
-
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
-
-
-@pytest.fixture(autouse=True)
-def cpu_backend(monkeypatch):
-    from gpuops import backend
-
-    monkeypatch.setenv("CONV_EXPLORER_BACKEND", "numpy")
-    backend.reset_backend()
-    yield
-    backend.reset_backend()
+pytestmark = pytest.mark.usefixtures("numpy_backend")
 
 
 def app(state: dict | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)  # Home is the default page
-    for k, v in (state or {}).items():
-        at.session_state[k] = v
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(None, state=state)  # Home is the default page
 
 
 def test_home_runs_with_defaults():  # the Home part of test_pages.py's test_every_page_runs_with_defaults

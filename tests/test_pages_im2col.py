@@ -7,55 +7,27 @@ from __future__ import annotations
 import base64
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from tests.conftest import require
+import gpuops
+from gpuops.maps import im2col as maps
+from tests.apptest import AppTest, errors, open_page
+from ui.state import Cell
+from viz import im2col as viz
+from viz.style import HIGHLIGHT, NORMAL, PRESENTATION, READER, SEQUENTIAL
 
-require("streamlit", "the app's page tests")
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-import gpuops  # noqa: E402
-from gpuops.maps import im2col as maps  # noqa: E402
-from ui.state import Cell  # noqa: E402
-from viz import im2col as viz  # noqa: E402
-from viz.style import HIGHLIGHT, NORMAL, PRESENTATION, READER, SEQUENTIAL  # noqa: E402
-
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/im2col.py"
 BOOK_Y = [[14, 20, 15, 24], [12, 24, 17, 26]]  # PMPP ch. 16: the two output maps, row-major
 
 
-@pytest.fixture(autouse=True)
-def cpu_backend(monkeypatch):
-    from gpuops import backend
-
-    monkeypatch.setenv("CONV_EXPLORER_BACKEND", "numpy")
-    backend.reset_backend()
-    yield
-    backend.reset_backend()
+pytestmark = pytest.mark.usefixtures("numpy_backend")
 
 
 def app(query: dict[str, str] | None = None, state: dict | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    for k, v in (state or {}).items():
-        at.session_state[k] = v
-    at.run()  # the entry point first, as a browser does
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    at.switch_page(PAGE)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def errors(at: AppTest) -> list[str]:
-    return [e.value for e in at.error]
+    return open_page(PAGE, query, state)
 
 
 def decoded(value):

@@ -11,49 +11,24 @@ from __future__ import annotations
 import base64
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from tests.conftest import require
+from tests.apptest import AppTest, open_page
+from ui.state import Cell
+from viz.reflect_pad import neighbour_contrast, source_ids
 
-require("streamlit", "the app's page tests")
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from ui.state import Cell  # noqa: E402
-from viz.reflect_pad import neighbour_contrast, source_ids  # noqa: E402
-
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/reflect_pad.py"
 HIGHLIGHT, READER, SECOND = "#ff7f0e", "#d62728", "#17becf"
 
 
-@pytest.fixture(autouse=True)
-def cpu_backend(monkeypatch):
-    from gpuops import backend
-
-    monkeypatch.setenv("CONV_EXPLORER_BACKEND", "numpy")
-    backend.reset_backend()
-    yield
-    backend.reset_backend()
+pytestmark = pytest.mark.usefixtures("numpy_backend")
 
 
 def app(query: dict[str, str] | None = None, state: dict | None = None) -> AppTest:
-    """The entry point first, as a browser does, then the Reflect padding page."""
-    at = AppTest.from_file(APP, default_timeout=120)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    for k, v in (state or {}).items():
-        at.session_state[k] = v
-    at.run()
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    at.switch_page(PAGE)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(PAGE, query, state)
 
 
 def _decoded(node):

@@ -7,7 +7,6 @@ URL, and the highlight is read from the figures' own JSON.
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import re
@@ -18,20 +17,14 @@ from PIL import Image
 
 import gpuops
 from gpuops.maps import unfold_fold as maps
-from tests.test_pages import app, assert_clean, errors, expected_out
+from tests.apptest import assert_clean, errors, expected_out, open_page
+from tests.apptest import typed_array as arr
 from viz.style import HIGHLIGHT, READER, SECOND, SEQUENTIAL
 
 PRESENTATION_MIN, NORMAL_TICK, NORMAL_TITLE = 20, 14, 16
 
 
-@pytest.fixture(autouse=True)
-def cpu_backend(monkeypatch):
-    from gpuops import backend
-
-    monkeypatch.setenv("CONV_EXPLORER_BACKEND", "numpy")
-    backend.reset_backend()
-    yield
-    backend.reset_backend()
+pytestmark = pytest.mark.usefixtures("numpy_backend")
 
 
 # ---- reading the page --------------------------------------------------------------------------------
@@ -42,15 +35,6 @@ def charts(at) -> dict[str, dict]:
         name = re.search(r"-(?:chart|fig)_(\w+)$", el.proto.id).group(1)
         out[name] = json.loads(el.proto.spec)
     return out
-
-
-def arr(value) -> np.ndarray:
-    """A figure array as Plotly's JSON holds it (plain lists, or base64 typed arrays)."""
-    if isinstance(value, dict) and "bdata" in value:
-        a = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
-        shape = value.get("shape")
-        return a.reshape([int(s) for s in str(shape).split(",")]) if shape else a
-    return np.asarray(value)
 
 
 def outlined(fig: dict, colour: str, xref: str = "x") -> dict[tuple[float, float], dict]:
@@ -118,8 +102,8 @@ def run_page(geo: dict, pick):
     H, W = geo["size"]
     state = dict(cap=48, uf_k=geo["k"], uf_stride=geo["s"], uf_pad=geo["p"], uf_dil=geo["d"], uf_pick=pick)
     if H == W:
-        return app("unfold", state=state)
-    return upload_noise(app("unfold", state=dict(state, source="upload")), W, H)
+        return open_page("unfold", state=state)
+    return upload_noise(open_page("unfold", state=dict(state, source="upload")), W, H)
 
 
 @pytest.mark.parametrize("name", list(GEOMETRIES))
@@ -180,7 +164,7 @@ def test_picks_outline_what_independent_loops_find(name):
 
 
 def test_unfold_page_counts_patches_independently():
-    at = app("unfold", state=dict(cap=48, uf_k=4, uf_stride=3, uf_pad=2, uf_dil=2))
+    at = open_page("unfold", state=dict(cap=48, uf_k=4, uf_stride=3, uf_pad=2, uf_dil=2))
     assert_clean(at)
     n = expected_out(48, 4, 3, 2, 2)
     text = " ".join(md.value for md in at.markdown)
@@ -190,7 +174,7 @@ def test_unfold_page_counts_patches_independently():
 
 def test_unfold_page_extremes_and_invalid():
     # K=9, D=4 spans 33 cells: the page's own animation region grows instead of failing on its crop
-    at = app("unfold", state=dict(cap=32, uf_k=9, uf_stride=6, uf_pad=4, uf_dil=4))
+    at = open_page("unfold", state=dict(cap=32, uf_k=9, uf_stride=6, uf_pad=4, uf_dil=4))
     assert_clean(at)
     assert not errors(at)
     assert "The region grew to 33 cells a side" in page_text(at)
@@ -218,14 +202,14 @@ def test_unfold_page_extremes_and_invalid():
 
 def test_url_round_trip_of_every_setting_and_the_pick():
     query = dict(uf_k="5", uf_stride="3", uf_pad="2", uf_dil="2", uf_crop="16", uf_pick="px:10,20", cap="64")
-    at = app("unfold", query=query)
+    at = open_page("unfold", query=query)
     assert_clean(at)
     assert {k: at.query_params[k] for k in query} == query
     assert (number(at, "Pixel row"), number(at, "Pixel col")) == (10, 20)
 
 
 def test_keyboard_path_and_the_pick_setting():
-    at = app("unfold", state=dict(cap=48))
+    at = open_page("unfold", state=dict(cap=48))
     Wo = expected_out(48, 3, 2, 1, 1)
     at.number_input(key="w_uf_l").set_value(37).run()
     assert at.query_params["uf_pick"] == f"patch:{37 // Wo},{37 % Wo}"
@@ -253,7 +237,7 @@ def _fonts(node, path=""):
 
 
 def test_presentation_mode_text_is_projector_sized():
-    at = app("unfold", state=dict(cap=48, pres=True))
+    at = open_page("unfold", state=dict(cap=48, pres=True))
     assert_clean(at)
     for name, fig in charts(at).items():
         for path, size in _fonts(fig):
@@ -264,7 +248,7 @@ def test_presentation_mode_text_is_projector_sized():
 def test_normal_mode_true_axes_sequential_colours_and_launch_captions():
     from gpuops.unfold_fold import unfold_launch
 
-    at = app("unfold", state=dict(cap=64, uf_k=3, uf_stride=1, uf_pad=1, uf_dil=1))
+    at = open_page("unfold", state=dict(cap=64, uf_k=3, uf_stride=1, uf_pad=1, uf_dil=1))
     assert_clean(at)
     figs = charts(at)
     for name, fig in figs.items():  # normal mode: ticks >= 14 px, titles >= 16 px, labels >= 12 px
@@ -306,7 +290,7 @@ def _first_colour(name: str) -> str:
 
 
 def test_over_budget_says_what_to_change_and_compare_is_cached():
-    at = app("unfold", state=dict(cap=1024, uf_k=9, uf_stride=1, uf_pad=4, uf_dil=1))
+    at = open_page("unfold", state=dict(cap=1024, uf_k=9, uf_stride=1, uf_pad=4, uf_dil=1))
     assert_clean(at)
     assert any("Raise the stride S" in w.value for w in at.warning)
     assert not charts(at)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.test_pages import app, assert_clean, expected_out, latex_results
+from tests.apptest import assert_clean, expected_out, latex_results, open_page
 from tests.test_uploads import encode, gradient, png_header_only
 
 
@@ -34,8 +34,11 @@ def _exif_rotated() -> bytes:
     return encode(gradient(40, 20), "JPEG", exif=exif.tobytes())
 
 
+pytestmark = pytest.mark.usefixtures("numpy_backend")
+
+
 def upload(data: bytes, name: str = "upload.png"):
-    at = app("direct", state=dict(source="upload", cap=64))
+    at = open_page("direct", state=dict(source="upload", cap=64))
     at.sidebar.file_uploader[0].set_value((name, data, "image/png"))
     at.run()
     return at
