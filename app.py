@@ -34,13 +34,12 @@ PAGES = [
 page = st.navigation(PAGES)
 budget.note_session()
 state.show_notices(state.init_params(SIDEBAR_PARAMS))
-shared = classroom_ui.before_page(page, PAGES, SIDEBAR_PARAMS)  # classroom: join, follow (may switch page)
+# classroom: join from a link, follow a room (may switch page), its sidebar part and mode line
+shared = classroom_ui.before_page(page, PAGES, SIDEBAR_PARAMS)
 st.session_state[state.PAGE_KEY] = []  # the page registers its own settings (state.use)
 st.session_state["image"] = render_sidebar(shared)
 try:
-    with classroom_ui.after_page(
-        page, SIDEBAR_PARAMS
-    ):  # the instructor publishes; a follower's own change breaks away
+    with classroom_ui.after_page(page, SIDEBAR_PARAMS):  # publish (instructor) / own change? (follower)
         page.run()
 finally:  # also when the page stops early (st.stop): the link always shows what is on screen
     state.sync_query(SIDEBAR_PARAMS)

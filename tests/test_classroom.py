@@ -218,7 +218,7 @@ def test_followers_see_the_newest_snapshot_and_snapshots_are_immutable(clock):
         ({"page": "direct", "settings": {"dc k": 3}}, "not an identifier"),
         ({"page": "direct", "settings": {3: 3}}, "not an identifier"),
         ({"page": "direct", "settings": {"dc_k": 2**40}}, "out of range"),
-        ({"page": "direct", "settings": {"name": "x" * 201}}, "at most 200"),
+        ({"page": "direct", "settings": {"name": "x" * 4097}}, "at most 4096"),
         ({"page": "direct", "settings": {f"k{i}": i for i in range(300)}}, "at most 256"),
         ({"page": "direct", "settings": {}, "image": b"\x89PNG..."}, "must be a SharedImage"),
         ("direct", "mapping of snapshot fields"),

@@ -47,7 +47,7 @@ CODE_LENGTH = 6
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 MAX_SETTINGS = 256  # keys in one snapshot
-MAX_TEXT = 200  # characters in a str setting value
+MAX_TEXT = 4096  # characters in a str setting value (a custom 15 x 15 kernel as URL text: up to 3150)
 MAX_INT = 2**31  # |int setting| < MAX_INT
 MAX_NAME = 80  # characters in a shared image's name
 MAX_WAIT_S = 60.0  # longest wait_for_change

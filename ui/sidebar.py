@@ -76,8 +76,11 @@ def _uploaded_pixels(cap: int) -> tuple[np.ndarray, str, tuple[str, ...]] | None
     return loaded.pixels, "your upload", tuple(loaded.notes)
 
 
-def render_sidebar() -> SourceImage:
-    """Draw the shared sidebar and return the image every page works on."""
+def render_sidebar(shared=None) -> SourceImage:
+    """Draw the shared sidebar and return the image every page works on.
+
+    shared: in a classroom room, the instructor's shared image for a working size (a function of
+    the cap, from ui.classroom_ui), shown instead of this session's own image."""
     sb = st.sidebar
     sb.header("Image")
     source = state.widget(SOURCE, container=sb, format_func=lambda s: "Sample" if s == "sample" else "Upload")
@@ -90,7 +93,9 @@ def render_sidebar() -> SourceImage:
     cap = state.widget(CAP, container=sb)
     state.widget(PRESENT, container=sb)
 
-    picked = _uploaded_pixels(cap) if source == "upload" else None
+    picked = shared(cap) if shared is not None else None
+    if picked is None and source == "upload":
+        picked = _uploaded_pixels(cap)
     if picked is None:
         name = st.session_state["sample"]
         pixels, notes = _sample_pixels(SAMPLES[name], cap)

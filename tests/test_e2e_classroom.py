@@ -1,0 +1,174 @@
+"""The classroom mode in real browsers: one instructor and followers, each in its own browser
+context (own cookies, own Streamlit session), against one server.
+
+Screenshots (tests/artifacts/): the instructor's sidebar with code, link and QR code, and a
+follower's page, at 1366 x 768.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.browser import _free_port, no_exception, shot, start_server, wait_idle, warm_up
+
+pytestmark = pytest.mark.e2e
+LAPTOP = {"width": 1366, "height": 768}
+
+
+def until(check, timeout: float = 15.0, what: str = "the condition") -> float:
+    """Poll `check` until it is true; returns the seconds it took."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < timeout:
+        try:
+            if check():
+                return time.perf_counter() - t0
+        except Exception:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{what} did not happen within {timeout} s")
+
+
+def open_page(browser, url: str):
+    page = browser.new_context(viewport=LAPTOP).new_page()
+    page.goto(url)
+    wait_idle(page)
+    return page
+
+
+def start_room(page) -> str:
+    page.get_by_text("Classroom: follow or teach").click()
+    page.get_by_role("button", name="Start a room (instructor)").click()
+    page.get_by_text(re.compile(r"Instructing room [A-Z0-9]{6}")).wait_for(timeout=30000)
+    wait_idle(page)
+    return re.search(r"Instructing room ([A-Z0-9]{6})", page.inner_text("body")).group(1)
+
+
+def slider_value(page, name: str) -> str | None:
+    return page.get_by_role("slider", name=name).input_value(timeout=5000)
+
+
+def press_slider(page, name: str, key: str) -> None:
+    slider = page.get_by_role("slider", name=name)
+    slider.focus()
+    slider.press(key)
+
+
+def title(page) -> str:
+    return page.locator("h1").first.inner_text()
+
+
+def follow(browser, server: str, code: str, path: str = ""):
+    page = open_page(browser, f"{server}/{path}?room={code}")
+    page.get_by_text(f"Following room {code}").wait_for(timeout=30000)
+    return page
+
+
+def test_followers_see_the_instructors_slider_pick_and_page(server, browser):
+    teacher = open_page(browser, f"{server}/direct")
+    code = start_room(teacher)
+    sidebar = teacher.locator('[data-testid="stSidebar"]')
+    assert sidebar.get_by_text(code, exact=True).count() == 1
+    assert sidebar.locator("img").count() >= 1, "the QR code"
+    assert f"/direct?room={code}" in sidebar.inner_text()
+    shot(teacher, "classroom_instructor_1366x768")
+
+    students = [follow(browser, server, code), follow(browser, server, code, "reflect")]
+    for s in students:  # joined from the home page and from another page: both on the instructor's
+        until(lambda s=s: title(s) == "Direct convolution", what="the follower opening the instructor's page")
+    until(lambda: "with 2 followers" in teacher.inner_text("body"), 20, "the instructor's follower count")
+
+    press_slider(teacher, "Stride S", "ArrowRight")  # stride 1 -> 2
+    delays = [until(lambda s=s: slider_value(s, "Stride S") == "2", what="the stride") for s in students]
+    row = teacher.get_by_label("Row")
+    row.fill("5")
+    row.press("Enter")  # the pick, by its keyboard path
+    delays += [
+        until(lambda s=s: s.get_by_label("Row").input_value() == "5", what="the pick") for s in students
+    ]
+    assert slider_value(teacher, "Stride S") == "2"
+    wait_idle(students[0])
+    no_exception(students[0])
+    shot(students[0], "classroom_follower_1366x768")
+
+    teacher.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Reflect padding").click()
+    delays += [until(lambda s=s: title(s) == "Reflect padding", what="the page change") for s in students]
+    for s in students:
+        assert f"room={code}" in s.url and "/reflect" in s.url
+        no_exception(s)
+    print("follower delays (s):", [round(d, 2) for d in delays])
+    for p in (teacher, *students):
+        p.context.close()
+
+
+def test_a_follower_cannot_drive_breaks_away_and_rejoins(server, browser):
+    teacher = open_page(browser, f"{server}/direct")
+    code = start_room(teacher)
+    a, b = follow(browser, server, code, "direct"), follow(browser, server, code, "direct")
+    wait_idle(a)
+
+    press_slider(a, "Padding P", "ArrowLeft")  # a student's own change: padding 1 -> 0
+    a.get_by_text("Exploring on your own", exact=True).wait_for(timeout=15000)
+    assert a.get_by_text("You changed “Padding P”").count() == 1
+    assert "room=" not in a.url
+    time.sleep(2.5)  # two polls: had anything reached the room, the others would show it now
+    assert slider_value(teacher, "Padding P") == "1" and slider_value(b, "Padding P") == "1"
+    assert slider_value(a, "Padding P") == "0"
+
+    press_slider(teacher, "Dilation D", "ArrowRight")  # the class goes on without a
+    until(lambda: slider_value(b, "Dilation D") == "2", what="b following")
+    time.sleep(1.5)
+    assert slider_value(a, "Dilation D") == "1"
+
+    a.get_by_role("button", name=f"Follow {code} again").click()  # one click back
+    until(
+        lambda: slider_value(a, "Dilation D") == "2" and slider_value(a, "Padding P") == "1", what="rejoining"
+    )
+    a.get_by_text(f"Following room {code}").wait_for(timeout=15000)
+
+    a.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Unfold / Fold").click()
+    a.get_by_text("You opened another page").wait_for(timeout=30000)  # exploring another page on one's own
+    assert title(teacher) == "Direct convolution" and title(b) == "Direct convolution"
+    for p in (teacher, a, b):
+        no_exception(p)
+        p.context.close()
+
+
+def test_an_expired_room_gives_its_message(browser):
+    """A server whose rooms expire after 3 s without the instructor: closing the instructor's tab
+    ends the room, and the follower is told and keeps working."""
+    port = _free_port()
+    proc = start_server(port, env={"CONV_EXPLORER_ROOM_IDLE_MINUTES": "0.05"})
+    server = f"http://127.0.0.1:{port}"
+    try:
+        warm_up(browser, server + "/")
+        teacher = open_page(browser, f"{server}/")
+        code = start_room(teacher)
+        student = follow(browser, server, code)
+        time.sleep(4)  # longer than the idle time: the open tab's heartbeat keeps the room
+        assert student.get_by_text(f"Following room {code}").count() == 1
+        teacher.context.close()
+        student.get_by_text(f"room {code} ended: no instructor activity for 3 seconds").wait_for(
+            timeout=20000
+        )
+        assert student.get_by_text("Exploring on your own", exact=True).count() == 0  # nothing to rejoin
+        no_exception(student)
+        shot(student, "classroom_expired_1366x768")
+        student.context.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_classroom_load_small():
+    """tests/classroom_load.py at CI size: 8 headless followers for 20 s, the instructor moving a
+    slider every 10 s. No errors, and every follower shows every change within 10 s."""
+    from tests.classroom_load import run_load
+
+    report = run_load(followers=8, seconds=20, every=10, late=10)
+    print(report)
+    assert report["errors"] == 0, report["error_samples"]
+    assert report["changes"] >= 2 and report["updates"] == 8 * report["changes"]
+    assert report["superseded_updates"] == 0 and report["delay_max_s"] <= 10

@@ -1,0 +1,608 @@
+"""The classroom mode in the app: an instructor starts a room, students follow it live (issue 15).
+
+The rooms themselves (codes, the instructor's secret, versioned snapshots, expiry, limits) live in
+`ui.classroom`; this module is the Streamlit side, called twice per run by app.py:
+
+- `before_page` (after st.navigation, before the sidebar): joins a room named by the link
+  (`?room=CODE`), and for a follower applies the room's newest snapshot to this session's settings
+  (each value parsed again through its Param, as a link's would be) and switches to the
+  instructor's page; it draws the classroom part of the sidebar (join / start / the room's code,
+  link and QR code) and the mode line above the page, whose `st.fragment(run_every=...)` polls the
+  room (follower, every POLL_S) or keeps it alive (instructor, every HEARTBEAT_S).
+- `after_page` (around page.run()): the instructor publishes the page's and the sidebar's settings
+  after each run; for a follower it notices a change the student made (a widget, a click, another
+  page) and turns that into breaking away: "exploring on your own", with a one-click way back.
+
+Secrets: the instructor's secret is kept in its own session_state only, never in a widget, a link,
+a message or a log. A follower holds only the code and a random follower id (per session).
+Images: a student's upload never leaves their session; the instructor's upload reaches followers
+only if "Share my image" is ticked, as a PNG re-encoded from the working-size pixels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import html
+import io
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+import streamlit as st
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+
+from ui import state
+from ui.classroom import (
+    ConfigError,
+    InvalidSnapshot,
+    RoomEnded,
+    RoomError,
+    RoomRegistry,
+    SharedImage,
+    Snapshot,
+)
+from ui.images import decode_image, png_bytes, to_display
+from ui.state import Param
+
+POLL_S = 1.0  # a follower asks the room for news this often (one dict lookup on the server)
+HEARTBEAT_S = 5.0  # the instructor's tab keeps the room alive and counts followers this often
+KEY_ENV = "CONV_EXPLORER_INSTRUCTOR_KEY"  # when set, starting a room asks for this passphrase
+URL_ENV = "CONV_EXPLORER_PUBLIC_URL"  # the address students use (a reverse proxy's), if not the browser's
+LOCAL_ONLY = frozenset({"pres"})  # display preferences each student keeps (large projector text)
+PASS_ATTEMPTS, PASS_WINDOW_S = 5, 60.0  # wrong passphrases per session and window
+SHARED_NAME = "the instructor's image"
+LOOPBACK = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+
+# session_state keys (this session's own; nothing here is sent to the browser)
+_ID = "_room_id"  # random follower id of this session
+_TEACH = "_room_teach"  # (code, secret) while instructing
+_FOLLOW = "_room_follow"  # code while following
+_VERSION = "_room_version"  # the snapshot version last applied (never the Snapshot itself)
+_SETTLING = "_room_settling"  # a snapshot was applied and the run that shows it has not finished yet
+_BASELINE = "_room_baseline"  # (page, settings texts) after the last finished run while following
+_LEFT = "_room_left"  # code of the room this student broke away from (for "follow again")
+_LINK = "_room_link"  # the ?room= value this session has already acted on
+_NOTE = "_room_note"  # (kind, text): a message for the next run
+_PASS = "_room_pass_fails"  # times of wrong passphrases
+_PNG = "_room_png"  # (image key, SharedImage): the instructor's re-encoded working image
+_SIDEBAR: list[Param] = []  # the sidebar's Params (the same for every session), for the poll
+SHARE_KEY = "room_share"  # the instructor's "Share my image" checkbox
+CODE_KEY = "room_code_typed"  # the student's "Room code" text input
+PASS_KEY = "room_passphrase"  # the instructor's passphrase input
+
+
+# ---- process-wide ----------------------------------------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def registry() -> RoomRegistry:
+    """The one RoomRegistry of this server process (CONV_EXPLORER_* variables; ConfigError if bad)."""
+    rooms = RoomRegistry.from_env()
+    _cheap_polls()
+    return rooms
+
+
+def _cheap_polls() -> None:
+    """Streamlit runs a full gc.collect(2) after every script run (runner.postScriptGC), fragment
+    runs too: with 60 followers polling once a second that is 60 full collections a second, each
+    over every session's objects. Measured here with 4 idle followers: 0.29 CPU-s per second with
+    it, 0.02 without (16 followers: 0.07). Unless the server's config or command line sets the
+    option, turn it off for this process; Python's own collector still runs."""
+    from streamlit import config
+    from streamlit.config_option import ConfigOption
+
+    if config.get_where_defined("runner.postScriptGC") == ConfigOption.DEFAULT_DEFINITION:
+        config.set_option("runner.postScriptGC", False, "ui/classroom_ui.py (classroom polling)")
+
+
+@st.cache_resource(show_spinner=False)
+def _page_params() -> dict[str, dict[str, Param]]:
+    """url_path -> that page's Params, as the page declared them (state.use) in any session of this
+    process: a follower parses the instructor's values with them before the page runs."""
+    return {}
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _shared_pixels(key: str, cap: int, _png: bytes) -> np.ndarray:
+    """A shared image decoded once per process and working size (every follower uses the same)."""
+    pixels = decode_image(_png, cap).pixels
+    pixels.setflags(write=False)
+    return pixels
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def qr_png(text: str, scale: int = 8) -> bytes | None:
+    """The QR code of `text` as a PNG (None if segno is not installed)."""
+    try:
+        import segno
+    except ImportError:
+        return None
+    buf = io.BytesIO()
+    segno.make(text, error="m").save(buf, kind="png", scale=scale, border=2)
+    return buf.getvalue()
+
+
+# ---- small helpers ---------------------------------------------------------------------------------------
+def _ss() -> Any:
+    return st.session_state
+
+
+def follower_id() -> str:
+    if _ID not in _ss():
+        _ss()[_ID] = secrets.token_urlsafe(16)
+    return _ss()[_ID]
+
+
+def _note(kind: str, text: str) -> None:
+    _ss()[_NOTE] = (kind, text)
+
+
+def _texts(params: Sequence[Param]) -> dict[str, str]:
+    """The settings as their URL text (what is published, and what a follower compares)."""
+    ss = _ss()
+    return {p.key: p.text(ss.get(p.key, p.default)) for p in params}
+
+
+def _current_params(sidebar: Sequence[Param]) -> list[Param]:
+    return [*sidebar, *_ss().get(state.PAGE_KEY, [])]
+
+
+def _fragment_run() -> bool:
+    """This run reruns fragments only (a poll), not the whole app."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
+
+
+def _follower_texts(sidebar: Sequence[Param]) -> dict[str, str]:
+    """What a follower compares to notice its own changes (display preferences left out)."""
+    return {k: v for k, v in _texts(_current_params(sidebar)).items() if k not in LOCAL_ONLY}
+
+
+def mode() -> str:
+    """'instructing', 'following' or 'exploring' (for tests and the mode line)."""
+    if _ss().get(_TEACH):
+        return "instructing"
+    return "following" if _ss().get(_FOLLOW) else "exploring"
+
+
+# ---- joining and leaving ---------------------------------------------------------------------------------
+def _join(typed: str) -> bool:
+    """Follow the room a student typed or opened (only this function passes typed codes on)."""
+    ss = _ss()
+    try:
+        view = registry().join(typed, follower_id())
+    except RoomError as exc:
+        _note("error", f"Could not join: {exc}.")
+        return False
+    ss[_FOLLOW], ss[_LINK] = view.code, view.code
+    ss[_VERSION], ss[_SETTLING] = None, True
+    ss.pop(_BASELINE, None)
+    ss.pop(_LEFT, None)
+    return True
+
+
+def _stop_following(code: str, why: str, *, ended: bool) -> None:
+    ss = _ss()
+    with contextlib.suppress(RoomError, ValueError):
+        registry().leave(code, follower_id())
+    ss[_FOLLOW] = None
+    ss[_LEFT] = None if ended else code
+    ss.pop(_BASELINE, None)
+    _note("warning" if ended else "info", why)
+
+
+def _break_away(code: str, what: str) -> None:
+    _stop_following(code, f"You {what}, so you are exploring on your own now. Room {code} goes on: "
+                    "**Follow again** brings back the instructor's view.", ended=False)  # fmt: skip
+
+
+def _on_join_typed() -> None:
+    typed = str(_ss().get(CODE_KEY, ""))
+    _ss()[CODE_KEY] = ""
+    if typed.strip():
+        _join(typed)
+
+
+def _on_rejoin() -> None:
+    code = _ss().get(_LEFT)
+    if code:
+        _join(code)
+
+
+def _on_leave() -> None:
+    code = _ss().get(_FOLLOW)
+    if code:
+        _stop_following(code, f"You left room {code} and explore on your own: your changes stay yours.",
+                        ended=False)  # fmt: skip
+
+
+# ---- instructing -----------------------------------------------------------------------------------------
+def _passphrase_ok() -> bool:
+    """True when no passphrase is configured or the typed one matches (rate-limited per session)."""
+    key = os.environ.get(KEY_ENV, "")
+    if not key:
+        return True
+    ss = _ss()
+    now = time.monotonic()
+    fails = [t for t in ss.get(_PASS, []) if now - t < PASS_WINDOW_S]
+    ss[_PASS] = fails
+    if len(fails) >= PASS_ATTEMPTS:
+        _note("error", f"Too many wrong passphrases: wait {int(PASS_WINDOW_S - (now - fails[0])) + 1} s.")
+        return False
+    typed = str(ss.get(PASS_KEY, ""))
+    ss[PASS_KEY] = ""  # not kept in the widget
+    if hmac.compare_digest(typed.encode("utf-8", "replace"), key.encode("utf-8", "replace")):
+        return True
+    fails.append(now)
+    _note("error", f"Wrong instructor passphrase (the server's {KEY_ENV}).")
+    return False
+
+
+def _on_start() -> None:
+    ss = _ss()
+    if not _passphrase_ok():
+        return
+    if ss.get(_FOLLOW):
+        _stop_following(ss[_FOLLOW], "You left the room you followed.", ended=False)
+    try:
+        code, secret = registry().create_room()
+    except RoomError as exc:
+        _note("error", f"No room started: {exc}.")
+        return
+    ss[_TEACH] = (code, secret)
+    ss.pop(_LEFT, None)
+    ss.pop(_PNG, None)
+    _note("success", f"Room {code} started. Show the QR code or the code; students who open the link "
+          "follow your page and settings live.")  # fmt: skip
+
+
+def _on_end() -> None:
+    ss = _ss()
+    teach = ss.pop(_TEACH, None)
+    if teach:
+        with contextlib.suppress(RoomError):
+            registry().close(*teach)
+        _note("info", f"Room {teach[0]} ended; its followers were told.")
+
+
+def _shared_image(image: Any) -> SharedImage | None:
+    """The instructor's working image as a PNG, when an upload is in use and sharing is ticked."""
+    ss = _ss()
+    if ss.get("source") != "upload" or not ss.get(SHARE_KEY) or getattr(image, "name", "") != "your upload":
+        return None
+    cached = ss.get(_PNG)
+    if cached is None or cached[0] != image.key:
+        cached = (image.key, SharedImage(png_bytes(to_display(image.planes)), SHARED_NAME))
+        ss[_PNG] = cached
+    return cached[1]
+
+
+def _publish(page: Any, sidebar: Sequence[Param]) -> None:
+    ss = _ss()
+    code, secret = ss[_TEACH]
+    fields = {"page": page.url_path, "settings": _texts(_current_params(sidebar)),
+              "image": _shared_image(ss.get("image"))}  # fmt: skip
+    try:
+        try:
+            registry().publish(code, secret, fields)
+        except InvalidSnapshot as exc:  # e.g. the shared image is over the server's cap: share settings only
+            if fields["image"] is None:
+                raise
+            ss[SHARE_KEY] = False
+            _note("warning", f"Your image is not shared: {exc}.")
+            registry().publish(code, secret, {**fields, "image": None})
+            st.rerun()
+    except RoomError as exc:
+        ss.pop(_TEACH, None)
+        _note("warning", f"{exc}.")
+        st.rerun()
+
+
+# ---- following -------------------------------------------------------------------------------------------
+def _apply(snap: Snapshot, sidebar: Sequence[Param]) -> dict[str, str]:
+    """Put the snapshot's settings into this session, each parsed and clamped by its Param.
+
+    Returns the settings of a page this process has not run yet (their page's state.use parses
+    them from the URL instead)."""
+    ss = _ss()
+    params = {p.key: p for p in sidebar}
+    params.update(_page_params().get(snap.page, {}))
+    source = snap.settings.get("source")
+    unknown: dict[str, str] = {}
+    for key, raw in snap.settings.items():
+        text = str(raw)
+        if key in LOCAL_ONLY or key == "source" or (key == "sample" and source != "sample"):
+            continue  # an unshared upload: the student keeps their own image
+        p = params.get(key)
+        if p is None:
+            unknown[key] = text
+            continue
+        ss[key] = p.default if text == "" else p.parse(text)[0]
+    if source == "sample":
+        ss["source"] = "sample"
+    for key, text in unknown.items():
+        ss.pop(key, None)
+        if text:
+            st.query_params[key] = text
+    ss[_VERSION] = snap.version
+    ss[_SETTLING] = True
+    return unknown
+
+
+def _follow(page: Any, pages: Sequence[Any], sidebar: Sequence[Param]) -> Snapshot | None:
+    """Bring this follower to the room's newest snapshot (may switch page: the run ends there)."""
+    ss = _ss()
+    code = ss[_FOLLOW]
+    try:
+        snap = registry().current(code, follower_id=follower_id())
+    except RoomError as exc:
+        _stop_following(code, f"{exc}. You are exploring on your own.", ended=isinstance(exc, RoomEnded))
+        return None
+    baseline = ss.get(_BASELINE)
+    if not ss.get(_SETTLING) and baseline is not None and page.url_path != baseline[0]:
+        _break_away(code, "opened another page")
+        return None
+    if st.query_params.get("room") != code:
+        st.query_params["room"] = code  # the address bar is the join link while following
+    if snap is None:
+        return None
+    unknown: dict[str, str] = {}
+    if snap.version != ss.get(_VERSION):
+        unknown = _apply(snap, sidebar)
+    if snap.page != page.url_path:
+        target = next((p for p in pages if p.url_path == snap.page), None)
+        if target is not None:
+            st.switch_page(target, query_params={"room": code, **unknown})
+    return snap
+
+
+def _shared_source(snap: Snapshot | None) -> Callable[[int], tuple[np.ndarray, str, tuple[str, ...]]] | None:
+    if snap is None or snap.image is None:
+        return None
+    image = snap.image
+
+    def load(cap: int) -> tuple[np.ndarray, str, tuple[str, ...]]:
+        return _shared_pixels(image.key, cap, image.png), SHARED_NAME, ()
+
+    return load
+
+
+# ---- what the page shows ---------------------------------------------------------------------------------
+def join_link(code: str, url_path: str) -> str:
+    """The address students open: this server as the instructor's browser reaches it (or
+    CONV_EXPLORER_PUBLIC_URL), the current page, ?room=CODE."""
+    public = os.environ.get(URL_ENV, "").strip()
+    if public.startswith(("http://", "https://")):
+        root = public.rstrip("/") + "/"
+    else:
+        here = st.context.url or "http://localhost:8501/"
+        root = here.split("?")[0].split("#")[0]
+        root = root.rstrip("/")
+        current = _ss().get("_room_url_path", "")
+        if current and root.endswith("/" + current):
+            root = root[: -len(current) - 1]
+        root += "/"
+    return f"{root}{url_path}?room={code}"
+
+
+def _lan_address() -> str | None:
+    """This machine's address on the local network (a UDP socket learns it; no packet is sent)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 1))
+            ip = s.getsockname()[0]
+    except OSError:
+        return None
+    return None if ip.startswith("127.") else ip
+
+
+def _show_code(code: str, link: str, *, size: int) -> None:
+    """The code (large), the join link, and its QR code: all three on the first screen."""
+    st.markdown(f"<div style='font-size:{size}px;font-weight:700;letter-spacing:0.12em;line-height:1.1;"
+                f"font-family:monospace'>{code}</div>", unsafe_allow_html=True)  # fmt: skip
+    st.markdown(f"<div style='font-size:{max(13, size // 3)}px;word-break:break-all'>{html.escape(link)}</div>",
+                unsafe_allow_html=True)  # fmt: skip
+    qr = qr_png(link)
+    if qr is not None:
+        st.image(qr, width=size * 6)
+
+
+@st.dialog("Join this room", width="large")
+def _big_code(code: str, link: str) -> None:
+    _show_code(code, link, size=64)
+
+
+def _sidebar(page: Any) -> None:
+    ss = _ss()
+    sb = st.sidebar
+    teach = ss.get(_TEACH)
+    if teach:
+        code = teach[0]
+        with sb.container(key="room_instructor"):
+            st.subheader(f"Classroom: room {code}")
+            link = join_link(code, page.url_path)
+            _show_code(code, link, size=34)
+            host = urlsplit(link).hostname or ""
+            if host in LOOPBACK:
+                lan = _lan_address()
+                where = f" such as `http://{lan}:{st.get_option('server.port')}/`" if lan else ""
+                st.warning(f"Students cannot open a {host} link: open Conv Explorer at this computer's network "
+                           f"address{where} and start the room there (or set {URL_ENV}).",
+                           icon=":material/wifi_off:")  # fmt: skip
+            if ss.get("source") == "upload":
+                st.checkbox("Share my image with the class", key=SHARE_KEY,
+                            help="Followers get a PNG of the working-size image, never your file. "
+                            "Off: they keep their own image and are told yours is not shared.")  # fmt: skip
+            a, b = st.columns(2)
+            if a.button("Show large", icon=":material/fullscreen:", width="stretch"):
+                _big_code(code, link)
+            b.button("End room", on_click=_on_end, icon=":material/stop_circle:", width="stretch")
+        return
+    if ss.get(_FOLLOW):
+        return  # the mode line says it all
+    with sb.expander("Classroom: follow or teach", icon=":material/school:"):
+        st.text_input("Room code", key=CODE_KEY, max_chars=12, placeholder="e.g. K7QF2M",
+                      help="The code on the projector. Opening the instructor's link does the same.")  # fmt: skip
+        st.button("Follow", on_click=_on_join_typed, icon=":material/login:")
+        st.divider()
+        if os.environ.get(KEY_ENV):
+            st.text_input("Instructor passphrase", key=PASS_KEY, type="password")
+        st.button("Start a room (instructor)", on_click=_on_start, icon=":material/co_present:")
+
+
+@st.fragment(run_every=POLL_S)
+def _following_line(code: str, titles: dict[str, str]) -> None:
+    ss = _ss()
+    if ss.get(_FOLLOW) != code:
+        st.rerun()
+    try:
+        snap = registry().current(code, follower_id=follower_id())
+    except RoomError as exc:
+        _stop_following(code, f"{exc}. You are exploring on your own.", ended=isinstance(exc, RoomEnded))
+        st.rerun()
+    if snap is not None and snap.version != ss.get(_VERSION):
+        st.rerun()  # the instructor changed something: the whole app follows
+    baseline = ss.get(_BASELINE)
+    if (
+        _fragment_run()
+        and baseline is not None
+        and not ss.get(_SETTLING)
+        and _follower_texts(_SIDEBAR) != baseline[1]
+    ):
+        # Nothing in a fragment run changes a setting, except a widget value the browser sent
+        # before it had drawn the room's newest one (its poll crossed our update): apply again.
+        ss[_VERSION] = None
+        st.rerun()
+    where = (
+        f" on **{titles.get(snap.page, snap.page)}**" if snap is not None else ": waiting for the instructor"
+    )
+    st.markdown(f":material/visibility: **Following room {code}**{where}. Changing anything yourself "
+                "lets you explore on your own.")  # fmt: skip
+    if snap is not None and snap.settings.get("source") == "upload" and snap.image is None:
+        st.caption("The instructor uses an uploaded image that is not shared: you see your own image, so sizes "
+                   "and picks may differ.")  # fmt: skip
+
+
+def _instructing_line(code: str) -> None:
+    """The instructor's mode line; its fragment keeps the room alive (at least 3 beats per idle
+    time, so a short CONV_EXPLORER_ROOM_IDLE_MINUTES still lasts while the tab is open)."""
+    st.fragment(run_every=min(HEARTBEAT_S, registry().idle_expiry_s / 3))(_heartbeat)(code)
+
+
+def _heartbeat(code: str) -> None:
+    ss = _ss()
+    teach = ss.get(_TEACH)
+    if not teach or teach[0] != code:
+        st.rerun()
+    try:
+        status = registry().touch(*teach)
+    except RoomError as exc:
+        ss.pop(_TEACH, None)
+        _note("warning", f"{exc}.")
+        st.rerun()
+    n = status.followers
+    st.markdown(f":material/co_present: **Instructing room {code}** with {n} follower{'' if n == 1 else 's'}: "
+                "they see this page and its settings.")  # fmt: skip
+
+
+def _mode_line(titles: dict[str, str]) -> None:
+    ss = _ss()
+    note = ss.pop(_NOTE, None)
+    if note and note[0] == "success":
+        st.toast(note[1], icon=":material/school:")
+    elif note:
+        getattr(st, note[0])(note[1])
+    teach, code, left = ss.get(_TEACH), ss.get(_FOLLOW), ss.get(_LEFT)
+    if not (teach or code or left):
+        return
+    with st.container(key="room_mode"):
+        text, action = st.columns([5, 1.6], vertical_alignment="center")
+        with text:
+            if teach:
+                _instructing_line(teach[0])
+            elif code:
+                _following_line(code, titles)
+            else:
+                st.markdown(f":material/explore: **Exploring on your own** (room {left} goes on).")
+        if code:
+            action.button("Explore on my own", on_click=_on_leave, icon=":material/logout:", width="stretch")
+        elif left and not teach:
+            action.button(
+                f"Follow {left} again", on_click=_on_rejoin, icon=":material/login:", width="stretch"
+            )
+
+
+# ---- the two calls from app.py ---------------------------------------------------------------------------
+def before_page(page: Any, pages: Sequence[Any], sidebar: Sequence[Param]) -> Callable | None:
+    """Join from the link, follow the room, draw the classroom sidebar and mode line.
+
+    Returns, for a follower of a room whose instructor shares an image, the function that gives
+    the sidebar that image for a working size (else None)."""
+    ss = _ss()
+    try:
+        registry()
+    except ConfigError as exc:
+        st.sidebar.error(f"Classroom mode is off: {exc}", icon=":material/school:")
+        return None
+    ss["_room_url_path"] = page.url_path
+    _SIDEBAR[:] = sidebar
+    link = st.query_params.get("room")
+    if link and link != ss.get(_LINK) and not ss.get(_TEACH) and not ss.get(_FOLLOW):
+        ss[_LINK] = link
+        if not _join(link):
+            del st.query_params["room"]
+    snap = _follow(page, pages, sidebar) if ss.get(_FOLLOW) else None
+    if not ss.get(_FOLLOW) and "room" in st.query_params:
+        del st.query_params["room"]  # the link follows only while this session follows
+    _sidebar(page)
+    _mode_line({p.url_path: p.title for p in pages})
+    return _shared_source(snap) if ss.get(_FOLLOW) else None
+
+
+@contextlib.contextmanager
+def after_page(page: Any, sidebar: Sequence[Param]) -> Iterator[None]:
+    """Around page.run(): afterwards the instructor publishes; a follower's own change breaks away.
+
+    A run cut short by st.rerun publishes nothing (the next run will); st.stop and a page error
+    count as finished runs."""
+    try:
+        yield
+    except RerunException:
+        raise
+    except BaseException:
+        _after(page, sidebar)
+        raise
+    else:
+        _after(page, sidebar)
+
+
+def _after(page: Any, sidebar: Sequence[Param]) -> None:
+    ss = _ss()
+    page_params = ss.get(state.PAGE_KEY, [])
+    if page_params:
+        _page_params()[page.url_path] = {p.key: p for p in page_params}
+    if ss.get(_TEACH):
+        _publish(page, sidebar)
+        return
+    code = ss.get(_FOLLOW)
+    if not code:
+        return
+    texts = _follower_texts(sidebar)
+    now = (page.url_path, texts)
+    baseline = ss.get(_BASELINE)
+    if ss.get(_SETTLING) or baseline is None:
+        ss[_BASELINE], ss[_SETTLING] = now, False
+        return
+    if now == baseline:
+        return
+    labels = {p.key: p.label or p.key for p in _current_params(sidebar)}
+    changed = next((k for k in texts if texts[k] != baseline[1].get(k)), None)
+    what = f"changed “{labels.get(changed, changed)}”" if changed else "changed a setting"
+    _break_away(code, what)
+    st.rerun()
