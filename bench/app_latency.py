@@ -1,9 +1,11 @@
-"""Page rerun latency after a slider move, measured with streamlit's AppTest.
+"""Server time per rerun on every page, at the largest image and kernels a student can choose.
 
-`python bench/app_latency.py [--size 1024] [--moves 6] [--out FILE]`: opens the Direct
-convolution page on a size x size RGB image, moves the stride / padding / kernel sliders one
-step at a time, and reports the wall time of each rerun (end to end: compute, timings,
-figures), on whatever backend gpuops picks.
+`python bench/app_latency.py [--cap 1024] [--out FILE]` drives each page with streamlit's AppTest:
+opens it, then applies the page's heaviest settings and picks one step at a time (as a slider move
+or a click leaves them), then presses its Compare button. Each step is one rerun, timed end to end
+(compute, figures, serialisation; not the browser's drawing). A step the compute budget refuses is
+reported as refused with the page's message: a refusal is the page working as designed.
+Runs on whatever backend gpuops picks (CONV_EXPLORER_BACKEND=numpy forces the CPU).
 """
 
 from __future__ import annotations
@@ -21,51 +23,85 @@ sys.path.insert(0, str(ROOT))
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import gpuops  # noqa: E402
+from ui.state import Cell  # noqa: E402
 
-MOVES = [("dc_stride", 2), ("dc_pad", 2), ("dc_k", 5), ("dc_stride", 1), ("dc_pad", 1), ("dc_k", 3),
-         ("dc_dil", 2), ("dc_dil", 1)]  # fmt: skip
+# page -> steps; each step is the session state a widget or a click leaves behind
+STEPS: dict[str, list[dict]] = {
+    "pages/conv2d.py": [
+        {"dc_k": 15}, {"dc_pick": Cell("out", 700, 300)}, {"dc_dil": 2}, {"dc_mode": "reflect"},
+        {"dc_mix": True}, {"dc_pick": Cell("in", 10, 1000)}, {"dc_stride": 2}, {"dc_preset": "Gaussian"},
+    ],
+    "pages/im2col.py": [
+        {"im_img_k": 7}, {"im_c": 3, "im_h": 6, "im_w": 6, "im_k": 4, "im_m": 3}, {"im_pick": Cell("col", 0, 5)},
+        {"im_pick": Cell("in", 2, 3)},
+    ],
+    "pages/unfold_fold.py": [
+        {"uf_k": 9}, {"uf_stride": 1}, {"uf_stride": 3}, {"uf_pick": Cell("px", 600, 400)}, {"uf_dil": 4},
+        {"uf_pick": Cell("patch", 5, 7)},
+    ],
+    "pages/reflect_pad.py": [
+        {"rp_img_pad": 1000}, {"rp_blur": 15}, {"rp_img_pick": Cell("pad", 10, 2500)},
+        {"rp_h": 8, "rp_w": 8, "rp_left": 7, "rp_right": 7, "rp_top": 7, "rp_bottom": 7},
+        {"rp_pick": Cell("pad", 0, 0)},
+    ],
+    "pages/conv_backward.py": [
+        {"bw_h": 10, "bw_w": 10, "bw_k": 5, "bw_stride": 1, "bw_pad": 3, "bw_dil": 1},
+        {"bw_nums": "image"}, {"bw_pick": Cell("dy", 2, 2)}, {"bw_wpick": Cell("x", 4, 4)}, {"bw_alg": "scatter"},
+    ],
+    "pages/benchmarks.py": [],
+}  # fmt: skip
+
+
+def timed_run(at: AppTest) -> float:
+    t0 = time.perf_counter()
+    at.run()
+    elapsed = time.perf_counter() - t0
+    assert not at.exception, [e.value for e in at.exception]
+    return elapsed
+
+
+def outcome(at: AppTest) -> str:
+    """'ok', or the first error / budget message the page showed."""
+    messages = [e.value for e in at.error] + [w.value for w in at.warning if "budget" in w.value.lower()]
+    return messages[0][:160] if messages else "ok"
+
+
+def measure_page(page: str, cap: int) -> dict:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+    at.session_state["cap"] = cap
+    at.session_state["sample"] = "shapes"  # 1024 x 1024 RGB in assets/
+    at.run()
+    at.switch_page(page)
+    steps = [{"step": "open", "s": round(timed_run(at), 3), "outcome": outcome(at)}]
+    for change in STEPS[page]:
+        for key, value in change.items():
+            at.session_state[key] = value
+        seconds = timed_run(at)
+        steps.append({"step": ", ".join(f"{k}={v}" for k, v in change.items()), "s": round(seconds, 3),
+                      "outcome": outcome(at)})  # fmt: skip
+    compare = [b for b in at.button if b.label.startswith("Compare")]
+    if compare:
+        compare[0].click()
+        steps.append(
+            {"step": f"press {compare[0].label!r}", "s": round(timed_run(at), 3), "outcome": outcome(at)}
+        )
+    reruns = [s["s"] for s in steps[1:]] or [steps[0]["s"]]
+    slowest = max(steps, key=lambda s: s["s"])
+    return {"steps": steps, "median_rerun_s": round(statistics.median(reruns), 3), "slowest": slowest}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=int, default=1024)
-    parser.add_argument("--moves", type=int, default=len(MOVES))
+    parser.add_argument("--cap", type=int, default=1024, help="working size (longest side, px)")
+    parser.add_argument("--pages", default=",".join(STEPS), help="comma-separated page files")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
-    at.session_state["cap"] = args.size
-    at.session_state["sample"] = "shapes"  # 1024 x 1024 RGB in assets/
-    at.run()
-    at.switch_page("pages/direct_convolution.py")
-    t0 = time.perf_counter()
-    at.run()
-    first = time.perf_counter() - t0
-    assert not at.exception, [e.value for e in at.exception]
-    times = []
-    for key, value in MOVES[: args.moves]:
-        at.slider(key=f"w_{key}").set_value(value)
-        t0 = time.perf_counter()
-        at.run()
-        times.append(time.perf_counter() - t0)
-        assert not at.exception, [e.value for e in at.exception]
-        assert not at.error, [e.value for e in at.error]
-    page_times = {}
-    for page in ("im2col_gemm", "unfold_fold", "reflect_padding", "benchmarks", "home"):
-        at.switch_page(f"pages/{page}.py")
-        t0 = time.perf_counter()
-        at.run()
-        page_times[page] = round(time.perf_counter() - t0, 3)
-        assert not at.exception, (page, [e.value for e in at.exception])
-    report = {
-        "backend": gpuops.backend_info().label(),
-        "image": f"{args.size} x {args.size} x 3",
-        "first_run_s": round(first, 3),
-        "rerun_s": [round(t, 3) for t in times],
-        "rerun_median_ms": round(statistics.median(times) * 1e3, 1),
-        "rerun_max_ms": round(max(times) * 1e3, 1),
-        "other_pages_first_run_s": page_times,
-    }
-    print(json.dumps(report, indent=1))
+    report = {"backend": gpuops.backend_info().label(), "cap": args.cap, "pages": {}}
+    for page in args.pages.split(","):
+        report["pages"][page] = result = measure_page(page, args.cap)
+        slow = result["slowest"]
+        print(f"{page}: median rerun {result['median_rerun_s']} s, slowest {slow['s']} s ({slow['step']}: "
+              f"{slow['outcome']})", flush=True)  # fmt: skip
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
     return 0

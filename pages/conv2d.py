@@ -241,25 +241,10 @@ def click_to_cell(click: pick.Click | None, conv: Conv) -> Cell | None:
     return None
 
 
-def pending_click() -> pick.Click | None:
-    """The click of this run, read before the bridge is mounted (the hover maps it is mounted with
-    follow the pick). ui.pick keeps the bridge's state under the key "pick_bridge"."""
-    raw = st.session_state.get("pick_bridge")
-    click = raw.get("click") if isinstance(raw, dict) else None
-    if not isinstance(click, dict):
-        return None
-    try:
-        return pick.Click(
-            str(click["chart"]), str(click.get("panel", "x")), int(click["row"]), int(click["col"])
-        )
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
 def resolve_pick(conv: Conv) -> tuple[Cell, tuple[int, int]]:
     """(the pick, the output pixel the details follow). No pick yet: an output where the image
     has detail. A picked input cell: the details follow the output centred nearest to it."""
-    clicked = click_to_cell(pending_click(), conv)
+    clicked = click_to_cell(pick.pending(), conv)
     if clicked is not None:
         state.put(PICK, clicked)
     cell = state.get(PICK)

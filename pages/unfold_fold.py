@@ -154,16 +154,6 @@ def requested(cell: Cell) -> Cell:
     return cell
 
 
-def peek_click() -> pick.Click | None:
-    """The click the browser sent for this run, read before the bridge mounts, so that the hover
-    maps it mounts with already follow the new pick (None when there is none)."""
-    try:
-        raw = st.session_state["pick_bridge"]["click"]
-        return pick.Click(str(raw["chart"]), str(raw.get("panel", "x")), int(raw["row"]), int(raw["col"]))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-
-
 def hover_maps(cell: Cell) -> dict:
     """On a small patch view: hovering a pixel outlines its copies in the matrix window; hovering a
     matrix entry outlines the pixel it copies (in the browser, without a rerun)."""
@@ -210,7 +200,7 @@ def pick_inputs(cell: Cell) -> None:
 
 
 cell = requested(inside_geometry(state.get(PICK)))
-peeked = peek_click()
+peeked = pick.pending()
 if peeked is not None:
     cell = clicked(peeked, cell)
 hover = hover_maps(cell)

@@ -22,7 +22,7 @@ def test_every_page_opens(server, browser, path, size):
     wait_idle(page)
     no_exception(page)
     assert page.locator("h1").count() >= 1
-    if path not in ("", "benchmarks", "backward"):
+    if path not in ("", "benchmarks"):
         page.locator(".js-plotly-plot").first.wait_for(timeout=30000)  # the figures are drawn
         time.sleep(1)
     shot(page, f"{path or 'home'}_{size[0]}x{size[1]}")

@@ -95,6 +95,7 @@ export default function (component) {
 """
 
 _bridge = st.components.v2.component("conv_explorer_pick", js=_JS)
+KEY = "pick_bridge"  # the bridge's state in st.session_state
 
 
 @dataclass(frozen=True)
@@ -117,13 +118,23 @@ def bridge(*, hover: HoverMaps | None = None, style: dict | None = None) -> Clic
     hover: {chart: {panel: {"row,col": {target chart: [[panel, row, col], ...]}}}} for grids small
     enough to map every cell client-side; style: {"color", "halo", "width"} of the outlines.
     """
-    result = _bridge(key="pick_bridge", data={"hover": hover or {}, "style": style or {}}, height=0,
+    result = _bridge(key=KEY, data={"hover": hover or {}, "style": style or {}}, height=0,
                      on_click_change=lambda: None)  # fmt: skip
-    click = getattr(result, "click", None)
-    if not isinstance(click, dict):
+    return _as_click(getattr(result, "click", None))
+
+
+def pending() -> Click | None:
+    """This run's click, read before the bridge is mounted: a page whose hover maps follow the
+    pick needs the new pick before it can mount the bridge with them."""
+    raw = st.session_state.get(KEY)
+    return _as_click(raw.get("click") if isinstance(raw, dict) else None)
+
+
+def _as_click(event: Any) -> Click | None:
+    if not isinstance(event, dict):
         return None
     try:
-        return Click(str(click["chart"]), str(click.get("panel", "x")), int(click["row"]), int(click["col"]))
+        return Click(str(event["chart"]), str(event.get("panel", "x")), int(event["row"]), int(event["col"]))
     except (KeyError, TypeError, ValueError):  # a malformed event: ignore it rather than fail the page
         return None
 

@@ -209,17 +209,3 @@ def widget(p: Param, *, container: Any = st, lo: int | None = None, hi: int | No
     if p.widget == "toggle":
         return container.toggle(text, **common)
     raise ValueError(f"setting {p.key!r} has no widget")
-
-
-# ---- the pre-table API, used by pages not yet moved to Param tables ----------------------------------
-def clamp_state(key: str, lo: int, hi: int) -> None:
-    """Keep a dependent setting inside the range its widget allows now."""
-    if key in st.session_state and isinstance(st.session_state[key], int):
-        st.session_state[key] = min(max(st.session_state[key], lo), hi)
-
-
-def bound(factory: Any, label: str, key: str, **kwargs: Any) -> Any:
-    """Render widget `factory` bound to the persistent setting `key` (see `widget`)."""
-    widget_key = f"w_{key}"
-    st.session_state[widget_key] = st.session_state[key]
-    return factory(label, key=widget_key, on_change=_copy, args=(widget_key, key), **kwargs)

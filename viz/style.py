@@ -126,21 +126,3 @@ def outline(r: float, c: float, style: Style = NORMAL, colour: str = HIGHLIGHT, 
             "fillcolor": fill or "rgba(0,0,0,0)",
         },
     ]
-
-
-# kept for the figures not yet moved to the new helpers
-FONT_SIZE = NORMAL.font
-MAX_LABELLED = 24  # matrices larger than this per side get no per-cell text
-
-
-def rect_shape(r: float, c: float, colour: str, width: int = 3, dash: str = "solid", fill: str | None = None,
-               h: float = 1, w: float = 1) -> dict:  # fmt: skip
-    """A layout shape outlining cell(s) from row r, column c (cell centres at integers)."""
-    return dict(type="rect", x0=c - 0.5, x1=c - 0.5 + w, y0=r - 0.5, y1=r - 0.5 + h,
-                line=dict(color=colour, width=width, dash=dash), fillcolor=fill or "rgba(0,0,0,0)")  # fmt: skip
-
-
-def cell_rect(fig: go.Figure, r: float, c: float, colour: str, width: int = 3, dash: str = "solid",
-              fill: str | None = None, h: float = 1, w: float = 1, **where: Any) -> None:  # fmt: skip
-    """Outline cell(s) starting at row r, column c on an existing figure."""
-    fig.add_shape(**rect_shape(r, c, colour, width, dash, fill, h, w), **where)
