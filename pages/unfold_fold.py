@@ -219,7 +219,7 @@ def unfold_and_fold() -> dict:
     x = gpuops.asarray(image.planes)
     cols = gpuops.unfold(x, k, dil, pad, stride)
     folded = gpuops.to_numpy(gpuops.fold(cols, (H, W), k, dil, pad, stride))
-    overview, fy, fx = viz.block_mean(gpuops.to_numpy(cols), 81, 600)
+    overview, fy, fx = viz.block_mean(cols, 81, 600)
     del cols  # the matrix itself is not kept: the window of it is gathered per pick
     counts = maps.overlap_count(g)
     covered = counts > 0

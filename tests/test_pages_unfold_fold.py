@@ -19,6 +19,8 @@ import gpuops
 from gpuops.maps import unfold_fold as maps
 from tests.apptest import assert_clean, errors, expected_out, open_page
 from tests.apptest import typed_array as arr
+from tests.conftest import BACKENDS, on
+from viz import unfold_fold as viz
 from viz.style import HIGHLIGHT, READER, SECOND, SEQUENTIAL
 
 PRESENTATION_MIN, NORMAL_TICK, NORMAL_TITLE = 20, 14, 16
@@ -306,7 +308,6 @@ def test_over_budget_says_what_to_change_and_compare_is_cached():
 
 
 def test_downloaded_html_is_offline():
-    import viz.unfold_fold as viz
 
     fig = viz.count_map(np.arange(12).reshape(3, 4), "count")
     html = fig.to_html(include_plotlyjs=True, full_html=True)  # as ui.common.figure builds the download
@@ -377,3 +378,15 @@ def test_patch_block_fits_the_region_or_holds_one_patch():
     top, bottom, left, right = maps.block_region(g, maps.patch_block(g, 30, 30, 12, 12))
     assert bottom - top + 1 <= 12 and right - left + 1 <= 12
     assert maps.largest_kernel(32, 0, 4, 9) == 8 and maps.largest_dilation(32, 9, 0, 4) == 3
+
+
+@pytest.mark.parametrize("xp", BACKENDS, indirect=True)
+@pytest.mark.parametrize("shape", [(243, 10007), (9, 500), (1, 1)])
+def test_the_matrix_overview_averages_each_block_where_the_matrix_lives(xp, shape, rng):
+    mat = rng.standard_normal(shape).astype(np.float32)
+    means, fy, fx = viz.block_mean(on(xp, mat)[0], 81, 600)
+    assert isinstance(means, np.ndarray) and means.shape[0] <= 81 and means.shape[1] <= 600
+    expected = [
+        [mat[r : r + fy, c : c + fx].mean() for c in range(0, shape[1], fx)] for r in range(0, shape[0], fy)
+    ]
+    np.testing.assert_allclose(means, expected, rtol=1e-5, atol=1e-6)

@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+import gpuops
 from viz.images import image_trace
 from viz.style import (
     HALO,
@@ -51,15 +52,22 @@ def busiest_point(plane: np.ndarray, size: int = 16) -> tuple[int, int]:
     return int(r) + h // 2, int(c) + w // 2
 
 
-def block_mean(mat: np.ndarray, max_rows: int, max_cols: int) -> tuple[np.ndarray, int, int]:
-    """(means, fy, fx): the matrix averaged over fy x fx blocks so that it has at most max_rows x
-    max_cols cells (the last blocks may be partial); one pass, no float64 copy of the matrix."""
+def block_mean(mat, max_rows: int, max_cols: int) -> tuple[np.ndarray, int, int]:
+    """(means, fy, fx): the matrix (NumPy or CuPy) averaged over fy x fx blocks so that it has at
+    most max_rows x max_cols cells (the last blocks may be partial), as a NumPy array. A CuPy
+    matrix is reduced where it lives: only the means cross to the host, not the matrix."""
     h, w = mat.shape
     fy, fx = max(1, -(-h // max_rows)), max(1, -(-w // max_cols))
     if fy == fx == 1:
-        return np.asarray(mat, dtype=np.float32), 1, 1
+        return gpuops.to_numpy(mat).astype(np.float32), 1, 1
     starts_y, starts_x = np.arange(0, h, fy), np.arange(0, w, fx)
-    sums = np.add.reduceat(np.add.reduceat(mat, starts_x, axis=1, dtype=np.float64), starts_y, axis=0)
+    if isinstance(mat, np.ndarray):
+        col_sums = np.add.reduceat(mat, starts_x, axis=1, dtype=np.float64)
+    else:  # CuPy has no reduceat: block sums are differences of one running sum along the row
+        ends = (np.append(starts_x[1:], w) - 1).tolist()
+        running = gpuops.to_numpy(mat.cumsum(axis=1, dtype=np.float64)[:, ends])
+        col_sums = np.diff(running, axis=1, prepend=0.0)
+    sums = np.add.reduceat(col_sums, starts_y, axis=0)
     counts = np.outer(np.diff(np.append(starts_y, h)), np.diff(np.append(starts_x, w)))
     return (sums / counts).astype(np.float32), fy, fx
 
