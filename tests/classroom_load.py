@@ -118,7 +118,10 @@ def run_load(followers: int, seconds: float, *, every: float = 5.0, page: str = 
             change = Change(value, time.perf_counter())
             with lock:
                 changes.append(change)
-            teacher_reruns.append(teacher.set(setting, value))
+            try:
+                teacher_reruns.append(teacher.set(setting, value))
+            except TimeoutError as exc:  # an overloaded server: say so, and go on
+                errors.append(f"the instructor's change {k}: {exc}")
             wake = change.sent + every
             while time.perf_counter() < wake:
                 time.sleep(0.1)
@@ -126,6 +129,7 @@ def run_load(followers: int, seconds: float, *, every: float = 5.0, page: str = 
                 rss_samples.append(rss_mib(proc.pid))
         polls = (sum(c.stats.fragment_runs for c in clients[1:]) - polls0) / (time.perf_counter() - t_polls)
         full_runs = sum(c.stats.full_runs for c in clients[1:]) - full0
+        per_follower = sorted(c.stats.fragment_runs for c in clients[1:])
         last = changes[-1]
         try:  # every follower must show the last change within `late` seconds
             for c in clients[1:]:
@@ -157,6 +161,7 @@ def run_load(followers: int, seconds: float, *, every: float = 5.0, page: str = 
             "instructor_rerun_median_s": _pct(teacher_reruns, 0.5),
             "follower_polls_per_s": round(polls, 1),  # fragment runs the server answered
             "follower_full_runs_per_change": round(full_runs / max(1, followers * len(changes)), 2),
+            "polls_per_follower_min_median_max": [per_follower[0], per_follower[len(per_follower) // 2], per_follower[-1]],
             "errors": len(errors),
             "error_samples": errors[:5],
             "rss_mib_during_max": max(rss_samples) if rss_samples else None,

@@ -151,6 +151,22 @@ def _current_params(sidebar: Sequence[Param]) -> list[Param]:
     return [*sidebar, *_ss().get(state.PAGE_KEY, [])]
 
 
+def _undo_stale_widgets(applied: dict[str, str]) -> None:
+    """Put back the room's values that a poll's widget values overwrote.
+
+    A browser sends all its widget values with every fragment rerun. A poll sent while the app
+    was still drawing the room's newest values carries the old ones, and the widgets' callbacks
+    copy them into the settings. Nothing else changes a setting in a fragment run (a student's
+    own change reruns the whole app), so restore those settings here, without a rerun: the
+    browser's next poll carries the new values. (Applying the snapshot again with a full rerun
+    instead fed a storm of reruns on a loaded server: each rerun's polls crossed it again.)"""
+    ss = _ss()
+    for p in _current_params(_SIDEBAR):
+        text = applied.get(p.key)
+        if text is not None and p.text(ss.get(p.key, p.default)) != text:
+            ss[p.key] = p.default if text == "" else p.parse(text)[0]
+
+
 def _fragment_run() -> bool:
     """This run reruns fragments only (a poll), not the whole app."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -403,14 +419,14 @@ def _lan_address() -> str | None:
 
 
 def _show_code(code: str, link: str, *, size: int) -> None:
-    """The code (large), the join link, and its QR code: all three on the first screen."""
+    """The code (large), its QR code and the join link: all three on the first screen."""
     st.markdown(f"<div style='font-size:{size}px;font-weight:700;letter-spacing:0.12em;line-height:1.1;"
                 f"font-family:monospace'>{code}</div>", unsafe_allow_html=True)  # fmt: skip
-    st.markdown(f"<div style='font-size:{max(13, size // 3)}px;word-break:break-all'>{html.escape(link)}</div>",
-                unsafe_allow_html=True)  # fmt: skip
     qr = qr_png(link)
     if qr is not None:
         st.image(qr, width=size * 6)
+    st.markdown(f"<div style='font-size:{max(13, size // 3)}px;word-break:break-all'>{html.escape(link)}</div>",
+                unsafe_allow_html=True)  # fmt: skip
 
 
 @st.dialog("Join this room", width="large")
@@ -447,7 +463,8 @@ def _sidebar(page: Any) -> None:
     if ss.get(_FOLLOW):
         return  # the mode line says it all
     with sb.expander("Classroom: follow or teach", icon=":material/school:"):
-        st.text_input("Room code", key=CODE_KEY, max_chars=12, placeholder="e.g. K7QF2M",
+        st.caption("You are exploring on your own. Follow the instructor with the code on the projector:")
+        st.text_input("Room code", key=CODE_KEY, max_chars=12, placeholder="e.g. K7QF2M", on_change=_on_join_typed,
                       help="The code on the projector. Opening the instructor's link does the same.")  # fmt: skip
         st.button("Follow", on_click=_on_join_typed, icon=":material/login:")
         st.divider()
@@ -469,21 +486,14 @@ def _following_line(code: str, titles: dict[str, str]) -> None:
     if snap is not None and snap.version != ss.get(_VERSION):
         st.rerun()  # the instructor changed something: the whole app follows
     baseline = ss.get(_BASELINE)
-    if (
-        _fragment_run()
-        and baseline is not None
-        and not ss.get(_SETTLING)
-        and _follower_texts(_SIDEBAR) != baseline[1]
-    ):
-        # Nothing in a fragment run changes a setting, except a widget value the browser sent
-        # before it had drawn the room's newest one (its poll crossed our update): apply again.
-        ss[_VERSION] = None
-        st.rerun()
+    if _fragment_run() and baseline is not None and not ss.get(_SETTLING):
+        _undo_stale_widgets(baseline[1])
     where = (
         f" on **{titles.get(snap.page, snap.page)}**" if snap is not None else ": waiting for the instructor"
     )
-    st.markdown(f":material/visibility: **Following room {code}**{where}. Changing anything yourself "
-                "lets you explore on your own.")  # fmt: skip
+    st.markdown(
+        f":material/visibility: **Following room {code}**{where}; a change of your own stops following."
+    )
     if snap is not None and snap.settings.get("source") == "upload" and snap.image is None:
         st.caption("The instructor uses an uploaded image that is not shared: you see your own image, so sizes "
                    "and picks may differ.")  # fmt: skip
@@ -514,14 +524,18 @@ def _heartbeat(code: str) -> None:
 def _mode_line(titles: dict[str, str]) -> None:
     ss = _ss()
     note = ss.pop(_NOTE, None)
+    teach, code, left = ss.get(_TEACH), ss.get(_FOLLOW), ss.get(_LEFT)
     if note and note[0] == "success":
         st.toast(note[1], icon=":material/school:")
-    elif note:
-        getattr(st, note[0])(note[1])
-    teach, code, left = ss.get(_TEACH), ss.get(_FOLLOW), ss.get(_LEFT)
-    if not (teach or code or left):
+    elif not (note or teach or code or left):
         return
+    # the first element of the page: clear of Streamlit's header bar
+    st.html("<style>.st-key-room_mode{margin-top:0.9rem}</style>")
     with st.container(key="room_mode"):
+        if note and note[0] != "success":
+            getattr(st, note[0])(note[1])
+        if not (teach or code or left):
+            return
         text, action = st.columns([5, 1.6], vertical_alignment="center")
         with text:
             if teach:
