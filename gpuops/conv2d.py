@@ -3,7 +3,9 @@
 The algorithms, in the order a student meets them (kernels/conv2d.cu holds v1-v4):
   direct         v1: one thread per output element
   tiled_basic    v2: v1 + the block's input tile staged in shared memory (PMPP)
-  tiled          v3: v2 + register blocking (2 pixels x 8 filters per thread)
+  tiled          v3: v2 + register blocking (2 pixels x 8 filters per thread); for filters
+                 that see one channel (depthwise layers, greyscale images) v6: one group per
+                 block, all its filters from one staged tile
   implicit_gemm  v4: im2col's GEMM without storing X_unroll
   im2col         unfold + one cuBLAS GEMM (gpuops/im2col.py); for 1x1 kernels a plain GEMM
   auto           on the GPU the fastest of them for the shape, measured once (cuDNN's
@@ -54,6 +56,7 @@ KERNELS = {
     "tiled": "conv2d_v3_register_tiled",
     "implicit_gemm": "conv2d_v4_implicit_gemm",
     "implicit_gemm_tf32": "conv2d_v5_implicit_gemm_tf32",
+    "depthwise": "conv2d_v6_depthwise",  # what "tiled" runs when each filter sees one channel
 }
 ARRAYS = ("x", "w", "bias", "y")
 
@@ -62,6 +65,9 @@ DIRECT_BLOCK = (16, 16, 1)  # v1: 16 consecutive pixels x 16 filters, as in the 
 TILE = 16  # v2/v3: output tile edge in threads
 FILTERS_PER_BLOCK = 8  # v3
 PIXELS_PER_THREAD = 2  # v3
+DW_PIXELS = 4  # v6: the most outputs per thread
+DW_BLOCK_COST = 4096  # v6's tile choice: what a block costs beyond its taps and loads
+DW_BLOCKS = ((32, 8), (16, 16), (16, 8), (32, 4), (8, 16), (8, 8), (8, 4), (4, 4), (2, 2), (1, 1))  # (w, h)
 MAX_CHANNELS_PER_STAGE = 8  # v3
 IG_BM, IG_BN = 64, 128  # v4 block tile: filters x pixels
 IG_THREADS = (IG_BM // 8) * (IG_BN // 8)  # each thread owns 8 filters x 8 pixels
@@ -169,6 +175,7 @@ class TileMap:
     pixels_per_thread: int
     filters_per_block: int
     filters_per_group: int
+    one_channel: bool = False  # v6: the block stages one channel and computes its filters in turn
 
     @property
     def tile(self) -> tuple[int, int]:
@@ -205,6 +212,12 @@ class TileMap:
 
     def describe(self) -> str:
         th, tw = self.tile
+        if self.one_channel:
+            return (
+                f"each thread computes {self.pixels_per_thread} pixel(s) of a row for each of its group's "
+                f"{self.filters_per_block} filter(s), one filter after the other; a block is a {th} x {tw} "
+                "tile of one group, whose one input channel is staged once"
+            )
         if self.pixels_per_thread == 1 and self.filters_per_block == 1:
             return f"one thread per output pixel; a block is a {th} x {tw} tile of one filter"
         return (
@@ -335,10 +348,16 @@ def _pitch(in_w: int, tile: int, stride_h: int) -> int:
 
 
 def tiled_launch(p: ConvProblem) -> Launch:
-    """v3: the largest tile (16 down to 1 thread a side) whose halo and filters fit in shared memory."""
+    """v3: the largest tile (16 down to 1 thread a side) whose halo and filters fit in shared
+    memory; v6 instead when each filter sees one channel and a group has fewer filters than v3
+    computes per thread (its filter slots would stay empty) and v6's tile fits."""
     g = p.geometry
     _check_plane(g, "tiled")
     Cg, Mg = p.C // p.groups, p.M // p.groups
+    if Cg == 1 and Mg < FILTERS_PER_BLOCK:
+        depthwise = depthwise_launch(p)
+        if depthwise is not None:
+            return depthwise
     for tile in (TILE, 8, 4, 2, 1):
         in_h = _halo(tile, g.KH, g.stride_h, g.dil_h)
         in_w = _halo(tile * PIXELS_PER_THREAD, g.KW, g.stride_w, g.dil_w)
@@ -370,6 +389,59 @@ def tiled_launch(p: ConvProblem) -> Launch:
         ARRAYS,
         args,
         TileMap(tile, tile, tiles_w, PIXELS_PER_THREAD, FILTERS_PER_BLOCK, Mg),
+        "(n, m, oh, ow) of y",
+    )
+
+
+def _depthwise_tile(p: ConvProblem) -> tuple[int, int, int, int, int, int] | None:
+    """v6's block (threads_w, threads_h) and outputs per thread: of the shapes whose tile fits in
+    shared memory, the one with the least work, counted as taps computed (edge waste included),
+    four per input cell staged (a global load and a shared store) and DW_BLOCK_COST per block
+    (its start, barrier and weights: this keeps blocks from shrinking to a few threads just to
+    save halo cells). Then (in_h, in_w, pitch). None when not even a one-thread tile fits."""
+    g, Mg = p.geometry, p.M // p.groups
+    best, best_cost = None, None
+    for tw, th in DW_BLOCKS:
+        for px in (DW_PIXELS, 2, 1):
+            in_h = _halo(th, g.KH, g.stride_h, g.dil_h)
+            in_w = _halo(tw * px, g.KW, g.stride_w, g.dil_w)
+            # rows of one warp sit stride_h*pitch floats apart: pitch = tw (mod 32) puts the
+            # 32 // tw rows of a warp in different banks (as v3's pitch does for tw = 16)
+            pitch = in_w + (tw - in_w % 32) % 32 if tw < 32 and g.stride_h == 1 else in_w
+            if 4 * (in_h * pitch + Mg * g.KH * g.KW) > SHARED_LIMIT:
+                continue
+            tiles = -(-g.H_out // th) * -(-g.W_out // (tw * px))
+            cost = tiles * (th * tw * px * g.KH * g.KW * Mg + 4 * in_h * in_w + DW_BLOCK_COST)
+            if best_cost is None or cost < best_cost:
+                best, best_cost = (tw, th, px, in_h, in_w, pitch), cost
+    return best
+
+
+def depthwise_launch(p: ConvProblem) -> Launch | None:
+    """v6 (filters that see one channel): grid (tiles, groups, N); None when its tile does not
+    fit in shared memory (tiled_launch then uses v3)."""
+    g = p.geometry
+    if p.C // p.groups != 1:
+        raise ValueError(
+            f"the depthwise kernel needs filters that see one channel; these see {p.C // p.groups}"
+        )
+    tile = _depthwise_tile(p)
+    if tile is None:
+        return None
+    tw, th, px, in_h, in_w, pitch = tile
+    tiles_w = -(-g.W_out // (tw * px))
+    grid = (-(-g.H_out // th) * tiles_w, p.groups, p.N)
+    check_grid(grid, "the tiled (depthwise) kernel")
+    Mg = p.M // p.groups
+    return Launch(
+        KERNELS["depthwise"],
+        SOURCE,
+        grid,
+        (tw, th, 1),
+        4 * (in_h * pitch + Mg * g.KH * g.KW),
+        ARRAYS,
+        _geometry_args(p) + ints(tiles_w=tiles_w, pixels=px, in_h=in_h, in_w=in_w, pitch=pitch),
+        TileMap(th, tw, tiles_w, px, Mg, Mg, one_channel=True),
         "(n, m, oh, ow) of y",
     )
 
@@ -490,7 +562,7 @@ def plan_conv2d(*args: Any, algorithm: str = "direct", **kwargs: Any) -> ConvPla
 
 # ---- run: the NumPy twin and the GPU path -----------------------------------------------------------------
 def conv2d_numpy(x: np.ndarray, w: np.ndarray, p: ConvProblem) -> np.ndarray:
-    """CPU twin of v1-v4: the same sums, tap by tap. Pad once; for each tap (ki, kj), the strided
+    """CPU twin of v1-v4 and v6: the same sums, tap by tap. Pad once; for each tap (ki, kj), the strided
     slice of the padded input it reads for every output at once, times w[:, :, ki, kj] (a matrix
     product over the group's channels). The GPU kernels differ in how threads share this work,
     not in what they add up."""

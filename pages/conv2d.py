@@ -482,7 +482,7 @@ def section_shared_tile(conv: Conv, detail: tuple[int, int], ch: int, work: maps
     cells = np.concatenate([np.stack([t.rows.ravel(), t.cols.ravel()], axis=1) for t in taps])
     fig = viz.shared_tile_figure(win.rows, win.cols, win.values, win.inside, (r0, r1, c0, c1), cells, look,
                                  f"Shared-memory tile: {r1 - r0} x {c1 - c0} input cells (tile + halo)")  # fmt: skip
-    stage = launch.arg("cb_max") if conv.ran == "tiled" else 1
+    stage = dict(launch.args).get("cb_max", 1)  # v3 stages several channels per barrier; v2 and v6 one
     show(fig, "dc_tile", f"Cyan: the input tile the block copies to shared memory ({stage} channel(s) at a time, "
            f"{launch.shared_bytes:,} bytes) before any thread multiplies; orange: the cells this thread's "
            f"{len(work.thread_pixels)} pixel(s) read from it. Click a cell to pick it.", pickable=True)  # fmt: skip

@@ -147,6 +147,34 @@ def test_tiled_kernels_shrink_their_tile_for_a_wide_halo(algorithm, xp, rng):
     )
 
 
+@backends
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (4, 6, 37, 61, 6, 3, 1, 1, 1, "zeros"),  # depthwise: one filter per channel, several tiles
+        (2, 3, 70, 45, 9, 5, 2, 2, 1, "reflect"),  # three filters per channel, stride 2, reflect
+        (1, 4, 33, 130, 28, 3, 1, 3, 3, "zeros"),  # seven filters per channel, dilation 3
+        (1, 1, 300, 517, 1, 3, 1, 1, 1, "zeros"),  # one greyscale image, one filter
+        (2, 2, 19, 23, 2, 7, 3, 3, 2, "reflect"),  # a wide dilated window on a small image
+    ],
+    ids=str,
+)
+def test_tiled_on_filters_that_see_one_channel(shape, xp, rng):
+    """tiled's v6 (C/groups == 1, fewer than 8 filters a group) against the loop reference."""
+    N, C, H, W, M, K, S, P, D, mode = shape
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((M, 1, K, K)).astype(np.float32)
+    b = rng.standard_normal(M).astype(np.float32)
+    kw = dict(stride=S, padding=P, dilation=D, groups=C, padding_mode=mode)
+    assert (
+        gpuops.plan_conv2d(x.shape, w.shape, b.shape, algorithm="tiled", **kw).launch.kernel
+        == "conv2d_v6_depthwise"
+    )
+    got = gpuops.conv2d(*on(xp, x, w, b), algorithm="tiled", **kw)
+    ref = conv2d_ref(x, w, b, stride=(S, S), padding=(P, P), dilation=(D, D), groups=C, padding_mode=mode)
+    np.testing.assert_allclose(host(got), ref, rtol=1e-4, atol=2e-4)
+
+
 def test_tiled_launch_geometry_for_a_wide_halo():
     p = check_conv2d((1, 2, 120, 130), (3, 2, 15, 15), None, 4, 0, 5)
     assert tiled_launch(p).threads.tile != (16, 32)

@@ -9,6 +9,7 @@ import pytest
 import gpuops
 from gpuops import launch as launch_module
 from gpuops.conv2d import (
+    DW_PIXELS,
     FILTERS_PER_BLOCK,
     IG_BM,
     IG_BN,
@@ -16,6 +17,7 @@ from gpuops.conv2d import (
     TC_BM,
     TC_BN,
     check_conv2d,
+    depthwise_launch,
     direct_launch,
     implicit_gemm_launch,
     implicit_gemm_tf32_launch,
@@ -72,6 +74,39 @@ def test_tiled_launch_covers_filters_in_blocks_of_eight():
     assert launch.shared_bytes <= 48 * 1024
 
 
+def test_tiled_runs_v6_when_each_filter_sees_one_channel():
+    """Depthwise (groups = channels) and greyscale layers with fewer than 8 filters per group get
+    v6: one block per tile of one group, its filters computed in turn."""
+    depthwise = tiled_launch(problem(32, 256, 56, 56, 256, 3, groups=256, padding=1))
+    assert depthwise.kernel == "conv2d_v6_depthwise" and depthwise.threads.one_channel
+    # 16 x 64 tiles (16 x 16 threads, 4 pixels each) cover the 56 x 56 output in 4 x 1 tiles
+    assert depthwise.threads.tile == (16, 64) and depthwise.grid == (4, 256, 32)
+    assert (depthwise.arg("in_h"), depthwise.arg("in_w")) == (18, 66)
+    assert depthwise.arg("pitch") % 32 == 16  # two thread rows per warp: rows 16 banks apart
+    # sample 3, filter 200 (group 200), pixel (37, 50): tile row 2 -> blockIdx.x 2; column 50 = 16*3 + 2
+    ref = depthwise.thread_of(3, 200, 37, 50)
+    assert (ref.block, ref.thread) == ((2, 200, 3), (2, 5, 0))
+    assert depthwise.threads.pixels_of_thread(37, 50) == [(37, 2), (37, 18), (37, 34), (37, 50)]
+    grey = tiled_launch(problem(1, 1, 4096, 4096, 1, 3, padding=1))
+    assert grey.kernel == "conv2d_v6_depthwise" and grey.grid[1:] == (1, 1)
+    two_per_group = tiled_launch(problem(1, 3, 64, 64, 6, 3, groups=3, padding=1))
+    assert list(two_per_group.threads.filters_of_block(2)) == [4, 5]
+    # many filters per group, or several channels per filter: v3's register blocking
+    assert tiled_launch(problem(1, 1, 64, 64, 16, 3, padding=1)).kernel == "conv2d_v3_register_tiled"
+    assert tiled_launch(problem(1, 6, 64, 64, 3, 3, groups=3, padding=1)).kernel == "conv2d_v3_register_tiled"
+    with pytest.raises(ValueError, match="one channel"):
+        depthwise_launch(problem(1, 6, 64, 64, 3, 3, groups=3))
+
+
+def test_v6_tile_shrinks_until_it_fits_and_v3_takes_over_when_nothing_does():
+    wide = tiled_launch(check_conv2d((1, 3, 1024, 1024), (3, 1, 15, 15), None, 8, 15, 5, 3))
+    assert wide.kernel == "conv2d_v6_depthwise" and wide.shared_bytes <= 48 * 1024
+    huge = check_conv2d((1, 2, 600, 600), (2, 1, 40, 40), None, 1, 0, 15, 2)  # a 586-cell window
+    assert depthwise_launch(huge) is None
+    with pytest.raises(ValueError, match="shared memory"):
+        tiled_launch(huge)
+
+
 def test_implicit_gemm_launch_numbers_pixels_across_the_batch():
     p = problem(3, 2, 10, 10, 100, 3, padding=1)  # 10 x 10 output: L = 100 pixels per sample
     launch = implicit_gemm_launch(p)
@@ -109,6 +144,7 @@ def test_kernel_tile_constants_match_the_cuda_source():
         PIXELS_PER_THREAD=PIXELS_PER_THREAD,
         TC_BM=TC_BM,
         TC_BN=TC_BN,
+        DW_PIXELS=DW_PIXELS,
     )
     for name, value in constants.items():
         assert f"#define {name} {value}" in text, name
@@ -177,6 +213,7 @@ ALL_LAUNCHES = {
     "direct": lambda: direct_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
     "tiled_basic": lambda: tiled_basic_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
     "tiled": lambda: tiled_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
+    "tiled_depthwise": lambda: tiled_launch(problem(2, 4, 11, 9, 8, 3, groups=4, padding=1)),
     "implicit_gemm": lambda: implicit_gemm_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
     "implicit_gemm_tf32": lambda: implicit_gemm_tf32_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
     "unfold": lambda: unfold_launch(gpuops.window_geometry(11, 9, 3, padding=1), 2, 4),
@@ -221,9 +258,10 @@ def _inputs(name, rng):
 
     launch = ALL_LAUNCHES[name]()
     if name in ALL_LAUNCHES and launch.arrays == ("x", "w", "bias", "y"):
+        M, Cg = (8, 1) if name == "tiled_depthwise" else (6, 2)
         x = rng.standard_normal((2, 4, 11, 9)).astype(np.float32)
-        w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
-        out_shape = (2, 6, 11, 9)
+        w = rng.standard_normal((M, Cg, 3, 3)).astype(np.float32)
+        out_shape = (2, M, 11, 9)
         arrays = (cp.asarray(x), cp.asarray(w), None)
     elif name == "unfold":
         arrays, out_shape = (cp.asarray(rng.standard_normal((2, 4, 11, 9)).astype(np.float32)),), (2, 36, 99)

@@ -6,6 +6,8 @@
 //   v2 tiled           v1 + the block's input tile (with its halo) staged in shared memory
 //   v3 register tiled  v2 + each thread computes 2 pixels x 8 filters in registers
 //   v4 implicit GEMM   im2col's matrix product without storing X_unroll (cuDNN's method)
+//   v5 implicit GEMM   v4 on the tensor cores in TF32 (opt-in: it rounds the inputs)
+//   v6 depthwise       v2 for filters that see one channel: one group per block, all its filters
 //
 // Shapes: x (N, C, H, W), w (M, C/groups, KH, KW), y (N, M, H_out, W_out).
 // Output (n, m, oh, ow) of filter m in group g = m / (M/groups) sums, over the group's
@@ -613,6 +615,90 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) conv2d_v5_implicit_gemm
                 const int n = p / L, l = p % L;
                 store(y, ((long long)n * M + mm) * L + l, acc[i][j][e] + b_m);
             }
+        }
+    }
+}
+
+// =======================================================================================
+// v6 depthwise = v2 for filters that see ONE channel (C/groups == 1): depthwise layers
+// (groups = channels) and single-channel images. v3 fills each thread with 8 filters that
+// share the input; here a group has one input channel and only a few filters (Mg < 8), so
+// v3's filter slots would sit empty. Instead:
+//   - a block is one tile of ONE GROUP: its channel's input tile and its Mg filters' weights
+//     are staged once, and the block computes every filter of the group from them;
+//   - each thread computes DW_PIXELS outputs of a row, blockDim.x apart (as in v3), so a warp
+//     reads consecutive shared words and stores consecutive outputs;
+//   - the tile's shape is chosen by the host to fit the output (a 56-wide layer gets 64-wide
+//     tiles, a 4096-wide image 128-wide ones): little work is wasted past the edge.
+// Per tap a thread issues one shared weight load (the same address for the warp: a broadcast)
+// and DW_PIXELS input loads for DW_PIXELS multiply-adds: the loop is bound by shared-memory
+// loads, and the whole kernel by the bytes of x and y, which it touches about once.
+// grid  = (tiles_h * tiles_w, groups, N), block = (threads_w, threads_h), at most 256 threads.
+// =======================================================================================
+#define DW_PIXELS 4   // outputs per thread, blockDim.x apart along a row (the host may use fewer)
+
+extern "C" __global__ void __launch_bounds__(256) conv2d_v6_depthwise(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M,                  // the same arguments as v2, then v6's own
+    int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w, int pad_h, int pad_w,
+    int dil_h, int dil_w, int groups, int reflect,
+    int tiles_w,        // tiles per output row
+    int pixels,         // outputs per thread (1 to DW_PIXELS)
+    int in_h, int in_w, // the shared input tile, halo included
+    int pitch)          // floats between shared rows
+{
+    extern __shared__ float smem[];
+    float* s_in = smem;                              // [in_h][pitch]: the group's one channel
+    float* s_w = smem + in_h * pitch;                // [Mg][KH][KW]: the group's filters
+
+    const int n = blockIdx.z, g = blockIdx.y;        // C/groups == 1: group g reads channel g
+    const int Mg = M / groups, KK = KH * KW;
+    const int tile_w = blockDim.x * pixels;
+    const int tile_oh = (blockIdx.x / tiles_w) * blockDim.y;  // first output row of the tile
+    const int tile_ow = (blockIdx.x % tiles_w) * tile_w;      // first output column
+    const int ih0 = input_coord(tile_oh, stride_h, pad_h, 0, dil_h);   // input cell of s_in[0][0]
+    const int iw0 = input_coord(tile_ow, stride_w, pad_w, 0, dil_w);
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    const int nthreads = blockDim.x * blockDim.y;
+
+    // 1. the channel's input tile + halo (consecutive threads load consecutive columns), and
+    //    the group's Mg filters (w is [M][1][KH][KW], so they are Mg*KK consecutive floats)
+    const float* __restrict__ x_c = x + ((long long)n * C + g) * ((long long)H * W);
+    for (int i = tid; i < in_h * in_w; i += nthreads) {
+        const int r = i / in_w, c = i - r * in_w;
+        s_in[r * pitch + c] = load_padded(x_c, ih0 + r, iw0 + c, H, W, reflect);
+    }
+    for (int i = tid; i < Mg * KK; i += nthreads) s_w[i] = w[(long long)g * Mg * KK + i];
+    __syncthreads();
+
+    const int oh = tile_oh + threadIdx.y;
+    if (oh >= H_out) return;                         // no barrier follows: safe to leave
+    // 2. every filter of the group from the same tile. Tap (ki, kj) of pixel p reads shared row
+    //    input_coord(oh, ..ki..) - ih0 = threadIdx.y*stride_h + ki*dil_h and column
+    //    input_coord(ow, ..kj..) - iw0 = (threadIdx.x + p*blockDim.x)*stride_w + kj*dil_w.
+    const float* s_thread = s_in + threadIdx.y * stride_h * pitch + threadIdx.x * stride_w;
+    const int p_step = blockDim.x * stride_w;        // shared columns between a thread's pixels
+    for (int f = 0; f < Mg; ++f) {
+        const int m = g * Mg + f;
+        float acc[DW_PIXELS];
+#pragma unroll
+        for (int p = 0; p < DW_PIXELS; ++p) acc[p] = bias ? bias[m] : 0.0f;
+        for (int ki = 0; ki < KH; ++ki) {
+            const float* s_row = s_thread + ki * dil_h * pitch;
+            const float* w_row = s_w + f * KK + ki * KW;
+            for (int kj = 0; kj < KW; ++kj) {
+                const float wt = w_row[kj];          // a broadcast
+                const float* s_tap = s_row + kj * dil_w;
+#pragma unroll
+                for (int p = 0; p < DW_PIXELS; ++p)
+                    if (p < pixels) acc[p] += s_tap[p * p_step] * wt;
+            }
+        }
+        const long long row = (((long long)n * M + m) * H_out + oh) * W_out;
+#pragma unroll   // constant indices keep acc[] in registers
+        for (int p = 0; p < DW_PIXELS; ++p) {
+            const int ow = tile_ow + threadIdx.x + p * blockDim.x;
+            if (p < pixels && ow < W_out) store(y, row + ow, acc[p]);
         }
     }
 }
