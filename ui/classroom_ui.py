@@ -81,22 +81,7 @@ PASS_KEY = "room_passphrase"  # the instructor's passphrase input
 @st.cache_resource(show_spinner=False)
 def registry() -> RoomRegistry:
     """The one RoomRegistry of this server process (CONV_EXPLORER_* variables; ConfigError if bad)."""
-    rooms = RoomRegistry.from_env()
-    _cheap_polls()
-    return rooms
-
-
-def _cheap_polls() -> None:
-    """Streamlit runs a full gc.collect(2) after every script run (runner.postScriptGC), fragment
-    runs too: with 60 followers polling once a second that is 60 full collections a second, each
-    over every session's objects. Measured here with 4 idle followers: 0.29 CPU-s per second with
-    it, 0.02 without (16 followers: 0.07). Unless the server's config or command line sets the
-    option, turn it off for this process; Python's own collector still runs."""
-    from streamlit import config
-    from streamlit.config_option import ConfigOption
-
-    if config.get_where_defined("runner.postScriptGC") == ConfigOption.DEFAULT_DEFINITION:
-        config.set_option("runner.postScriptGC", False, "ui/classroom_ui.py (classroom polling)")
+    return RoomRegistry.from_env()  # polls are cheap: .streamlit/config.toml turns runner.postScriptGC off
 
 
 @st.cache_resource(show_spinner=False)

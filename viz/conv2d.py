@@ -11,8 +11,6 @@ edges so that many cells cost two shapes; `layout.meta` lists the cells behind e
 
 from __future__ import annotations
 
-import hashlib
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -73,22 +71,12 @@ def _merge(layout: dict, **axes: dict) -> dict:
     return out
 
 
-_png_cache: OrderedDict[tuple, go.Image] = OrderedDict()
-
-
 def _image(pixels: np.ndarray, x0: int = 0, y0: int = 0, hover: str = "") -> go.Image:
-    """viz.images.image_trace, remembered for the last few images (PNG encoding costs ~30 ms for
-    256 x 256: every click would pay it again for the same picture)."""
-    key = (hashlib.sha1(np.ascontiguousarray(pixels).tobytes()).hexdigest(), pixels.shape, x0, y0, hover)
-    if key not in _png_cache:
-        trace = image_trace(pixels, x0, y0)
-        if hover:
-            trace.update(hovertemplate=hover)
-        _png_cache[key] = trace
-        while len(_png_cache) > 8:
-            _png_cache.popitem(last=False)
-    _png_cache.move_to_end(key)
-    return _png_cache[key]
+    """viz.images.image_trace with this page's hover text."""
+    trace = image_trace(pixels, x0, y0)
+    if hover:
+        trace.update(hovertemplate=hover)
+    return trace
 
 
 # ---- highlights -------------------------------------------------------------------------------------

@@ -3,25 +3,40 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 
 import numpy as np
 import plotly.graph_objects as go
 from PIL import Image
 
+from gpuops.cache import Memo
+
 MAX_SHOWN = 640  # larger images are sent to the browser subsampled (the axes keep image coordinates)
 VALUES_UP_TO = 128  # images up to this side are sent as numbers, so hover shows each pixel's value
 
 
+_encoded = Memo("png_data_urls", 16)  # shared by every session: a string, never mutated
+
+
 def png_data_url(pixels: np.ndarray) -> str:
+    """The image as a PNG data URL, remembered for the last few images (encoding 256 x 256 costs
+    ~30 ms, and every click on a page would pay it again for the same picture)."""
+    pixels = np.ascontiguousarray(pixels)
+    key = (hashlib.sha1(pixels.tobytes()).hexdigest(), pixels.shape, pixels.dtype.str)
+    return _encoded.get_or_make(key, lambda: _png(pixels))
+
+
+def _png(pixels: np.ndarray) -> str:
     buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(pixels)).save(buf, format="PNG", compress_level=1)
+    Image.fromarray(pixels).save(buf, format="PNG", compress_level=1)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
 def image_trace(pixels: np.ndarray, x0: int = 0, y0: int = 0) -> go.Image:
     """An RGB uint8 image with axes in pixel coordinates from (y0, x0). Small images go as numbers
-    (hover names the pixel's value), larger ones as a compressed PNG, subsampled above MAX_SHOWN."""
+    (hover names the pixel's value), larger ones as a compressed PNG, subsampled above MAX_SHOWN.
+    A new trace every call: Plotly objects are not safe to share between sessions' threads."""
     if max(pixels.shape[:2]) <= VALUES_UP_TO:
         value = "%{z[0]}" if _grey(pixels) else "(%{z[0]}, %{z[1]}, %{z[2]})"
         return go.Image(
