@@ -190,6 +190,9 @@ def main() -> int:
         "--values", default="1,2", help="the two values it alternates between (true/false for a toggle)"
     )
     parser.add_argument("--cap", default="64", help="working size the instructor sets (followers follow it)")
+    parser.add_argument(
+        "--late", type=float, default=10.0, help="seconds after which an update counts as late"
+    )
     parser.add_argument("--url", help="a running server instead of starting one here")
     parser.add_argument("--backend", default="numpy", choices=["numpy", "cupy", "auto"])
     parser.add_argument("--out", type=Path)
@@ -197,7 +200,7 @@ def main() -> int:
     words = {"true": True, "false": False}
     values = tuple(words[v.strip().lower()] if v.strip().lower() in words else float(v)
                    for v in args.values.split(","))  # fmt: skip
-    report = run_load(args.followers, args.seconds, every=args.every, page=args.page, setting=args.setting,
+    report = run_load(args.followers, args.seconds, every=args.every, page=args.page, setting=args.setting, late=args.late,
                       values=values, cap=args.cap, url=args.url, backend=args.backend)  # fmt: skip
     print(json.dumps(report, indent=1))
     if args.out:
