@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from viz import animation
 from viz.cells import value_grid
 from viz.images import image_trace
 from viz.style import (
@@ -27,6 +28,8 @@ from viz.style import (
     SECOND,
     SEQUENTIAL,
     Style,
+    axis_text,
+    base_layout,
     label_size,
     value_scale,
 )
@@ -41,26 +44,14 @@ MAX_ARROWS = 8  # more mirrored taps than this: no arrows (a tangle); hovering a
 
 # ---- one-shot layouts ---------------------------------------------------------------------------------
 def _axis(title: str, style: Style, **extra: Any) -> dict:
-    return dict(title=dict(text=title, font=dict(size=style.font)), tickfont=dict(size=style.tick), **extra)
+    return {**axis_text(title, style), **extra}
 
 
 def _layout(title: str, x_title: str, y_title: str, height: int, style: Style, **extra: Any) -> dict:
-    """The layout viz.style.finish gives a figure (same fonts, margins, vertical mode bar), as one
-    dict: a figure built with it in one go costs ~2 ms instead of finish's ~30 ms of updates."""
-    return dict(
-        title=dict(text=title, font=dict(size=style.title), x=0, xanchor="left", y=0.98, yanchor="top"),
-        font=dict(size=style.font),
-        height=int(height * style.height_scale),
-        margin=dict(
-            l=70, r=40, t=60 + 2 * style.title + (style.title if "<br>" in title else 0), b=60 + style.font
-        ),
-        modebar=dict(orientation="v"),
-        hoverlabel=dict(font_size=style.font),
-        xaxis=_axis(x_title, style),
-        yaxis=_axis(y_title, style),
-        showlegend=False,
-        **extra,
-    )
+    """viz.style.finish's layout as one dict: a figure built with it in one go costs ~2 ms
+    instead of finish's ~30 ms of updates."""
+    return dict(base_layout(title, height, style), xaxis=_axis(x_title, style), yaxis=_axis(y_title, style),
+                showlegend=False, **extra)  # fmt: skip
 
 
 def _merge(layout: dict, **axes: dict) -> dict:
@@ -495,20 +486,9 @@ def sliding_window_figure(in_rows: np.ndarray, in_cols: np.ndarray, in_values: n
     labels = [f"{out_rows[i // nc]},{out_cols[i % nc]}" for i in range(n)]
     frames = [dict(name=labels[i], data=dynamic(i), traces=list(range(3, 8)), layout=dict(title=dict(text=caption(i))))
               for i in range(n)]  # fmt: skip
-    play = dict(label="▶ Play", method="animate",
-                args=[None, dict(frame=dict(duration=ms, redraw=True), fromcurrent=True, transition=dict(duration=0))])  # fmt: skip
-    pause = dict(label="❚❚ Pause", method="animate",
-                 args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")])  # fmt: skip
-    steps = [dict(method="animate", label=lab, args=[[lab], dict(mode="immediate", frame=dict(duration=0, redraw=True),
-                                                                  transition=dict(duration=0))]) for lab in labels]  # fmt: skip
-    controls = dict(
-        updatemenus=[dict(type="buttons", buttons=[play, pause], direction="left", x=0, y=0, xanchor="left",
-                          yanchor="top", pad=dict(t=style.font + 34, r=10), showactive=False,
-                          font=dict(size=style.font))],
-        sliders=[dict(active=start, steps=steps, x=0.25, y=0, len=0.75, xanchor="left", yanchor="top",
-                      pad=dict(t=style.font + 22), font=dict(color="rgba(0,0,0,0)", size=8),
-                      currentvalue=dict(prefix="output ", xanchor="right", font=dict(size=style.font, color="#31333f")))],
-    )  # fmt: skip
+    controls = animation.controls(labels, style, prefix="output ", ms=ms, slider_x=0.25, active=start,
+                                  buttons_pad=style.font + 34, slider_pad=style.font + 22, step_labels=False,
+                                  current_right=True)  # fmt: skip
     height = int(2 * GRID_WIDTH * split * max(ni / nj, nr / nc)) + 200
     layout = _layout(caption(start), "input column", "input row", height, style)
     layout["margin"] = dict(l=70, r=30, t=2 * style.title + 60, b=style.font * 3 + 90)

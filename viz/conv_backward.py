@@ -17,6 +17,7 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
+from viz.animation import controls
 from viz.style import (
     HALO,
     HIGHLIGHT,
@@ -406,25 +407,6 @@ def _square_path(rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
     return [None if v != v else v for v in xs.tolist()], [None if v != v else v for v in ys.tolist()]
 
 
-def _controls(labels: Sequence[str], prefix: str, style: Style, ms: int = 700) -> dict:
-    """Play / pause buttons and a step slider under an animated figure (frames run in the browser)."""
-    play = dict(label="▶ Play", method="animate",
-                args=[None, dict(frame=dict(duration=ms, redraw=True), fromcurrent=True, transition=dict(duration=0))])  # fmt: skip
-    pause = dict(label="❚❚ Pause", method="animate",
-                 args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")])  # fmt: skip
-    steps = [dict(method="animate", label=lab,
-                  args=[[lab], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
-             for lab in labels]  # fmt: skip
-    return dict(
-        updatemenus=[dict(type="buttons", buttons=[play, pause], direction="left", x=0, y=0, xanchor="left",
-                          yanchor="top", pad=dict(t=6, r=10), showactive=False, font=dict(size=style.font))],
-        # the steps' own labels would crowd under the slider: drawn transparent, the current one shows above it
-        sliders=[dict(active=0, steps=steps, x=0.3, y=0, xanchor="left", yanchor="top", len=0.7, pad=dict(t=0, b=0),
-                      font=dict(size=style.tick, color="rgba(0,0,0,0)"), tickcolor="rgba(0,0,0,0)", ticklen=0,
-                      currentvalue=dict(prefix=prefix, xanchor="left", font=dict(size=style.font, color="#31333f")))],
-    )  # fmt: skip
-
-
 def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: np.ndarray, cols: np.ndarray,
                     canvas: tuple[int, int, int, int], output_shape: tuple[int, int], style: Style = NORMAL, *,
                     fmt: str = ".3g", x_name: str = "dY", plot_width: int | None = None) -> go.Figure:  # fmt: skip
@@ -490,7 +472,7 @@ def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: n
         title += f" ({step} cells per frame)"
     fig = panels_figure(panels, title, style,
                         marks=Marks(boxes=[(2, 0, 0, H_out, W_out)]), plot_width=plot_width, extra_data=outlines,
-                        extra_bottom=extra, frames=frames, layout=_controls(labels, "", style))  # fmt: skip
+                        extra_bottom=extra, frames=frames, layout=controls(labels, style, step_labels=False))  # fmt: skip
     plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
     y = -(below_axis + 2) / max(1, plot_h)  # just under the axis titles
     fig.layout.updatemenus[0].y = y

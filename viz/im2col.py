@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from viz.animation import controls
 from viz.cells import identity_grid, value_grid
 from viz.style import HALO, HIGHLIGHT, NORMAL, READER, SECOND, Style, finish, label_size, outline
 
@@ -574,61 +575,6 @@ def product_terms(w_row: np.ndarray, x_col: np.ndarray, labels: Sequence[tuple[i
 
 
 # ---- the column-by-column animation ---------------------------------------------------------------------------
-def _controls(labels: list[str], prefix: str, style: Style, y: float, ms: int = 800) -> dict:
-    play = dict(
-        label="▶ Play",
-        method="animate",
-        args=[
-            None,
-            dict(frame=dict(duration=ms, redraw=True), fromcurrent=True, transition=dict(duration=0)),
-        ],
-    )
-    pause = dict(
-        label="❚❚ Pause",
-        method="animate",
-        args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")],
-    )
-    steps = [
-        dict(
-            method="animate",
-            label=lab,
-            args=[
-                [lab],
-                dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0)),
-            ],
-        )
-        for lab in labels
-    ]
-    return dict(
-        updatemenus=[
-            dict(
-                type="buttons",
-                buttons=[play, pause],
-                direction="left",
-                x=0,
-                y=y,
-                xanchor="left",
-                yanchor="top",
-                pad=dict(t=style.font + 24, r=10),
-                showactive=False,
-                font=dict(size=style.font),
-            )
-        ],
-        sliders=[
-            dict(
-                active=0,
-                steps=steps,
-                x=0.3,
-                y=y,
-                len=0.7,
-                xanchor="left",
-                yanchor="top",
-                pad=dict(t=style.font + 14),
-                font=dict(size=style.tick),
-                currentvalue=dict(prefix=prefix, xanchor="left", font=dict(size=style.font)),
-            )
-        ],
-    )
 
 
 def _frame_title(l: int, oh: int, ow: int) -> str:
@@ -773,7 +719,16 @@ def column_animation(
     controls_px = 3 * style.font + 70  # the slider's value line, its rail and ticks, the buttons
     top_px, bottom_px = _top(style, subtitles=True), 30 + style.tick + style.font + controls_px
     layout.update(
-        annotations=notes, **_controls(names, frame_prefix, style, y=-(30 + style.tick + style.font) / plot_h)
+        annotations=notes,
+        **controls(
+            names,
+            style,
+            prefix=frame_prefix,
+            ms=800,
+            y=-(30 + style.tick + style.font) / plot_h,
+            buttons_pad=style.font + 24,
+            slider_pad=style.font + 14,
+        ),
     )
     return _assemble(
         data,

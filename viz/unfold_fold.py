@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 import gpuops
+from viz.animation import controls
 from viz.images import image_trace
 from viz.style import (
     HALO,
@@ -50,6 +51,14 @@ def busiest_point(plane: np.ndarray, size: int = 16) -> tuple[int, int]:
     sums = integral[h:, w:] - integral[:-h, w:] - integral[h:, :-w] + integral[:-h, :-w]
     r, c = np.unravel_index(int(np.argmax(sums)), sums.shape)
     return int(r) + h // 2, int(c) + w // 2
+
+
+def _padding_cells(inside: np.ndarray, top: int, left: int, colour: str, **extra: object) -> go.Heatmap:
+    """One colour over the cells of a region (rows from top, columns from left) that are padding."""
+    rows, cols = inside.shape
+    return go.Heatmap(z=np.where(inside, np.nan, 1.0), x=np.arange(left, left + cols), y=np.arange(top, top + rows),
+                      showscale=False, colorscale=[[0, colour], [1, colour]], hoverongaps=False,
+                      hovertemplate="row %{y}, col %{x}<br>padding: reads 0<extra></extra>", **extra)  # fmt: skip
 
 
 def block_mean(mat, max_rows: int, max_cols: int) -> tuple[np.ndarray, int, int]:
@@ -210,7 +219,7 @@ def patch_view(
     boxes: the patches covering the picked pixel; starts: (rows, cols, column l) of the patches
     whose first tap is in view (the patch grid), drawn as dots.
     """
-    top, bottom, left, right = region
+    top, _, left, _ = region
     h, w = inside.shape
     channels = " / ".join(["%{customdata[" + str(i) + "]:.3f}" for i in range(values.shape[0])])
     custom = np.concatenate([values.transpose(1, 2, 0), counts[..., None]], axis=-1)
@@ -226,18 +235,7 @@ def patch_view(
         )
     )
     if not inside.all():
-        pad = np.where(inside, np.nan, 1.0)
-        fig.add_trace(
-            go.Heatmap(
-                z=pad,
-                x=np.arange(left, right + 1),
-                y=np.arange(top, bottom + 1),
-                showscale=False,
-                colorscale=[[0, PADDING_COLOUR], [1, PADDING_COLOUR]],
-                hoverongaps=False,
-                hovertemplate="row %{y}, col %{x}<br>padding: reads 0<extra></extra>",
-            )
-        )
+        fig.add_trace(_padding_cells(inside, top, left, PADDING_COLOUR))
     shapes: list[dict] = []
     for box in boxes:
         shapes += _box_shapes(box, style, SECOND, halo=False)
@@ -459,63 +457,6 @@ def _tap_path(rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
     return xs, ys
 
 
-def _controls(labels: list[str], prefix: str, style: Style, below_px: int, ms: int = 600) -> dict:
-    """Play / pause buttons and a step slider, `below_px` under the plot area (clear of the tick labels)."""
-    play = dict(
-        label="▶ Play",
-        method="animate",
-        args=[
-            None,
-            dict(frame=dict(duration=ms, redraw=True), fromcurrent=True, transition=dict(duration=0)),
-        ],
-    )
-    pause = dict(
-        label="❚❚ Pause",
-        method="animate",
-        args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")],
-    )
-    steps = [
-        dict(
-            method="animate",
-            label=lab,
-            args=[
-                [lab],
-                dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0)),
-            ],
-        )
-        for lab in labels
-    ]
-    return dict(
-        updatemenus=[
-            dict(
-                type="buttons",
-                buttons=[play, pause],
-                direction="left",
-                x=0,
-                y=0,
-                xanchor="left",
-                yanchor="top",
-                pad=dict(t=below_px + 2 * style.font, r=10),
-                showactive=False,
-                font=dict(size=style.font),
-            )
-        ],
-        sliders=[
-            dict(
-                active=0,
-                steps=steps,
-                x=0.3,
-                y=0,
-                yanchor="top",
-                len=0.7,
-                pad=dict(t=below_px),
-                font=dict(size=style.tick),
-                currentvalue=dict(prefix=prefix, xanchor="left", font=dict(size=style.font)),
-            )
-        ],
-    )
-
-
 def patch_animation(
     values: np.ndarray,
     inside: np.ndarray,
@@ -573,25 +514,9 @@ def patch_animation(
         col=1,
     )
     if not inside.all():
-        pad = np.where(inside, np.nan, 1.0)
-        fig.add_trace(
-            go.Heatmap(
-                z=pad,
-                x=np.arange(left, right + 1),
-                y=np.arange(top, bottom + 1),
-                showscale=False,
-                colorscale=[[0, PAD_SOLID], [1, PAD_SOLID]],
-                hoverongaps=False,
-                xgap=1,
-                ygap=1,
-                text=np.where(inside, "", "0") if size else None,
-                texttemplate="%{text}" if size else None,
-                textfont=dict(size=size or style.label),
-                hovertemplate="row %{y}, col %{x}<br>padding: reads 0<extra></extra>",
-            ),
-            row=1,
-            col=1,
-        )
+        labelled = dict(xgap=1, ygap=1, text=np.where(inside, "", "0"), texttemplate="%{text}",
+                        textfont=dict(size=size)) if size else dict(xgap=1, ygap=1)  # fmt: skip
+        fig.add_trace(_padding_cells(inside, top, left, PAD_SOLID, **labelled), row=1, col=1)
     xs, ys = _tap_path(taps[0][0], taps[1][0])
     fig.add_trace(
         go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=HALO, width=style.line + 3), hoverinfo="skip"),
@@ -643,7 +568,12 @@ def patch_animation(
             )
         )
     fig.frames = frames
-    fig.update_layout(**_controls(labels, "patch l = ", style, below), showlegend=False)
+    fig.update_layout(
+        **controls(
+            labels, style, prefix="patch l = ", ms=600, buttons_pad=below + 2 * style.font, slider_pad=below
+        ),
+        showlegend=False,
+    )
     finish(fig, title, "", "", plot_h + top_px + bottom_px, style)
     fig.update_layout(
         height=plot_h + top_px + bottom_px, margin=dict(t=top_px, b=bottom_px, l=30 + 3 * style.tick, r=20)
