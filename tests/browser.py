@@ -6,6 +6,7 @@ In CI a missing browser or Playwright is a failure; elsewhere the tests skip wit
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -100,11 +102,32 @@ def wait_idle(page, timeout: float = 90) -> None:
             if page.locator('[data-testid="stStatusWidget"]').count() == 0:
                 # the script is done; let the browser fetch the widgets' code and draw the charts
                 page.wait_for_load_state("networkidle", timeout=timeout * 1000)
-                if page.locator('[data-testid="stSkeleton"]').count():
-                    page.locator('[data-testid="stSkeleton"]').first.wait_for(state="detached", timeout=30000)
+                # charts still loading on screen (a collapsed expander's skeletons never load)
+                loading = page.locator('[data-testid="stSkeleton"]:visible')
+                if loading.count():
+                    loading.first.wait_for(state="hidden", timeout=30000)
                 return
         time.sleep(0.3)
     raise AssertionError("the page did not finish running")
+
+
+@contextlib.contextmanager
+def reopened(browser, url: str, size: tuple[int, int] = (1366, 900)) -> Iterator:
+    """`url` in a fresh browser context (no cookies, no session state), loaded and idle: what a
+    shared link shows to someone else."""
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    page = context.new_page()
+    page.goto(url)
+    wait_idle(page)
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def current_url(page) -> str:
+    """The address bar now: Playwright's page.url can lag a same-page URL update by one event."""
+    return page.evaluate("location.href")
 
 
 def no_exception(page) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import no_exception, shot, wait_idle
+from tests.browser import no_exception, reopened, shot, wait_idle
+from tests.test_pages_benchmarks import newest_gpu_pair
 
 pytestmark = pytest.mark.e2e
 
@@ -24,7 +25,7 @@ def test_committed_results_on_the_first_screen_and_the_file_in_the_url(server, b
     no_exception(page)
     body = page.inner_text("body")
     assert "NVIDIA H100 80GB HBM3" in body and "cuDNN 9.19.0" in body, "labelled with device and versions"
-    assert "h100_latest" in page.url, "the newest H100 lease is the default, in the URL"
+    assert f"bm_run={newest_gpu_pair()[0]}" in page.url, "the newest H100 lease is the default, in the URL"
     assert any(top < 768 for top in chart_tops(page)), "a results chart starts on the first screen"
     assert page.get_by_role("button", name="Run the benchmark").is_visible(), "run here, beside the results"
     shot(page, "benchmarks_1366x768")
@@ -38,14 +39,10 @@ def test_committed_results_on_the_first_screen_and_the_file_in_the_url(server, b
     url = page.url
     page.close()
 
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    fresh = context.new_page()
-    fresh.goto(url)
-    wait_idle(fresh)
-    no_exception(fresh)
-    assert "cpu_2core" in fresh.locator(".st-key-w_bm_run [role='combobox']").input_value()
-    text = fresh.inner_text("body")
-    assert "CPU numbers" in text and "speed relative to torch:cpu" in text
-    assert "torch:cudnn" not in text, "a CPU run names no GPU peer"
-    shot(fresh, "benchmarks_cpu_run_1280x800")
-    context.close()
+    with reopened(browser, url, (1280, 800)) as fresh:
+        no_exception(fresh)
+        assert "cpu_2core" in fresh.locator(".st-key-w_bm_run [role='combobox']").input_value()
+        text = fresh.inner_text("body")
+        assert "CPU numbers" in text and "speed relative to torch:cpu" in text
+        assert "torch:cudnn" not in text, "a CPU run names no GPU peer"
+        shot(fresh, "benchmarks_cpu_run_1280x800")

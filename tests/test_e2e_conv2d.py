@@ -13,7 +13,16 @@ from urllib.parse import unquote
 
 import pytest
 
-from tests.browser import click_cell, highlighted_cells, hover_cell, no_exception, shapes_of, shot, wait_idle
+from tests.browser import (
+    click_cell,
+    highlighted_cells,
+    hover_cell,
+    no_exception,
+    reopened,
+    shapes_of,
+    shot,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -82,13 +91,9 @@ def test_clicks_pick_both_ways_and_a_link_reproduces_the_pick(server, browser):
     shot(page, "direct_after_clicks")
     page.close()
 
-    fresh = browser.new_context(viewport={"width": 1366, "height": 900})
-    again = fresh.new_page()
-    again.goto(url)
-    wait_idle(again)
-    assert "Picked: input cell (100, 30), read by 9 output pixels" in body(again)
-    assert outline_drawn(again, "conv_output", "readers") == square_outline(99, 29, 3)
-    fresh.close()
+    with reopened(browser, url, (1366, 900)) as again:
+        assert "Picked: input cell (100, 30), read by 9 output pixels" in body(again)
+        assert outline_drawn(again, "conv_output", "readers") == square_outline(99, 29, 3)
 
 
 def test_hover_a_weight_outlines_its_cell_without_a_rerun_and_the_window_plays(server, browser):

@@ -11,7 +11,16 @@ from urllib.parse import parse_qs, urlparse
 import numpy as np
 import pytest
 
-from tests.browser import click_cell, highlighted_cells, hover_cell, no_exception, shapes_of, shot, wait_idle
+from tests.browser import (
+    click_cell,
+    highlighted_cells,
+    hover_cell,
+    no_exception,
+    reopened,
+    shapes_of,
+    shot,
+    wait_idle,
+)
 from viz.style import HIGHLIGHT, READER
 
 pytestmark = pytest.mark.e2e
@@ -97,10 +106,6 @@ def test_hover_clicks_both_ways_animation_and_the_shared_link(server, browser):
     link = page.url
     play_the_animation(page)
     page.close()
-    fresh = browser.new_context(viewport={"width": 1366, "height": 768})
-    again = fresh.new_page()
-    again.goto(link)
-    wait_idle(again)
-    assert "dY[2, 1] scatters into" in again.inner_text("body") and pick_in_url(again) == "dy:2,1"
-    assert "Input cell (1, 0) sums the gradients of" in again.inner_text("body")
-    fresh.close()
+    with reopened(browser, link, (1366, 768)) as again:
+        assert "dY[2, 1] scatters into" in again.inner_text("body") and pick_in_url(again) == "dy:2,1"
+        assert "Input cell (1, 0) sums the gradients of" in again.inner_text("body")

@@ -9,7 +9,16 @@ from urllib.parse import unquote
 
 import pytest
 
-from tests.browser import click_cell, highlighted_cells, hover_cell, no_exception, shapes_of, shot, wait_idle
+from tests.browser import (
+    click_cell,
+    highlighted_cells,
+    hover_cell,
+    no_exception,
+    reopened,
+    shapes_of,
+    shot,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -65,13 +74,9 @@ def test_clicks_pick_cells_both_ways_and_a_link_reproduces_the_pick(server, brow
     shot(page, "im2col_after_clicks")
     page.close()
 
-    fresh = browser.new_context(viewport={"width": 1366, "height": 1400})
-    again = fresh.new_page()
-    again.goto(url)
-    wait_idle(again)
-    assert "Input cell (c, i, j) = (1, 1, 1) is copied 4 times" in body(again)
-    assert {(r, c) for r, c, _, _ in outlined(again, "xunroll")} == expected
-    fresh.close()
+    with reopened(browser, url, (1366, 1400)) as again:
+        assert "Input cell (c, i, j) = (1, 1, 1) is copied 4 times" in body(again)
+        assert {(r, c) for r, c, _, _ in outlined(again, "xunroll")} == expected
 
 
 def test_hover_outlines_the_mapping_without_a_rerun(server, browser):

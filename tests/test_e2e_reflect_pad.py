@@ -14,7 +14,15 @@ from urllib.parse import unquote
 
 import pytest
 
-from tests.browser import click_cell, highlighted_cells, hover_cell, no_exception, shapes_of, wait_idle
+from tests.browser import (
+    click_cell,
+    highlighted_cells,
+    hover_cell,
+    no_exception,
+    reopened,
+    shapes_of,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.e2e
 HIGHLIGHT, READER = "#ff7f0e", "#d62728"
@@ -65,13 +73,9 @@ def test_hover_then_clicks_both_ways_and_the_link_reproduces_the_pick(server, br
     url = page.url
     page.close()
 
-    fresh = browser.new_context(viewport={"width": 1366, "height": 900})
-    again = fresh.new_page()
-    again.goto(url)
-    wait_idle(again)
-    assert "Picked: input cell (0, 1): 2 padded cells copy it" in body(again)
-    assert outlined(again, "reflect_grid", READER, "x2") == {(2, 1), (2, 3)}
-    fresh.close()
+    with reopened(browser, url, (1366, 900)) as again:
+        assert "Picked: input cell (0, 1): 2 padded cells copy it" in body(again)
+        assert outlined(again, "reflect_grid", READER, "x2") == {(2, 1), (2, 3)}
 
 
 def test_clicking_the_padded_image_outlines_the_source_pixel(server, browser):

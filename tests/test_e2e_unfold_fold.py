@@ -9,7 +9,16 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.browser import click_cell, highlighted_cells, hover_cell, no_exception, shapes_of, shot, wait_idle
+from tests.browser import (
+    click_cell,
+    highlighted_cells,
+    hover_cell,
+    no_exception,
+    reopened,
+    shapes_of,
+    shot,
+    wait_idle,
+)
 from viz.style import HIGHLIGHT, READER
 
 pytestmark = pytest.mark.e2e
@@ -88,14 +97,10 @@ def test_clicks_pick_pixels_and_patches_both_ways(server, browser):
     page.close()
 
     # the link reproduces the view in a fresh browser context
-    context = browser.new_context(viewport={"width": 1366, "height": 900})
-    fresh = context.new_page()
-    fresh.goto(url)
-    wait_idle(fresh)
-    assert picked(fresh) == "px:40,200"
-    assert fresh.get_by_label("Pixel col").input_value() == "200"
-    assert "Picked pixel (40, 200)" in fresh.inner_text("body")
-    context.close()
+    with reopened(browser, url, (1366, 900)) as fresh:
+        assert picked(fresh) == "px:40,200"
+        assert fresh.get_by_label("Pixel col").input_value() == "200"
+        assert "Picked pixel (40, 200)" in fresh.inner_text("body")
 
 
 def test_hover_outlines_copies_without_a_rerun(server, browser):
