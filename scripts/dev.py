@@ -2,7 +2,7 @@
 """Set up a local virtual environment (.venv) and run the app or the tests in it.
 
     python3 scripts/dev.py app  [streamlit options]   # requirements.txt, then `streamlit run app.py`
-    python3 scripts/dev.py test [pytest options]      # requirements-dev.txt, then `pytest`
+    python3 scripts/dev.py test [pytest options]      # requirements-dev.txt, then `pytest` on every core
     python3 scripts/dev.py run CMD [ARGS]             # requirements-dev.txt, then CMD inside .venv
     python3 scripts/dev.py setup                      # requirements-dev.txt only
     options before the command:
@@ -244,6 +244,14 @@ def run_in_venv(cmd: list[str]) -> None:
         fail(f"cannot run {cmd[0]}: {exc}")
 
 
+def parallel(args: list[str]) -> list[str]:
+    """pytest-xdist options, unless the caller chose (-n, -p no:xdist): one worker per core, up to
+    four; each group of browser tests stays in one worker (tests/conftest.py groups them)."""
+    chose = any(a == "-n" or a.startswith(("-n", "--numprocesses")) or "xdist" in a for a in args)
+    workers = min(4, os.cpu_count() or 1)
+    return [] if chose or workers < 2 else ["-n", str(workers), "--dist", "loadgroup"]
+
+
 def main(argv: list[str]) -> None:
     gpu, reinstall = "", False
     while argv and argv[0].startswith("-"):
@@ -269,7 +277,7 @@ def main(argv: list[str]) -> None:
     if what == "app":
         run_in_venv(["python", "-m", "streamlit", "run", "app.py", *args])
     elif what == "test":
-        run_in_venv(["python", "-m", "pytest", *args])
+        run_in_venv(["python", "-m", "pytest", *parallel(args), *args])
     elif what == "run":
         run_in_venv(args)
 

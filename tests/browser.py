@@ -91,34 +91,46 @@ def browser(server):
         b.close()
 
 
+# Streamlit marks its root element with the script's state: "notRunning" once a run has finished
+# (the first run included), "running" or "rerunRequested" while one is under way.
+RUNNING = '[data-testid="stApp"]:not([data-test-script-state="notRunning"])'
+RUN_FINISHED = (
+    '[data-testid="stApp"][data-test-script-state="notRunning"][data-test-connection-state="CONNECTED"]'
+)
+
+
 def wait_idle(page, timeout: float = 90) -> None:
-    """Wait until Streamlit has finished the current run (no 'running' status widget)."""
-    page.wait_for_selector('[data-testid="stAppViewContainer"]', timeout=timeout * 1000)
-    time.sleep(0.8)
+    """Wait until Streamlit has finished the current run and the browser has drawn its charts."""
     deadline = time.time() + timeout
-    while time.time() < deadline:
-        if page.locator('[data-testid="stStatusWidget"]').count() == 0:
-            time.sleep(0.5)
-            if page.locator('[data-testid="stStatusWidget"]').count() == 0:
-                # the script is done; let the browser fetch the widgets' code and draw the charts
-                page.wait_for_load_state("networkidle", timeout=timeout * 1000)
-                # charts still loading on screen (a collapsed expander's skeletons never load)
-                loading = page.locator('[data-testid="stSkeleton"]:visible')
-                if loading.count():
-                    loading.first.wait_for(state="hidden", timeout=30000)
-                return
-        time.sleep(0.3)
-    raise AssertionError("the page did not finish running")
+    time.sleep(0.3)  # a rerun just asked for (a click, a key press) reaches the app's state
+    while True:
+        left_ms = max(1000, (deadline - time.time()) * 1000)
+        page.wait_for_selector(RUN_FINISHED, state="attached", timeout=left_ms)
+        time.sleep(0.2)
+        if page.locator(RUN_FINISHED).count():  # still finished: no rerun chained on (st.rerun)
+            break
+        if time.time() > deadline:
+            raise AssertionError("the page did not finish running")
+    # the script is done; let the browser fetch the widgets' code and draw the charts
+    page.wait_for_load_state("networkidle", timeout=timeout * 1000)
+    # charts still loading on screen (a collapsed expander's skeletons never load)
+    loading = page.locator('[data-testid="stSkeleton"]:visible')
+    if loading.count():
+        loading.first.wait_for(state="hidden", timeout=30000)
+
+
+LAPTOP, PROJECTOR = (1366, 768), (1920, 1080)  # the viewports every page is checked at
 
 
 @contextlib.contextmanager
-def reopened(browser, url: str, size: tuple[int, int] = (1366, 900)) -> Iterator:
+def reopened(browser, url: str, size: tuple[int, int] = LAPTOP) -> Iterator:
     """`url` in a fresh browser context (no cookies, no session state), loaded and idle: what a
     shared link shows to someone else."""
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     page = context.new_page()
     page.goto(url)
     wait_idle(page)
+    no_exception(page)
     try:
         yield page
     finally:

@@ -62,7 +62,41 @@ def gpu_available() -> tuple[bool, str]:
     return cupy is not None, info.reason or ""
 
 
+WHOLE_APP_FILES = ("test_e2e.py", "test_e2e_classroom.py", "test_e2e_load.py")  # the rest: one page each
+
+
+def browser_group(nodeid: str) -> str | None:
+    """The browser tests live in tests/test_e2e*.py (marked e2e; checked at collection): the
+    whole-app ones (home, upload, classroom, load) in one group, the page-by-page ones in another."""
+    name = nodeid.split("::")[0].rsplit("/", 1)[-1]
+    if not name.startswith("test_e2e"):
+        return None
+    return "browser-app" if name in WHOLE_APP_FILES else "browser-pages"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """With pytest-xdist's --dist loadgroup (scripts/dev.py test asks for it) each group of
+    browser tests runs in one worker, in turn, with its own server and Chromium: on two cores one
+    browser leaves the other core half idle (it waits on the server), two fill both. The other
+    tests spread over whichever worker is free. Grouped by file name: the controller sees node ids
+    only."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BrowserGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return browser_group(nodeid) or nodeid
+
+    return BrowserGroups(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    misplaced = [i.nodeid for i in items if ("e2e" in i.keywords) != (browser_group(i.nodeid) is not None)]
+    if misplaced:
+        raise pytest.UsageError(f"browser tests live in tests/test_e2e*.py and are marked e2e: {misplaced}")
+    items.sort(key=lambda i: browser_group(i.nodeid) is None)  # the long groups start first (stable sort)
     if not any("gpu" in item.keywords for item in items):
         return
     ok, reason = gpu_available()

@@ -5,7 +5,7 @@ loopback, opens one headless Chromium page (its own session) per student, upload
 image in each, then moves the stride slider back and forth for a bounded time. It checks that
 every session keeps its own image and settings and shows no error, and reports reruns per
 second, rerun latency (p50/p95) and the server's memory before, during and after.
-CI runs a reduced size through tests/test_load.py.
+CI runs a reduced size through tests/test_e2e_load.py.
 """
 
 from __future__ import annotations
@@ -64,9 +64,22 @@ def _idle(page, timeout: float = 120) -> None:
     raise TimeoutError("a rerun did not finish")
 
 
-def run_load(sessions: int, seconds: float, backend: str = "numpy") -> dict:
+def run_load(sessions: int, seconds: float, backend: str = "numpy", browser=None) -> dict:
+    """Run the load test; `browser` is a Chromium already launched by Playwright (the test
+    suite's shared one: one process cannot run two Playwright sync sessions), else one is started."""
+    if browser is not None:
+        return _run_load(sessions, seconds, backend, browser)
     from playwright.sync_api import sync_playwright
 
+    with sync_playwright() as p:
+        own = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        try:
+            return _run_load(sessions, seconds, backend, own)
+        finally:
+            own.close()
+
+
+def _run_load(sessions: int, seconds: float, backend: str, browser) -> dict:
     port = _free_port()
     server = start_server(port, env={"CONV_EXPLORER_BACKEND": backend})
     url = f"http://127.0.0.1:{port}/direct"
@@ -74,12 +87,12 @@ def run_load(sessions: int, seconds: float, backend: str = "numpy") -> dict:
     try:
         report["rss_mib_before"] = rss_mib(server.pid)
         report["gpu_mib_before"] = gpu_memory_mib()
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-            warm_up(browser, f"http://127.0.0.1:{port}/")
-            pages, sizes = [], []
+        warm_up(browser, f"http://127.0.0.1:{port}/")
+        pages, sizes, contexts = [], [], []
+        try:
             for i in range(sessions):
                 ctx = browser.new_context(viewport={"width": 1280, "height": 900})  # own cookies: own session
+                contexts.append(ctx)
                 page = ctx.new_page()
                 page.goto(url)
                 w, h = 60 + 2 * i, 40 + i  # every student's image has its own size
@@ -117,7 +130,9 @@ def run_load(sessions: int, seconds: float, backend: str = "numpy") -> dict:
                             page.get_by_text(f"Output: {ow} x {oh}").count() == 0:  # fmt: skip
                         leaks += 1
                 rss_samples.append(rss_mib(server.pid))
-            browser.close()
+        finally:
+            for ctx in contexts:
+                ctx.close()
         time.sleep(2)
         report.update({
             "reruns": reruns,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import no_exception, reopened, shot, wait_idle
+from tests.browser import PROJECTOR, no_exception, reopened, shot, wait_idle
 from tests.test_pages_benchmarks import newest_gpu_pair
 
 pytestmark = pytest.mark.e2e
@@ -39,10 +39,10 @@ def test_committed_results_on_the_first_screen_and_the_file_in_the_url(server, b
     url = page.url
     page.close()
 
-    with reopened(browser, url, (1280, 800)) as fresh:
+    with reopened(browser, url, PROJECTOR) as fresh:
         no_exception(fresh)
         assert "cpu_2core" in fresh.locator(".st-key-w_bm_run [role='combobox']").input_value()
         text = fresh.inner_text("body")
         assert "CPU numbers" in text and "speed relative to torch:cpu" in text
         assert "torch:cudnn" not in text, "a CPU run names no GPU peer"
-        shot(fresh, "benchmarks_cpu_run_1280x800")
+        shot(fresh, "benchmarks_cpu_run_1920x1080")

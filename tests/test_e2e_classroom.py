@@ -18,7 +18,7 @@ pytestmark = pytest.mark.e2e
 LAPTOP = {"width": 1366, "height": 768}
 
 
-def until(check, timeout: float = 15.0, what: str = "the condition") -> float:
+def until(check, timeout: float = 30.0, what: str = "the condition") -> float:
     """Poll `check` until it is true; returns the seconds it took."""
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < timeout:
@@ -66,8 +66,10 @@ def follow(browser, server: str, code: str, path: str = ""):
     return page
 
 
-def test_followers_see_the_instructors_slider_pick_and_page(server, browser):
-    teacher = open_page(browser, f"{server}/direct")
+def test_follow_break_away_rejoin_and_change_page(server, browser):
+    """One room: the followers follow the instructor's slider, pick and page; a follower who
+    moves a slider explores alone and rejoins with one click, or opens another page on its own."""
+    teacher = open_page(browser, f"{server}/direct?cap=64")  # a small working size: quick reruns
     code = start_room(teacher)
     sidebar = teacher.locator('[data-testid="stSidebar"]')
     assert sidebar.get_by_text(code, exact=True).count() == 1
@@ -75,13 +77,16 @@ def test_followers_see_the_instructors_slider_pick_and_page(server, browser):
     assert f"/direct?room={code}" in sidebar.inner_text()
     shot(teacher, "classroom_instructor_1366x768")
 
-    students = [follow(browser, server, code), follow(browser, server, code, "reflect")]
+    a, b = follow(browser, server, code), follow(browser, server, code, "reflect")
+    students = [a, b]
     for s in students:  # joined from the home page and from another page: both on the instructor's
         until(lambda s=s: title(s) == "Direct convolution", what="the follower opening the instructor's page")
-    until(lambda: "with 2 followers" in teacher.inner_text("body"), 20, "the instructor's follower count")
+    until(lambda: "with 2 followers" in teacher.inner_text("body"), 30, "the instructor's follower count")
 
+    # the instructor's slider and pick reach every follower
     press_slider(teacher, "Stride S", "ArrowRight")  # stride 1 -> 2
     delays = [until(lambda s=s: slider_value(s, "Stride S") == "2", what="the stride") for s in students]
+    wait_idle(teacher)  # the instructor's own rerun is over before the next change, as in class
     row = teacher.get_by_label("Row")
     row.fill("5")
     row.press("Enter")  # the pick, by its keyboard path
@@ -89,68 +94,61 @@ def test_followers_see_the_instructors_slider_pick_and_page(server, browser):
         until(lambda s=s: s.get_by_label("Row").input_value() == "5", what="the pick") for s in students
     ]
     assert slider_value(teacher, "Stride S") == "2"
-    wait_idle(students[0])
-    no_exception(students[0])
-    shot(students[0], "classroom_follower_1366x768")
+    wait_idle(a)
+    no_exception(a)
+    shot(a, "classroom_follower_1366x768")
 
+    # a follower cannot drive: its own change takes it out of the room, and nothing reaches the others
+    press_slider(a, "Padding P", "ArrowLeft")  # padding 1 -> 0
+    a.get_by_text("Exploring on your own", exact=True).wait_for(timeout=30000)
+    assert a.get_by_text("You changed “Padding P”").count() == 1
+    assert "room=" not in a.url
+    time.sleep(2.5)  # two polls: had anything reached the room, the others would show it now
+    assert slider_value(teacher, "Padding P") == "1" and slider_value(b, "Padding P") == "1"
+    assert slider_value(a, "Padding P") == "0"
+    press_slider(teacher, "Dilation D", "ArrowRight")  # the class goes on without a
+    until(lambda: slider_value(b, "Dilation D") == "2", what="b following")
+    time.sleep(1.5)
+    assert slider_value(a, "Dilation D") == "1"
+    a.get_by_role("button", name=f"Follow {code} again").click()  # one click back
+    until(
+        lambda: slider_value(a, "Dilation D") == "2" and slider_value(a, "Padding P") == "1", what="rejoining"
+    )
+    a.get_by_text(f"Following room {code}").wait_for(timeout=30000)
+
+    # the instructor changes page: everyone follows
     teacher.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Reflect padding").click()
     delays += [until(lambda s=s: title(s) == "Reflect padding", what="the page change") for s in students]
     for s in students:
         assert f"room={code}" in s.url and "/reflect" in s.url
         no_exception(s)
     print("follower delays (s):", [round(d, 2) for d in delays])
-    for p in (teacher, *students):
-        p.context.close()
-
-
-def test_a_follower_cannot_drive_breaks_away_and_rejoins(server, browser):
-    teacher = open_page(browser, f"{server}/direct")
-    code = start_room(teacher)
-    a, b = follow(browser, server, code, "direct"), follow(browser, server, code, "direct")
-    wait_idle(a)
-
-    press_slider(a, "Padding P", "ArrowLeft")  # a student's own change: padding 1 -> 0
-    a.get_by_text("Exploring on your own", exact=True).wait_for(timeout=15000)
-    assert a.get_by_text("You changed “Padding P”").count() == 1
-    assert "room=" not in a.url
-    time.sleep(2.5)  # two polls: had anything reached the room, the others would show it now
-    assert slider_value(teacher, "Padding P") == "1" and slider_value(b, "Padding P") == "1"
-    assert slider_value(a, "Padding P") == "0"
-
-    press_slider(teacher, "Dilation D", "ArrowRight")  # the class goes on without a
-    until(lambda: slider_value(b, "Dilation D") == "2", what="b following")
-    time.sleep(1.5)
-    assert slider_value(a, "Dilation D") == "1"
-
-    a.get_by_role("button", name=f"Follow {code} again").click()  # one click back
-    until(
-        lambda: slider_value(a, "Dilation D") == "2" and slider_value(a, "Padding P") == "1", what="rejoining"
-    )
-    a.get_by_text(f"Following room {code}").wait_for(timeout=15000)
-
+    # a follower opening another page explores it on its own
     a.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Unfold / Fold").click()
-    a.get_by_text("You opened another page").wait_for(timeout=30000)  # exploring another page on one's own
-    assert title(teacher) == "Direct convolution" and title(b) == "Direct convolution"
+    a.get_by_text("You opened another page").wait_for(timeout=30000)
+    assert title(teacher) == "Reflect padding" and title(b) == "Reflect padding"
+
     for p in (teacher, a, b):
         no_exception(p)
         p.context.close()
 
 
 def test_an_expired_room_gives_its_message(browser):
-    """A server whose rooms expire after 3 s without the instructor: closing the instructor's tab
-    ends the room, and the follower is told and keeps working."""
+    """A server whose rooms expire after 6 s without the instructor: the open tab's heartbeat
+    keeps the room; closing the instructor's tab ends it, and the follower is told and keeps working.
+    On the light Home page: a page whose rerun outlasts the expiry would hold up the heartbeat."""
     port = _free_port()
-    proc = start_server(port, env={"CONV_EXPLORER_ROOM_IDLE_MINUTES": "0.05"})
+    proc = start_server(port, env={"CONV_EXPLORER_ROOM_IDLE_MINUTES": "0.1"})
     server = f"http://127.0.0.1:{port}"
     try:
         warm_up(browser, server + "/")
         teacher = open_page(browser, f"{server}/")
         code = start_room(teacher)
         student = follow(browser, server, code)
-        time.sleep(4)  # longer than the idle time: the open tab's heartbeat keeps the room
+        time.sleep(7)  # longer than the idle time: the open tab's heartbeat keeps the room
         assert student.get_by_text(f"Following room {code}").count() == 1
         teacher.context.close()
-        student.get_by_text(f"room {code} ended: no instructor activity for 3 seconds").wait_for(
+        student.get_by_text(f"room {code} ended: no instructor activity for 6 seconds").wait_for(
             timeout=20000
         )
         assert student.get_by_text("Exploring on your own", exact=True).count() == 0  # nothing to rejoin
@@ -163,13 +161,13 @@ def test_an_expired_room_gives_its_message(browser):
 
 
 def test_classroom_load_small():
-    """tests/classroom_load.py at CI size: 8 headless followers for 20 s, the instructor toggling a
-    sidebar setting every 10 s. No errors, and every follower shows every change within 10 s."""
+    """tests/classroom_load.py at CI size: 6 headless followers for 12 s, the instructor toggling a
+    sidebar setting every 5 s. No errors, and every follower shows every change within 10 s."""
     from tests.classroom_load import run_load
 
-    report = run_load(followers=8, seconds=20, every=10, late=10, page="", setting="Greyscale (1 channel)",
+    report = run_load(followers=6, seconds=12, every=5, late=10, page="", setting="Greyscale (1 channel)",
                       values=(False, True))  # fmt: skip
     print(report)
     assert report["errors"] == 0, report["error_samples"]
-    assert report["changes"] >= 2 and report["updates"] == 8 * report["changes"]
+    assert report["changes"] >= 2 and report["updates"] == 6 * report["changes"]
     assert report["superseded_updates"] == 0 and report["delay_max_s"] <= 10

@@ -1,7 +1,8 @@
 """The Direct convolution page in a real browser: a click on the output picks that pixel (page text,
 URL, keyboard inputs, outlines on both images), a click on the input outlines every output that
 reads it, a shared link reproduces the pick, hovering a weight outlines the cell it multiplies
-without a rerun, and the sliding window plays.
+without a rerun, and the sliding window plays; the link opens on a projector-sized screen.
+One test, one page: every fresh page load costs seconds of the browser's time on a small machine.
 
 Expected cells are written out here (3 x 3 box blur, stride 1, padding 1 on the 256 px sample)."""
 
@@ -14,6 +15,8 @@ from urllib.parse import unquote
 import pytest
 
 from tests.browser import (
+    PROJECTOR,
+    RUNNING,
     click_cell,
     highlighted_cells,
     hover_cell,
@@ -62,7 +65,7 @@ def square_outline(r0: int, c0: int, n: int) -> set[tuple[float, float, float, f
     return edges
 
 
-def test_clicks_pick_both_ways_and_a_link_reproduces_the_pick(server, browser):
+def test_clicks_hover_the_window_and_a_shared_link(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(f"{server}/direct")
     wait_idle(page)
@@ -89,25 +92,16 @@ def test_clicks_pick_both_ways_and_a_link_reproduces_the_pick(server, browser):
     assert outline_drawn(page, "conv_input", "pick") == square_outline(100, 30, 1)
     url = page.url
     shot(page, "direct_after_clicks")
-    page.close()
 
-    with reopened(browser, url, (1366, 900)) as again:
-        assert "Picked: input cell (100, 30), read by 9 output pixels" in body(again)
-        assert outline_drawn(again, "conv_output", "readers") == square_outline(99, 29, 3)
-
-
-def test_hover_a_weight_outlines_its_cell_without_a_rerun_and_the_window_plays(server, browser):
-    page = browser.new_page(viewport={"width": 1366, "height": 900})
-    page.goto(f"{server}/direct?dc_pick=out:40,60")
-    wait_idle(page)
-    before = page.locator('[data-testid="stStatusWidget"]').count()
+    # hovering a weight outlines the input cell it multiplies, in the browser alone (no rerun)
+    click_cell(page, "conv_output", 40, 60)
     hover_cell(page, "dc_kernel", 2, 0)  # tap (2, 0) of output (40, 60) reads input (41, 59)
     deadline = time.time() + 5
     while time.time() < deadline and not highlighted_cells(page, "dc_zoom"):
         time.sleep(0.1)
     assert highlighted_cells(page, "dc_zoom") == [(41.0, 59.0)]
     assert highlighted_cells(page, "conv_input") == [(41.0, 59.0)]
-    assert page.locator('[data-testid="stStatusWidget"]').count() == before  # no rerun started
+    assert page.locator(RUNNING).count() == 0, "no rerun started"
     # the sliding window: Play moves the slider off the picked output
     chart = page.locator(".stPlotlyChart").filter(has=page.locator("text.slider-label")).first
     chart.scroll_into_view_if_needed()
@@ -122,3 +116,9 @@ def test_hover_a_weight_outlines_its_cell_without_a_rerun_and_the_window_plays(s
     assert "output 40,60" not in label.text_content(), "the window moved on"
     shot(page, "direct_window_playing")
     page.close()
+
+    # the shared link, opened on the projector
+    with reopened(browser, url, PROJECTOR) as again:
+        assert "Picked: input cell (100, 30), read by 9 output pixels" in body(again)
+        assert outline_drawn(again, "conv_output", "readers") == square_outline(99, 29, 3)
+        shot(again, "direct_1920x1080")

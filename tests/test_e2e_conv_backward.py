@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from tests.browser import (
+    PROJECTOR,
+    RUNNING,
     click_cell,
     highlighted_cells,
     hover_cell,
@@ -84,7 +86,7 @@ def test_hover_clicks_both_ways_animation_and_the_shared_link(server, browser):
     src = [t for t in taps(*GEOMETRY) if t[4:] == (1, 1)]
     expected = {(1, 1)} | {t[:2] for t in src} | {t[2:4] for t in src} | {(2 - t[2], 2 - t[3]) for t in src}
     assert set(highlighted_cells(page, "bw_dx")) == {(float(r), float(c)) for r, c in expected}
-    assert page.locator('[data-testid="stStatusWidget"]').count() == 0 and pick_in_url(page) == "dx:3,3"
+    assert page.locator(RUNNING).count() == 0 and pick_in_url(page) == "dx:3,3"
     # click a dX cell: the gather view
     click_cell(page, "bw_dx", 4, 5, "x4")
     no_exception(page)
@@ -106,6 +108,7 @@ def test_hover_clicks_both_ways_animation_and_the_shared_link(server, browser):
     link = page.url
     play_the_animation(page)
     page.close()
-    with reopened(browser, link, (1366, 768)) as again:
+    with reopened(browser, link, PROJECTOR) as again:  # the shared link, on the projector
         assert "dY[2, 1] scatters into" in again.inner_text("body") and pick_in_url(again) == "dy:2,1"
         assert "Input cell (1, 0) sums the gradients of" in again.inner_text("body")
+        shot(again, "backward_1920x1080")

@@ -1,6 +1,7 @@
 """The im2col + GEMM page in a real browser: clicks on Y, X_unroll and the input maps land on the
 cell under the mouse, the pick goes into the page text, the URL and the highlights, a shared link
-reproduces it, hovering outlines the mapping without a rerun, and the column animation plays."""
+reproduces it (on a projector-sized screen), hovering outlines the mapping without a rerun, and the
+column animation plays. One test, one page: a fresh page load costs seconds of browser time."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from urllib.parse import unquote
 import pytest
 
 from tests.browser import (
+    PROJECTOR,
+    RUNNING,
     click_cell,
     highlighted_cells,
     hover_cell,
@@ -45,11 +48,40 @@ def windows_3x3_k2() -> list[list[tuple[int, int]]]:
     return [[(t + a, s + b) for a in range(2) for b in range(2)] for t in range(2) for s in range(2)]
 
 
-def test_clicks_pick_cells_both_ways_and_a_link_reproduces_the_pick(server, browser):
+def test_hover_the_animation_clicks_and_a_shared_link(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 1400})
     page.goto(f"{server}/im2col")
     wait_idle(page)
     no_exception(page)
+    # hovering outlines the mapping in the browser alone (no rerun)
+    hover_cell(page, "xunroll", 5, 2)  # column 2 of X_unroll: the cells it copies, in every channel
+    deadline = time.time() + 5
+    while time.time() < deadline and not highlighted_cells(page, "inputs"):
+        time.sleep(0.1)
+    assert set(highlighted_cells(page, "inputs")) == {(float(r), float(c)) for r, c in windows_3x3_k2()[2]}
+    assert (0.0, 2.0) in highlighted_cells(page, "ymat") and (1.0, 2.0) in highlighted_cells(page, "ymat")
+    hover_cell(page, "inputs", 1, 1)  # an input cell: its 4 copies in X_unroll
+    deadline = time.time() + 5
+    while time.time() < deadline and len(highlighted_cells(page, "xunroll")) != 4:
+        time.sleep(0.1)
+    assert set(highlighted_cells(page, "xunroll")) == {(3.0, 0.0), (2.0, 1.0), (1.0, 2.0), (0.0, 3.0)}
+    assert page.locator(RUNNING).count() == 0, "no rerun started"
+
+    # the column animation: Play advances the slider past 'column l = 0'
+    chart = page.locator(".st-key-fig_im2col_animation .js-plotly-plot")
+    chart.scroll_into_view_if_needed()
+    label = chart.locator("text.slider-label", has_text="column l =")  # the slider's current-value label
+    assert "column l = 0" in label.text_content()
+    for _ in range(3):  # a real mouse click on the SVG button (its group takes no pointer events itself)
+        box = chart.locator(".updatemenu-button", has_text="Play").first.bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        time.sleep(2.5)
+        if "column l = 0" not in label.text_content():
+            break
+    assert "column l = 0" not in label.text_content(), "the frame advanced"
+    shot(page, "im2col_animation_playing")
+
+    # clicks pick cells both ways
     click_cell(page, "ymat", 1, 2)  # output Y[1, 2] -> its sum, its column, its filter row
     assert "Y[1, 2] = W row 1 · column 2 = 17" in body(page)  # PMPP's second map, pixel (1, 0)
     assert "im_pick=out:1,2" in unquote(page.url)
@@ -74,46 +106,8 @@ def test_clicks_pick_cells_both_ways_and_a_link_reproduces_the_pick(server, brow
     shot(page, "im2col_after_clicks")
     page.close()
 
-    with reopened(browser, url, (1366, 1400)) as again:
+    # the shared link, opened on the projector
+    with reopened(browser, url, PROJECTOR) as again:
         assert "Input cell (c, i, j) = (1, 1, 1) is copied 4 times" in body(again)
         assert {(r, c) for r, c, _, _ in outlined(again, "xunroll")} == expected
-
-
-def test_hover_outlines_the_mapping_without_a_rerun(server, browser):
-    page = browser.new_page(viewport={"width": 1366, "height": 1400})
-    page.goto(f"{server}/im2col")
-    wait_idle(page)
-    before = page.locator('[data-testid="stStatusWidget"]').count()
-    hover_cell(page, "xunroll", 5, 2)  # column 2 of X_unroll: the cells it copies, in every channel
-    deadline = time.time() + 5
-    while time.time() < deadline and not highlighted_cells(page, "inputs"):
-        time.sleep(0.1)
-    assert set(highlighted_cells(page, "inputs")) == {(float(r), float(c)) for r, c in windows_3x3_k2()[2]}
-    assert (0.0, 2.0) in highlighted_cells(page, "ymat") and (1.0, 2.0) in highlighted_cells(page, "ymat")
-    hover_cell(page, "inputs", 1, 1)  # an input cell: its 4 copies in X_unroll
-    deadline = time.time() + 5
-    while time.time() < deadline and len(highlighted_cells(page, "xunroll")) != 4:
-        time.sleep(0.1)
-    assert set(highlighted_cells(page, "xunroll")) == {(3.0, 0.0), (2.0, 1.0), (1.0, 2.0), (0.0, 3.0)}
-    assert page.locator('[data-testid="stStatusWidget"]').count() == before  # no rerun started
-    page.close()
-
-
-def test_animation_plays_in_the_browser(server, browser):
-    """Moved from tests/test_e2e.py (same check): Play advances the slider past 'column l = 0'."""
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(f"{server}/im2col")
-    wait_idle(page)
-    chart = page.locator(".st-key-fig_im2col_animation .js-plotly-plot")
-    chart.scroll_into_view_if_needed()
-    label = chart.locator("text.slider-label", has_text="column l =")  # the slider's current-value label
-    assert "column l = 0" in label.text_content()
-    for _ in range(3):  # a real mouse click on the SVG button (its group takes no pointer events itself)
-        box = chart.locator(".updatemenu-button", has_text="Play").first.bounding_box()
-        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        time.sleep(2.5)
-        if "column l = 0" not in label.text_content():
-            break
-    assert "column l = 0" not in label.text_content(), "the frame advanced"
-    shot(page, "im2col_animation_playing")
-    page.close()
+        shot(again, "im2col_1920x1080")

@@ -15,12 +15,15 @@ from urllib.parse import unquote
 import pytest
 
 from tests.browser import (
+    PROJECTOR,
+    RUNNING,
     click_cell,
     highlighted_cells,
     hover_cell,
     no_exception,
     reopened,
     shapes_of,
+    shot,
     wait_idle,
 )
 
@@ -47,13 +50,12 @@ def test_hover_then_clicks_both_ways_and_the_link_reproduces_the_pick(server, br
     page.goto(server + "/reflect?cap=32")
     wait_idle(page)
     # hover: padded (6, 8) lights up its source (row 6 - 2 = 4 -> 2, column 8 - 2 = 6 -> 2), no rerun
-    before = page.locator('[data-testid="stStatusWidget"]').count()
     hover_cell(page, "reflect_grid", 6, 8, panel="x2")
     deadline = time.time() + 5
     while time.time() < deadline and len(highlighted_cells(page, "reflect_grid")) < 2:
         time.sleep(0.1)
     assert set(highlighted_cells(page, "reflect_grid")) == {(6.0, 8.0), (2.0, 2.0)}
-    assert page.locator('[data-testid="stStatusWidget"]').count() == before
+    assert page.locator(RUNNING).count() == 0, "no rerun started"
 
     # padded cell (1, 0): row 1 - top 2 = -1 mirrors to 1, column 0 - left 2 = -2 mirrors to 2
     click_cell(page, "reflect_grid", 1, 0, panel="x2")
@@ -70,18 +72,8 @@ def test_hover_then_clicks_both_ways_and_the_link_reproduces_the_pick(server, br
     assert (
         page.locator('[data-testid="stNumberInput"] input').nth(1).input_value() == "1"
     )  # the keyboard path follows
-    url = page.url
-    page.close()
 
-    with reopened(browser, url, (1366, 900)) as again:
-        assert "Picked: input cell (0, 1): 2 padded cells copy it" in body(again)
-        assert outlined(again, "reflect_grid", READER, "x2") == {(2, 1), (2, 3)}
-
-
-def test_clicking_the_padded_image_outlines_the_source_pixel(server, browser):
-    page = browser.new_page(viewport={"width": 1366, "height": 900})
-    page.goto(server + "/reflect?cap=32")  # a 32 px image padded by 24: a few screen pixels per pixel
-    wait_idle(page)
+    # the image: a 32 px image padded by 24, a few screen pixels per pixel
     click_cell(page, "reflect_image", 2, 30)
     no_exception(page)
     # row 2 - 24 = -22 mirrors to 22, column 30 - 24 = 6 is inside; the source sits at padded (46, 30).
@@ -90,4 +82,11 @@ def test_clicking_the_padded_image_outlines_the_source_pixel(server, browser):
     assert "rp_img_pick=pad:2,30" in unquote(page.url)
     assert outlined(page, "reflect_image", HIGHLIGHT) == {(2, 30), (46, 30)}
     assert outlined(page, "reflect_image", READER) == {(2, 18), (46, 18), (64, 18), (64, 30)}
+    url = page.url
     page.close()
+
+    with reopened(browser, url, PROJECTOR) as again:  # the shared link, on the projector
+        assert "Picked: input cell (0, 1): 2 padded cells copy it" in body(again)
+        assert outlined(again, "reflect_grid", READER, "x2") == {(2, 1), (2, 3)}
+        assert outlined(again, "reflect_image", READER) == {(2, 18), (46, 18), (64, 18), (64, 30)}
+        shot(again, "reflect_1920x1080")

@@ -1,6 +1,7 @@
 """The Unfold / Fold page in a real browser: clicks at known screen positions pick cells (in the page
 text, the number inputs and the URL, with the highlight drawn), both directions; a reopened link
-shows the same pick; hovering a small grid outlines its mapping without a rerun."""
+shows the same pick (on a projector-sized screen); hovering outlines a mapping without a rerun; the
+step-by-step animation runs in the browser."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from tests.browser import (
+    PROJECTOR,
+    RUNNING,
     click_cell,
     highlighted_cells,
     hover_cell,
@@ -62,7 +65,7 @@ def taps(oh: int, ow: int) -> set[tuple[float, float]]:
     return {(float(oh * S - P + ki * D), float(ow * S - P + kj * D)) for ki in range(K) for kj in range(K)}
 
 
-def test_clicks_pick_pixels_and_patches_both_ways(server, browser):
+def test_clicks_both_ways_hover_the_animation_and_a_shared_link(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 1500})
     page.goto(f"{server}/unfold?uf_pick=px:100,120")
     wait_idle(page)
@@ -94,21 +97,11 @@ def test_clicks_pick_pixels_and_patches_both_ways(server, browser):
     assert picked(page) == "px:40,200"
     shot(page, "unfold_after_clicks")
     url = page.evaluate("location.href")
-    page.close()
 
-    # the link reproduces the view in a fresh browser context
-    with reopened(browser, url, (1366, 900)) as fresh:
-        assert picked(fresh) == "px:40,200"
-        assert fresh.get_by_label("Pixel col").input_value() == "200"
-        assert "Picked pixel (40, 200)" in fresh.inner_text("body")
-
-
-def test_hover_outlines_copies_without_a_rerun(server, browser):
-    page = browser.new_page(viewport={"width": 1366, "height": 1500})
+    # hovering outlines the copies in the browser alone (no rerun); the same tab, another pick
     page.goto(f"{server}/unfold?uf_pick=patch:50,60")
     wait_idle(page)
     columns = window_columns(page)
-    busy = page.locator('[data-testid="stStatusWidget"]').count()
     y, x = 50 * S - P + 1, 60 * S - P + 1  # the picked patch's middle tap
     hover_cell(page, "zoom", y, x)
     deadline = time.time() + 5
@@ -122,7 +115,7 @@ def test_hover_outlines_copies_without_a_rerun(server, browser):
                 if (l // W_OUT * S - P + ki * D, l % W_OUT * S - P + kj * D) == (y, x):
                     expected |= {((c * K + ki) * K + kj, l) for c in range(3)}
     assert shown == expected and expected
-    assert page.locator('[data-testid="stStatusWidget"]').count() == busy  # no rerun started
+    assert page.locator(RUNNING).count() == 0, "no rerun started"
     # and back: an entry of the matrix window outlines the pixel it copies
     l = 50 * W_OUT + 60
     hover_cell(page, "matrix", 0, columns.index(l), panel="x2")
@@ -138,3 +131,10 @@ def test_hover_outlines_copies_without_a_rerun(server, browser):
     after = page.evaluate(ANIMATION_STATE)
     assert after["x"] != before["x"] and after["z"] != before["z"] and all(v is not None for v in after["z"])
     page.close()
+
+    # the link reproduces the view in a fresh browser context, on the projector
+    with reopened(browser, url, PROJECTOR) as fresh:
+        assert picked(fresh) == "px:40,200"
+        assert fresh.get_by_label("Pixel col").input_value() == "200"
+        assert "Picked pixel (40, 200)" in fresh.inner_text("body")
+        shot(fresh, "unfold_1920x1080")

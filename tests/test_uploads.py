@@ -44,8 +44,11 @@ def png_header_only(w: int, h: int) -> bytes:
 
 
 def gradient(w: int, h: int) -> Image.Image:
-    y, x = np.mgrid[0:h, 0:w]
-    return Image.fromarray(np.stack([x % 256, y % 256, (x + y) % 256], -1).astype(np.uint8))
+    x = (np.arange(w) % 256).astype(np.uint8)[None, :]
+    y = (np.arange(h) % 256).astype(np.uint8)[:, None]
+    rgb = np.empty((h, w, 3), np.uint8)
+    rgb[..., 0], rgb[..., 1], rgb[..., 2] = x, y, x + y  # uint8 sums wrap: (x + y) % 256
+    return Image.fromarray(rgb)
 
 
 @pytest.mark.parametrize(
