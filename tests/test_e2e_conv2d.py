@@ -14,18 +14,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from tests.browser import (
-    PROJECTOR,
-    RUNNING,
-    click_cell,
-    highlighted_cells,
-    hover_cell,
-    no_exception,
-    reopened,
-    shapes_of,
-    shot,
-    wait_idle,
-)
+from tests import browser as web
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +37,7 @@ def meta(page, chart: str) -> dict:
 def outline_drawn(page, chart: str, name: str) -> set[tuple[float, float, float, float]]:
     """Unit edges of the path shapes named `name` on a chart."""
     edges = set()
-    for s in shapes_of(page, chart):
+    for s in web.shapes_of(page, chart):
         if s.get("name") == name:
             for x0, y0, x1, y1 in re.findall(r"M([-\d.]+),([-\d.]+)L([-\d.]+),([-\d.]+)", s["path"]):
                 edges.add((float(x0), float(y0), float(x1), float(y1)))
@@ -68,9 +57,9 @@ def square_outline(r0: int, c0: int, n: int) -> set[tuple[float, float, float, f
 def test_clicks_hover_the_window_and_a_shared_link(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(f"{server}/direct")
-    wait_idle(page)
-    no_exception(page)
-    click_cell(page, "conv_output", 40, 60)  # an output pixel -> its 3 x 3 taps on the input
+    web.wait_idle(page)
+    web.no_exception(page)
+    web.click_cell(page, "conv_output", 40, 60)  # an output pixel -> its 3 x 3 taps on the input
     assert "Picked: output pixel (40, 60)" in body(page)
     assert "dc_pick=out:40,60" in unquote(page.url)
     assert outline_drawn(page, "conv_output", "pick") == square_outline(40, 60, 1)
@@ -83,25 +72,25 @@ def test_clicks_hover_the_window_and_a_shared_link(server, browser):
     row = page.locator(".st-key-w_dc_pick_row input")  # the keyboard path sets the pick (no stale click)
     row.fill("45")
     row.press("Enter")
-    wait_idle(page)
+    web.wait_idle(page)
     assert "Picked: output pixel (45, 60)" in body(page) and "dc_pick=out:45,60" in unquote(page.url)
-    click_cell(page, "conv_input", 100, 30)  # an input cell -> the 9 outputs that read it
+    web.click_cell(page, "conv_input", 100, 30)  # an input cell -> the 9 outputs that read it
     assert "Picked: input cell (100, 30), read by 9 output pixels" in body(page)
     assert "dc_pick=in:100,30" in unquote(page.url)
     assert outline_drawn(page, "conv_output", "readers") == square_outline(99, 29, 3)
     assert outline_drawn(page, "conv_input", "pick") == square_outline(100, 30, 1)
     url = page.url
-    shot(page, "direct_after_clicks")
+    web.shot(page, "direct_after_clicks")
 
     # hovering a weight outlines the input cell it multiplies, in the browser alone (no rerun)
-    click_cell(page, "conv_output", 40, 60)
-    hover_cell(page, "dc_kernel", 2, 0)  # tap (2, 0) of output (40, 60) reads input (41, 59)
+    web.click_cell(page, "conv_output", 40, 60)
+    web.hover_cell(page, "dc_kernel", 2, 0)  # tap (2, 0) of output (40, 60) reads input (41, 59)
     deadline = time.time() + 5
-    while time.time() < deadline and not highlighted_cells(page, "dc_zoom"):
+    while time.time() < deadline and not web.highlighted_cells(page, "dc_zoom"):
         time.sleep(0.1)
-    assert highlighted_cells(page, "dc_zoom") == [(41.0, 59.0)]
-    assert highlighted_cells(page, "conv_input") == [(41.0, 59.0)]
-    assert page.locator(RUNNING).count() == 0, "no rerun started"
+    assert web.highlighted_cells(page, "dc_zoom") == [(41.0, 59.0)]
+    assert web.highlighted_cells(page, "conv_input") == [(41.0, 59.0)]
+    assert page.locator(web.RUNNING).count() == 0, "no rerun started"
     # the sliding window: Play moves the slider off the picked output
     chart = page.locator(".stPlotlyChart").filter(has=page.locator("text.slider-label")).first
     chart.scroll_into_view_if_needed()
@@ -114,11 +103,11 @@ def test_clicks_hover_the_window_and_a_shared_link(server, browser):
         if "output 40,60" not in label.text_content():
             break
     assert "output 40,60" not in label.text_content(), "the window moved on"
-    shot(page, "direct_window_playing")
+    web.shot(page, "direct_window_playing")
     page.close()
 
     # the shared link, opened on the projector
-    with reopened(browser, url, PROJECTOR) as again:
+    with web.reopened(browser, url, web.PROJECTOR) as again:
         assert "Picked: input cell (100, 30), read by 9 output pixels" in body(again)
         assert outline_drawn(again, "conv_output", "readers") == square_outline(99, 29, 3)
-        shot(again, "direct_1920x1080")
+        web.shot(again, "direct_1920x1080")

@@ -11,18 +11,7 @@ from urllib.parse import parse_qs, urlparse
 import numpy as np
 import pytest
 
-from tests.browser import (
-    PROJECTOR,
-    RUNNING,
-    click_cell,
-    highlighted_cells,
-    hover_cell,
-    no_exception,
-    reopened,
-    shapes_of,
-    shot,
-    wait_idle,
-)
+from tests import browser as web
 from viz.style import HIGHLIGHT, READER
 
 pytestmark = pytest.mark.e2e
@@ -40,7 +29,7 @@ def taps(H, W, K, S, P, D):
 
 def outlined(page, chart: str, colour: str, axis: str) -> set[tuple[int, int]]:
     """Cells outlined in `colour` on subplot `axis`, as the browser draws them."""
-    return {(round((s["y0"] + s["y1"]) / 2), round((s["x0"] + s["x1"]) / 2)) for s in shapes_of(page, chart)
+    return {(round((s["y0"] + s["y1"]) / 2), round((s["x0"] + s["x1"]) / 2)) for s in web.shapes_of(page, chart)
             if s.get("xref") == axis and s.get("line", {}).get("color") == colour and s.get("name") != "hover-hl"}  # fmt: skip
 
 
@@ -70,37 +59,37 @@ def play_the_animation(page) -> None:
     assert drawn and all(drawn), (
         "the animated heatmaps hold arrays (Plotly.animate leaves typed-array specs undecoded)"
     )
-    shot(page, "backward_animation_playing")
+    web.shot(page, "backward_animation_playing")
 
 
 def test_hover_clicks_both_ways_animation_and_the_shared_link(server, browser):
     """One page load (the server is shared and slow): hover, click dX, click dY, play, reopen the link."""
     page = browser.new_page(viewport={"width": 1366, "height": 768})
     page.goto(f"{server}/backward")
-    wait_idle(page)
+    web.wait_idle(page)
     # hover a dX cell: its sources, taps and flipped taps light up in the browser, no rerun, no pick
-    hover_cell(page, "bw_dx", 1, 1, "x4")
+    web.hover_cell(page, "bw_dx", 1, 1, "x4")
     deadline = time.time() + 5
-    while time.time() < deadline and len(highlighted_cells(page, "bw_dx")) < 2:
+    while time.time() < deadline and len(web.highlighted_cells(page, "bw_dx")) < 2:
         time.sleep(0.1)
     src = [t for t in taps(*GEOMETRY) if t[4:] == (1, 1)]
     expected = {(1, 1)} | {t[:2] for t in src} | {t[2:4] for t in src} | {(2 - t[2], 2 - t[3]) for t in src}
-    assert set(highlighted_cells(page, "bw_dx")) == {(float(r), float(c)) for r, c in expected}
-    assert page.locator(RUNNING).count() == 0 and pick_in_url(page) == "dx:3,3"
+    assert set(web.highlighted_cells(page, "bw_dx")) == {(float(r), float(c)) for r, c in expected}
+    assert page.locator(web.RUNNING).count() == 0 and pick_in_url(page) == "dx:3,3"
     # click a dX cell: the gather view
-    click_cell(page, "bw_dx", 4, 5, "x4")
-    no_exception(page)
+    web.click_cell(page, "bw_dx", 4, 5, "x4")
+    web.no_exception(page)
     assert "dX[4, 5] gathers" in page.inner_text("body") and pick_in_url(page) == "dx:4,5"
     src = [t for t in taps(*GEOMETRY) if t[4:] == (4, 5)]
     assert outlined(page, "bw_dx", HIGHLIGHT, "x") == {t[:2] for t in src}
     assert outlined(page, "bw_dx", HIGHLIGHT, "x3") == {(2 - t[2], 2 - t[3]) for t in src}  # flipped taps
-    shot(page, "backward_click_dx_1366x768")
+    web.shot(page, "backward_click_dx_1366x768")
     # click a dY cell: the scatter view, the reverse direction
-    click_cell(page, "bw_dx", 2, 1, "x")
+    web.click_cell(page, "bw_dx", 2, 1, "x")
     assert "dY[2, 1] scatters into" in page.inner_text("body") and pick_in_url(page) == "dy:2,1"
     assert outlined(page, "bw_dx", READER, "x4") == {t[4:] for t in taps(*GEOMETRY) if t[:2] == (2, 1)}
     # reflect-pad backward: click an input cell of the count map -> the padded cells whose gradients it sums
-    click_cell(page, "bw_reflect", 1, 0, "x2")
+    web.click_cell(page, "bw_reflect", 1, 0, "x2")
     assert "Input cell (1, 0) sums the gradients of" in page.inner_text("body")
     assert parse_qs(urlparse(page.url).query)["bw_rp_pick"] == ["in:1,0"]
     ids = np.pad(np.arange(20).reshape(4, 5), ((1, 2), (2, 1)), mode="reflect")  # the default grid and pads
@@ -108,7 +97,7 @@ def test_hover_clicks_both_ways_animation_and_the_shared_link(server, browser):
     link = page.url
     play_the_animation(page)
     page.close()
-    with reopened(browser, link, PROJECTOR) as again:  # the shared link, on the projector
+    with web.reopened(browser, link, web.PROJECTOR) as again:  # the shared link, on the projector
         assert "dY[2, 1] scatters into" in again.inner_text("body") and pick_in_url(again) == "dy:2,1"
         assert "Input cell (1, 0) sums the gradients of" in again.inner_text("body")
-        shot(again, "backward_1920x1080")
+        web.shot(again, "backward_1920x1080")

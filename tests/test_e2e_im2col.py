@@ -10,18 +10,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from tests.browser import (
-    PROJECTOR,
-    RUNNING,
-    click_cell,
-    highlighted_cells,
-    hover_cell,
-    no_exception,
-    reopened,
-    shapes_of,
-    shot,
-    wait_idle,
-)
+from tests import browser as web
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +21,7 @@ def outlined(page, chart: str) -> set[tuple[float, float, float, float]]:
     """(row, col, rows tall, cols wide) of the server-drawn highlight outlines on a chart."""
     return {
         (s["y0"] + 0.5, s["x0"] + 0.5, s["y1"] - s["y0"], s["x1"] - s["x0"])
-        for s in shapes_of(page, chart)
+        for s in web.shapes_of(page, chart)
         if s.get("type") == "rect"
         and s.get("line", {}).get("color") == HIGHLIGHT
         and s.get("name") != "hover-hl"
@@ -51,21 +40,25 @@ def windows_3x3_k2() -> list[list[tuple[int, int]]]:
 def test_hover_the_animation_clicks_and_a_shared_link(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 1400})
     page.goto(f"{server}/im2col")
-    wait_idle(page)
-    no_exception(page)
+    web.wait_idle(page)
+    web.no_exception(page)
     # hovering outlines the mapping in the browser alone (no rerun)
-    hover_cell(page, "xunroll", 5, 2)  # column 2 of X_unroll: the cells it copies, in every channel
+    web.hover_cell(page, "xunroll", 5, 2)  # column 2 of X_unroll: the cells it copies, in every channel
     deadline = time.time() + 5
-    while time.time() < deadline and not highlighted_cells(page, "inputs"):
+    while time.time() < deadline and not web.highlighted_cells(page, "inputs"):
         time.sleep(0.1)
-    assert set(highlighted_cells(page, "inputs")) == {(float(r), float(c)) for r, c in windows_3x3_k2()[2]}
-    assert (0.0, 2.0) in highlighted_cells(page, "ymat") and (1.0, 2.0) in highlighted_cells(page, "ymat")
-    hover_cell(page, "inputs", 1, 1)  # an input cell: its 4 copies in X_unroll
+    assert set(web.highlighted_cells(page, "inputs")) == {
+        (float(r), float(c)) for r, c in windows_3x3_k2()[2]
+    }
+    assert (0.0, 2.0) in web.highlighted_cells(page, "ymat") and (1.0, 2.0) in web.highlighted_cells(
+        page, "ymat"
+    )
+    web.hover_cell(page, "inputs", 1, 1)  # an input cell: its 4 copies in X_unroll
     deadline = time.time() + 5
-    while time.time() < deadline and len(highlighted_cells(page, "xunroll")) != 4:
+    while time.time() < deadline and len(web.highlighted_cells(page, "xunroll")) != 4:
         time.sleep(0.1)
-    assert set(highlighted_cells(page, "xunroll")) == {(3.0, 0.0), (2.0, 1.0), (1.0, 2.0), (0.0, 3.0)}
-    assert page.locator(RUNNING).count() == 0, "no rerun started"
+    assert set(web.highlighted_cells(page, "xunroll")) == {(3.0, 0.0), (2.0, 1.0), (1.0, 2.0), (0.0, 3.0)}
+    assert page.locator(web.RUNNING).count() == 0, "no rerun started"
 
     # the column animation: Play advances the slider past 'column l = 0'
     chart = page.locator(".st-key-fig_im2col_animation .js-plotly-plot")
@@ -79,20 +72,20 @@ def test_hover_the_animation_clicks_and_a_shared_link(server, browser):
         if "column l = 0" not in label.text_content():
             break
     assert "column l = 0" not in label.text_content(), "the frame advanced"
-    shot(page, "im2col_animation_playing")
+    web.shot(page, "im2col_animation_playing")
 
     # clicks pick cells both ways
-    click_cell(page, "ymat", 1, 2)  # output Y[1, 2] -> its sum, its column, its filter row
+    web.click_cell(page, "ymat", 1, 2)  # output Y[1, 2] -> its sum, its column, its filter row
     assert "Y[1, 2] = W row 1 · column 2 = 17" in body(page)  # PMPP's second map, pixel (1, 0)
     assert "im_pick=out:1,2" in unquote(page.url)
     assert (1, 2, 1, 1) in outlined(page, "ymat")
     assert (1, 0, 1, 12) in outlined(page, "wmat")
     assert {(r, c) for r, c, h, w in outlined(page, "inputs")} == set(windows_3x3_k2()[2])
-    click_cell(page, "xunroll", 7, 3)  # a column of X_unroll -> the cells it copies
+    web.click_cell(page, "xunroll", 7, 3)  # a column of X_unroll -> the cells it copies
     assert "im_pick=col:0,3" in unquote(page.url)
     assert outlined(page, "xunroll") == {(0, 3, 12, 1)}
     assert page.locator(".st-key-w_im_pl input").input_value() == "3"  # the keyboard path follows
-    click_cell(page, "inputs", 1, 1, panel="x2")  # input cell (1, 1, 1) -> its copies in X_unroll
+    web.click_cell(page, "inputs", 1, 1, panel="x2")  # input cell (1, 1, 1) -> its copies in X_unroll
     assert "Input cell (c, i, j) = (1, 1, 1) is copied 4 times" in body(page)
     assert "im_pick=in:1,1" in unquote(page.url) and "im_pc=1" in page.url
     expected = {
@@ -103,11 +96,11 @@ def test_hover_the_animation_clicks_and_a_shared_link(server, browser):
     }
     assert {(r, c) for r, c, _, _ in outlined(page, "xunroll")} == expected
     url = page.url
-    shot(page, "im2col_after_clicks")
+    web.shot(page, "im2col_after_clicks")
     page.close()
 
     # the shared link, opened on the projector
-    with reopened(browser, url, PROJECTOR) as again:
+    with web.reopened(browser, url, web.PROJECTOR) as again:
         assert "Input cell (c, i, j) = (1, 1, 1) is copied 4 times" in body(again)
         assert {(r, c) for r, c, _, _ in outlined(again, "xunroll")} == expected
-        shot(again, "im2col_1920x1080")
+        web.shot(again, "im2col_1920x1080")

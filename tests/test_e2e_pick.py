@@ -9,24 +9,15 @@ import time
 
 import pytest
 
-from tests.browser import (
-    ROOT,
-    RUNNING,
-    _free_port,
-    click_cell,
-    highlighted_cells,
-    hover_cell,
-    start_server,
-    wait_idle,
-)
+from tests import browser as web
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def pick_app():
-    port = _free_port()
-    proc = start_server(port, app=ROOT / "tests" / "apps" / "pick_app.py")
+    port = web._free_port()
+    proc = web.start_server(port, app=web.ROOT / "tests" / "apps" / "pick_app.py")
     yield f"http://127.0.0.1:{port}"
     proc.terminate()
     proc.wait(timeout=20)
@@ -39,28 +30,28 @@ def picked(page) -> str:
 def test_clicks_land_on_the_exact_cell_hover_needs_no_rerun_and_a_slider_keeps_the_pick(pick_app, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 1400})
     page.goto(pick_app)
-    wait_idle(page)
+    web.wait_idle(page)
     # a hover outlines the mapped cell in the browser alone
-    hover_cell(page, "grid", 1, 4)
+    web.hover_cell(page, "grid", 1, 4)
     deadline = time.time() + 5
-    while time.time() < deadline and not highlighted_cells(page, "panels"):
+    while time.time() < deadline and not web.highlighted_cells(page, "panels"):
         time.sleep(0.1)
-    assert highlighted_cells(page, "panels") == [(4.0, 1.0)]  # the map sends (r, c) to (c, r) in panel x2
-    assert (1.0, 4.0) in highlighted_cells(page, "grid")  # the hovered cell itself
-    assert page.locator(RUNNING).count() == 0, "no rerun started"
+    assert web.highlighted_cells(page, "panels") == [(4.0, 1.0)]  # the map sends (r, c) to (c, r) in panel x2
+    assert (1.0, 4.0) in web.highlighted_cells(page, "grid")  # the hovered cell itself
+    assert page.locator(web.RUNNING).count() == 0, "no rerun started"
     page.mouse.move(5, 5)
     time.sleep(0.5)
-    assert highlighted_cells(page, "panels") == []
+    assert web.highlighted_cells(page, "panels") == []
     # clicks land on the exact cell of a heatmap, an image and a subplot
     for chart, panel, row, col in [("grid", "x", 4, 1), ("grid", "x", 0, 5), ("image", "x", 17, 203),
                                    ("image", "x", 250, 3), ("panels", "x", 3, 4), ("panels", "x2", 5, 0)]:  # fmt: skip
-        click_cell(page, chart, row, col, panel)
+        web.click_cell(page, chart, row, col, panel)
         assert picked(page) == f"{chart} {panel} {row},{col}"
     # a slider's rerun keeps the pick
-    click_cell(page, "grid", 2, 3)
+    web.click_cell(page, "grid", 2, 3)
     slider = page.get_by_role("slider", name="A slider")
     slider.focus()
     slider.press("ArrowRight")
-    wait_idle(page)
+    web.wait_idle(page)
     assert picked(page) == "grid x 2,3"
     page.close()

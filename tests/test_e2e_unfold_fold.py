@@ -10,18 +10,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.browser import (
-    PROJECTOR,
-    RUNNING,
-    click_cell,
-    highlighted_cells,
-    hover_cell,
-    no_exception,
-    reopened,
-    shapes_of,
-    shot,
-    wait_idle,
-)
+from tests import browser as web
 from viz.style import HIGHLIGHT, READER
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +28,7 @@ def picked(page) -> str:
 def outlines(page, chart: str, colour: str, xref: str = "x") -> set[tuple[float, float]]:
     return {
         ((s["y0"] + s["y1"]) / 2, (s["x0"] + s["x1"]) / 2)
-        for s in shapes_of(page, chart)
+        for s in web.shapes_of(page, chart)
         if s.get("line", {}).get("color") == colour
         and s.get("xref", "x") == xref
         and s.get("name") != "hover-hl"
@@ -68,10 +57,10 @@ def taps(oh: int, ow: int) -> set[tuple[float, float]]:
 def test_clicks_both_ways_hover_the_animation_and_a_shared_link(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 1500})
     page.goto(f"{server}/unfold?uf_pick=px:100,120")
-    wait_idle(page)
-    no_exception(page)
+    web.wait_idle(page)
+    web.no_exception(page)
     # a pixel of the patch view -> that pixel, every patch covering it outlined
-    click_cell(page, "zoom", 103, 118)
+    web.click_cell(page, "zoom", 103, 118)
     assert picked(page) == "px:103,118"
     body = page.inner_text("body")
     n = sum(
@@ -85,7 +74,7 @@ def test_clicks_both_ways_hover_the_animation_and_a_shared_link(server, browser)
     assert page.get_by_label("Pixel row").input_value() == "103"
     # a column of the matrix -> its patch: taps outlined on the patch view, column outlined in the matrix
     columns = window_columns(page)
-    click_cell(page, "matrix", 5, 1, panel="x2")
+    web.click_cell(page, "matrix", 5, 1, panel="x2")
     l = columns[1]
     assert picked(page) == f"patch:{l // W_OUT},{l % W_OUT}"
     assert f"patch l = {l:,}" in page.inner_text("body")
@@ -93,21 +82,21 @@ def test_clicks_both_ways_hover_the_animation_and_a_shared_link(server, browser)
     assert page.get_by_label("Column l (patch)").input_value() == str(l)
     assert outlines(page, "matrix", HIGHLIGHT, "x2")  # the picked column in the window
     # a pixel of the overlap-count map always picks the pixel
-    click_cell(page, "count", 40, 200)
+    web.click_cell(page, "count", 40, 200)
     assert picked(page) == "px:40,200"
-    shot(page, "unfold_after_clicks")
+    web.shot(page, "unfold_after_clicks")
     url = page.evaluate("location.href")
 
     # hovering outlines the copies in the browser alone (no rerun); the same tab, another pick
     page.goto(f"{server}/unfold?uf_pick=patch:50,60")
-    wait_idle(page)
+    web.wait_idle(page)
     columns = window_columns(page)
     y, x = 50 * S - P + 1, 60 * S - P + 1  # the picked patch's middle tap
-    hover_cell(page, "zoom", y, x)
+    web.hover_cell(page, "zoom", y, x)
     deadline = time.time() + 5
-    while time.time() < deadline and not highlighted_cells(page, "matrix"):
+    while time.time() < deadline and not web.highlighted_cells(page, "matrix"):
         time.sleep(0.1)
-    shown = {(int(r), columns[int(c)]) for r, c in highlighted_cells(page, "matrix")}
+    shown = {(int(r), columns[int(c)]) for r, c in web.highlighted_cells(page, "matrix")}
     expected = set()  # every entry (row, column) of the window that copies pixel (y, x)
     for l in columns:
         for ki in range(K):
@@ -115,12 +104,12 @@ def test_clicks_both_ways_hover_the_animation_and_a_shared_link(server, browser)
                 if (l // W_OUT * S - P + ki * D, l % W_OUT * S - P + kj * D) == (y, x):
                     expected |= {((c * K + ki) * K + kj, l) for c in range(3)}
     assert shown == expected and expected
-    assert page.locator(RUNNING).count() == 0, "no rerun started"
+    assert page.locator(web.RUNNING).count() == 0, "no rerun started"
     # and back: an entry of the matrix window outlines the pixel it copies
     l = 50 * W_OUT + 60
-    hover_cell(page, "matrix", 0, columns.index(l), panel="x2")
+    web.hover_cell(page, "matrix", 0, columns.index(l), panel="x2")
     time.sleep(0.3)
-    assert highlighted_cells(page, "zoom") == [(float(l // W_OUT * S - P), float(l % W_OUT * S - P))]
+    assert web.highlighted_cells(page, "zoom") == [(float(l // W_OUT * S - P), float(l % W_OUT * S - P))]
 
     # the step-by-step animation runs in the browser: frame 3 moves the taps and refills the column
     before = page.evaluate(ANIMATION_STATE)
@@ -133,8 +122,8 @@ def test_clicks_both_ways_hover_the_animation_and_a_shared_link(server, browser)
     page.close()
 
     # the link reproduces the view in a fresh browser context, on the projector
-    with reopened(browser, url, PROJECTOR) as fresh:
+    with web.reopened(browser, url, web.PROJECTOR) as fresh:
         assert picked(fresh) == "px:40,200"
         assert fresh.get_by_label("Pixel col").input_value() == "200"
         assert "Picked pixel (40, 200)" in fresh.inner_text("body")
-        shot(fresh, "unfold_1920x1080")
+        web.shot(fresh, "unfold_1920x1080")
