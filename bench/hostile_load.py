@@ -1,0 +1,199 @@
+"""A classroom server under a hostile mix: heavy sessions beside light ones, no browser needed.
+
+`python bench/hostile_load.py [--sessions 30] [--seconds 60] [--heavy 10] [--backend numpy|cupy]
+[--out FILE]` starts the app on loopback (or drives `--url`), measures a light session alone (the
+quiet baseline), then runs every session at once for `--seconds`, each its own Streamlit session
+over the websocket (tests/st_client.py), and prints a JSON report.
+
+- light sessions: the Direct page at the default working size, moving the stride slider every
+  0.5-1.5 s (a student following along);
+- heavy sessions, in turn: the Direct page at 1024 px with the largest kernel, changing padding and
+  pressing "Compare algorithms"; the Unfold page at 1024 px with K = 9 and stride 1, changing the
+  dilation; the Benchmarks page, pressing "Run the benchmark" again and again.
+
+Reported: light reruns' p50/p95 quiet and under load (their ratio: the target is at most 3x),
+heavy reruns' p50/p95, the page's budget refusals (a refusal is the page working as designed),
+errors (exceptions, lost connections), the server's resident memory and the GPU's memory used.
+Uploads are not part of the mix (the client speaks the websocket only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import tests.conftest  # noqa: E402, F401 (tests.browser imports it first)
+from tests.browser import _free_port, start_server  # noqa: E402
+from tests.load_test import gpu_memory_mib, rss_mib  # noqa: E402
+from tests.st_client import StClient  # noqa: E402
+
+REFUSED = "would take"  # the words of ui.budget's refusal
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))], 3)
+
+
+def summary(latencies: list[float]) -> dict:
+    return {
+        "reruns": len(latencies),
+        "p50_s": percentile(latencies, 0.5),
+        "p95_s": percentile(latencies, 0.95),
+    }
+
+
+class Session(threading.Thread):
+    """One student: a scenario run in a loop until `stop` is set; latencies and refusals kept."""
+
+    def __init__(self, url: str, kind: str, stop: threading.Event, seed: int) -> None:
+        super().__init__(daemon=True, name=f"{kind}-{seed}")
+        self.url, self.kind, self.stop, self.rng = url, kind, stop, random.Random(seed)
+        self.latencies: list[float] = []
+        self.refusals = 0
+        self.errors: list[str] = []
+
+    def _step(self, client: StClient, action, *args) -> None:
+        seconds = action(*args)
+        if seconds is not None:
+            self.latencies.append(seconds)
+        if any(REFUSED in t for t in client.texts(main_only=True)):
+            self.refusals += 1
+
+    def run(self) -> None:
+        page, query = {
+            "light": ("direct", ""),
+            "direct_heavy": ("direct", "cap=1024&dc_k=15&dc_mode=reflect"),
+            "unfold_heavy": ("unfold", "cap=1024&uf_k=9&uf_stride=1"),
+            "benchmark": ("benchmarks", ""),
+        }[self.kind]
+        try:
+            with StClient(self.url, page, query, timeout=300) as c:
+                c.wait_idle()
+                n = 0
+                while not self.stop.is_set():
+                    n += 1
+                    if self.kind == "light":
+                        self._step(c, c.set, "Stride S", 2 if n % 2 else 1)
+                        self.stop.wait(self.rng.uniform(0.5, 1.5))
+                    elif self.kind == "direct_heavy":
+                        self._step(c, c.set, "Padding P", 7 if n % 2 else 1)
+                        if "Compare algorithms" in c.labels():
+                            self._step(c, c.click, "Compare algorithms")
+                    elif self.kind == "unfold_heavy":
+                        self._step(c, c.set, "Dilation D", 2 if n % 2 else 1)
+                    else:
+                        self._step(c, c.click, "Run the benchmark")
+                self.errors.extend(c.errors)
+        except Exception as exc:  # a lost session is a result, not a crash of the load test
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+
+
+def quiet_baseline(url: str, reruns: int = 10) -> list[float]:
+    """The light scenario alone on the server: what 'no worse than 3x' is measured against."""
+    with StClient(url, "direct", timeout=300) as c:
+        c.wait_idle()
+        return [c.set("Stride S", 2 if i % 2 == 0 else 1) for i in range(reruns)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=30)
+    parser.add_argument("--heavy", type=int, default=10, help="how many of the sessions are heavy")
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--backend", default="numpy", choices=["numpy", "cupy", "auto"])
+    parser.add_argument("--url", help="drive a running server instead of starting one")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    report = load(args.sessions, args.seconds, args.heavy, args.url, args.backend)
+    print(json.dumps(report, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1) + "\n")
+    return 0 if report["errors"] == 0 else 1
+
+
+def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: str) -> dict:
+    proc = None
+    if url is None:
+        port = _free_port()
+        proc = start_server(port, env={"CONV_EXPLORER_BACKEND": backend})
+        url = f"http://127.0.0.1:{port}"
+    report: dict = {
+        "sessions": sessions,
+        "heavy": heavy,
+        "seconds": seconds,
+        "backend": backend if proc else "remote",
+    }
+    try:
+        with StClient(url, "") as warm:  # a fresh server learns its pages on its first run
+            warm.wait_idle()
+        if proc:
+            report["rss_mib_before"] = rss_mib(proc.pid)
+        report["gpu_mib_before"] = gpu_memory_mib()
+        quiet = quiet_baseline(url)
+        report["light_quiet"] = summary(quiet)
+        heavy_kinds = ("direct_heavy", "unfold_heavy", "benchmark")
+        stop = threading.Event()
+        crowd = [
+            Session(url, heavy_kinds[i % 3] if i < heavy else "light", stop, seed=i) for i in range(sessions)
+        ]
+        rss, gpu = [], []
+        started = time.time()
+        for s in crowd:
+            s.start()
+        while time.time() - started < seconds:
+            time.sleep(1)
+            if proc:
+                rss.append(rss_mib(proc.pid))
+            g = gpu_memory_mib()
+            if g is not None:
+                gpu.append(g)
+        stop.set()
+        for s in crowd:
+            s.join(timeout=600)
+        light = [x for s in crowd if s.kind == "light" for x in s.latencies]
+        report["light_under_load"] = summary(light)
+        if quiet and light:
+            report["light_p95_ratio"] = round(percentile(light, 0.95) / percentile(quiet, 0.95), 2)
+        for kind in heavy_kinds:
+            mine = [s for s in crowd if s.kind == kind]
+            if mine:
+                report[kind] = {
+                    **summary([x for s in mine for x in s.latencies]),
+                    "sessions": len(mine),
+                    "refusals": sum(s.refusals for s in mine),
+                }
+        errors = [f"{s.name}: {e}" for s in crowd for e in s.errors]
+        report.update(
+            {
+                "errors": len(errors),
+                "error_samples": errors[:5],
+                "stuck_sessions": sum(s.is_alive() for s in crowd),
+                "rss_mib_max": max(rss) if rss else None,
+                "rss_mib_last": rss[-1] if rss else None,
+                "gpu_mib_max": max(gpu) if gpu else None,
+            }
+        )
+        if proc:
+            time.sleep(2)
+            report["rss_mib_after"] = rss_mib(proc.pid)
+        report["gpu_mib_after"] = gpu_memory_mib()
+    finally:
+        if proc:
+            proc.terminate()
+            proc.wait(timeout=30)
+    return report
+
+
+if __name__ == "__main__":
+    sys.exit(main())
