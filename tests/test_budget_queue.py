@@ -68,3 +68,16 @@ def test_many_threads_each_get_their_turn_and_none_overlap():
     for t in threads:
         t.join(10)
     assert most == 1 and counts == [50] * 8
+
+
+def test_a_try_succeeds_only_when_nobody_holds_or_waits():
+    queue = FairQueue()
+    assert queue.acquire(blocking=False)
+    assert not queue.acquire(blocking=False), "held"
+    waiting = threading.Thread(target=lambda: (queue.acquire(), queue.release()))
+    waiting.start()
+    _wait_until(lambda: queue._next_ticket == 2)
+    queue.release()
+    waiting.join(5)
+    assert queue.acquire(blocking=False), "free again once the waiter had its turn"
+    queue.release()

@@ -129,8 +129,11 @@ class FairQueue:
         self._serving = 0  # the ticket whose holder may run now
         self._gone: set[int] = set()  # tickets whose holder stopped waiting (their turn is skipped)
 
-    def __enter__(self) -> FairQueue:
+    def acquire(self, blocking: bool = True) -> bool:
+        """Take a turn: wait for it, or (blocking=False) take it only if nobody holds or waits."""
         with self._turns:
+            if not blocking and self._serving != self._next_ticket:
+                return False
             ticket = self._next_ticket
             self._next_ticket += 1
             try:
@@ -140,12 +143,19 @@ class FairQueue:
                 self._gone.add(ticket)
                 self._skip_gone()
                 raise
-        return self
+        return True
 
-    def __exit__(self, *exc: object) -> None:
+    def release(self) -> None:
         with self._turns:
             self._serving += 1
             self._skip_gone()
+
+    def __enter__(self) -> FairQueue:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
     def _skip_gone(self) -> None:
         while self._serving in self._gone:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,9 +20,10 @@ RESULT_SLOTS = 8  # per-session cache of computed results, bounded
 
 
 @st.cache_resource
-def gpu_lock() -> threading.Lock:
-    """One GPU-heavy job (timing sweeps, benchmarks) at a time across all sessions."""
-    return threading.Lock()
+def gpu_lock() -> budget.FairQueue:
+    """One GPU-heavy job (timing sweeps, benchmarks) at a time across all sessions, in the order
+    they asked (a plain Lock let repeated benchmark runs starve every other session's timing)."""
+    return budget.FairQueue()
 
 
 @contextlib.contextmanager
