@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import streamlit as st
@@ -167,6 +167,28 @@ class FairQueue:
 @st.cache_resource
 def _gpu_queue() -> FairQueue:
     return FairQueue()
+
+
+@contextlib.contextmanager
+def gpu_work_in_steps() -> Iterator[Callable[[], None]]:
+    """GPU work of many steps (a benchmark run, a size sweep): it holds the queue one step at a
+    time. Calling the function it yields between steps lets the sessions already waiting go first
+    (FIFO), so a minute-long benchmark delays another student's rerun by one step, not the minute
+    (the hostile load test on the H100 saw 60 s). On the CPU it does nothing."""
+    if not gpuops.backend_info().gpu:
+        yield lambda: None
+        return
+    queue = _gpu_queue()
+    queue.acquire()
+
+    def between_steps() -> None:
+        queue.release()
+        queue.acquire()
+
+    try:
+        yield between_steps
+    finally:
+        queue.release()
 
 
 @contextlib.contextmanager
