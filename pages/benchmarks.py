@@ -4,7 +4,6 @@ conv2d time vs image size with the spread of repeated runs."""
 import dataclasses
 import json
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 
 import pandas as pd
@@ -249,16 +248,6 @@ def with_progress(job, bar, estimate_s: float, what: str):
         return future.result()
 
 
-def stepwise(progress: Callable[[float, str], None], between_steps: Callable[[], None]) -> Callable:
-    """A progress callback that also gives the GPU queue to waiting sessions between steps."""
-
-    def report(fraction: float, text: str) -> None:
-        between_steps()
-        progress(fraction, text)
-
-    return report
-
-
 def section_run_here() -> None:
     """Run the benchmark on this server's backend: one run at a time per server."""
     with st.container(border=True):
@@ -302,11 +291,9 @@ def run_benchmark(shapes: list[bench.Shape], repeat: int, parts: str | None, est
     try:
         bar = st.progress(0.0, text="starting")
         extra = {} if parts is None else {"parts": PARTS if parts == "all" else (parts,)}
-        with shown_errors("The benchmark"), budget.gpu_work_in_steps() as between_steps:
+        with shown_errors("The benchmark"):  # gpu_lock only: see ui.budget.gpu_work
             st.session_state[REPORT] = with_progress(
-                lambda progress: bench.run(
-                    shapes, repeat=repeat, progress=stepwise(progress, between_steps), **extra
-                ),
+                lambda progress: bench.run(shapes, repeat=repeat, progress=progress, **extra),
                 bar,
                 estimate,
                 "measuring",
@@ -389,13 +376,13 @@ def section_sweep() -> None:
         else:
             try:
                 bar = st.progress(0.0, text="sweeping")
-                with shown_errors("The size sweep"), budget.gpu_work_in_steps() as between_steps:
+                with shown_errors("The size sweep"):
                     st.session_state[SWEEP] = results.size_sweep(
                         SWEEP_SIZES,
                         list(gpuops.ALGORITHMS),
                         repeats,
                         refuse=sweep_refusal,
-                        progress=stepwise(lambda f, text: bar.progress(f, text=text), between_steps),
+                        progress=lambda f, text: bar.progress(f, text=text),
                     )
                 bar.empty()
             finally:

@@ -81,26 +81,3 @@ def test_a_try_succeeds_only_when_nobody_holds_or_waits():
     waiting.join(5)
     assert queue.acquire(blocking=False), "free again once the waiter had its turn"
     queue.release()
-
-
-def test_a_long_gpu_job_lets_waiting_sessions_in_between_its_steps(monkeypatch):
-    """A benchmark holds the GPU queue one step at a time (ui.budget.gpu_work_in_steps)."""
-    import types
-
-    from ui import budget
-
-    queue = FairQueue()
-    monkeypatch.setattr(budget, "_gpu_queue", lambda: queue)
-    monkeypatch.setattr(budget.gpuops, "backend_info", lambda: types.SimpleNamespace(gpu=True))
-    served: list[str] = []
-    other = threading.Thread(
-        target=lambda: (queue.acquire(), served.append("another session"), queue.release())
-    )
-    with budget.gpu_work_in_steps() as between_steps:
-        served.append("step 1")
-        other.start()
-        _wait_until(lambda: queue._next_ticket == 2)
-        between_steps()
-        served.append("step 2")
-    other.join(5)
-    assert served == ["step 1", "another session", "step 2"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import streamlit as st
@@ -170,32 +170,13 @@ def _gpu_queue() -> FairQueue:
 
 
 @contextlib.contextmanager
-def gpu_work_in_steps() -> Iterator[Callable[[], None]]:
-    """GPU work of many steps (a benchmark run, a size sweep): it holds the queue one step at a
-    time. Calling the function it yields between steps lets the sessions already waiting go first
-    (FIFO), so a minute-long benchmark delays another student's rerun by one step, not the minute
-    (the hostile load test on the H100 saw 60 s). On the CPU it does nothing."""
-    if not gpuops.backend_info().gpu:
-        yield lambda: None
-        return
-    queue = _gpu_queue()
-    queue.acquire()
-
-    def between_steps() -> None:
-        queue.release()
-        queue.acquire()
-
-    try:
-        yield between_steps
-    finally:
-        queue.release()
-
-
-@contextlib.contextmanager
 def gpu_work() -> Iterator[None]:
     """Run GPU work of one session at a time (kernels are milliseconds; a queue keeps memory
     peaks of concurrent sessions from adding up). On the CPU it does nothing: NumPy's heavy
-    calls release the GIL, so sessions share the cores."""
+    calls release the GIL, so sessions share the cores. Long measurements (a benchmark run, a
+    size sweep) do not hold it: they take ui.common.gpu_lock, one measurement at a time, and let
+    the students' millisecond kernels run beside them; holding this queue for a minute-long first
+    benchmark run (kernels compiled, cuDNN tuned) stalled every other session on the H100."""
     if not gpuops.backend_info().gpu:
         yield
         return
