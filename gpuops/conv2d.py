@@ -440,7 +440,7 @@ def depthwise_launch(p: ConvProblem) -> Launch | None:
         (tw, th, 1),
         4 * (in_h * pitch + Mg * g.KH * g.KW),
         ARRAYS,
-        _geometry_args(p) + ints(tiles_w=tiles_w, pixels=px, in_h=in_h, in_w=in_w, pitch=pitch),
+        _geometry_args(p) + ints(pixels=px, tiles_w=tiles_w, in_h=in_h, in_w=in_w, pitch=pitch),
         TileMap(th, tw, tiles_w, px, Mg, Mg, one_channel=True),
         "(n, m, oh, ow) of y",
     )

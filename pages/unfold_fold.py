@@ -4,6 +4,8 @@ Click a patch (on the image, or a column of the unfold matrix) to see its taps a
 click a pixel to see every patch that covers it: the count fold adds up.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 import streamlit as st
 
@@ -215,7 +217,20 @@ pick_inputs(cell)
 
 
 # ---- computing: unfold, fold and the counts, kept per image and settings ------------------------------
-def unfold_and_fold() -> dict:
+class Folded(NamedTuple):
+    """What the page shows of unfold and fold, kept per image and settings."""
+
+    overview: np.ndarray  # block means of the patch matrix, small enough to draw
+    fy: int  # the block size of the overview: rows
+    fx: int  # and columns
+    folded: np.ndarray  # fold(unfold(x))
+    counts: np.ndarray  # how many patches hold each pixel
+    restored: np.ndarray  # folded / counts where covered, 0 elsewhere
+    err: float  # the largest |restored - x| on covered pixels
+    uncovered: int  # pixels no patch holds
+
+
+def unfold_and_fold() -> Folded:
     x = gpuops.asarray(image.planes)
     cols = gpuops.unfold(x, k, dil, pad, stride)
     folded = gpuops.to_numpy(gpuops.fold(cols, (H, W), k, dil, pad, stride))
@@ -225,16 +240,7 @@ def unfold_and_fold() -> dict:
     covered = counts > 0
     restored = np.where(covered[None], folded / np.maximum(counts, 1)[None], 0).astype(np.float32)
     err = float(np.abs(restored - image.planes)[:, covered].max()) if covered.any() else 0.0
-    return dict(
-        overview=overview,
-        fy=fy,
-        fx=fx,
-        folded=folded,
-        counts=counts,
-        restored=restored,
-        err=err,
-        uncovered=int((~covered).sum()),
-    )
+    return Folded(overview, fy, fx, folded, counts, restored, err, int((~covered).sum()))
 
 
 # ---- sections ------------------------------------------------------------------------------------
@@ -274,7 +280,7 @@ def section_views(cell: Cell, result: dict) -> None:
         pixel = (cell.row, cell.col)
         what = f"pixel in {len(boxes)} patch{'es' if len(boxes) != 1 else ''}"
     values, inside = maps.region_values(image.planes, g, region)
-    counts = maps.region_values(result["counts"][None], g, region)[0][0]
+    counts = maps.region_values(result.counts[None], g, region)[0][0]
     left_col, right_col = st.columns(2)
     with left_col:
         figure(
@@ -327,9 +333,9 @@ def section_matrix(cell: Cell, result: dict) -> None:
         marked = maps.covering_columns(g, cell.row, cell.col)
     figure(
         viz.matrix_view(
-            result["overview"],
-            result["fy"],
-            result["fx"],
+            result.overview,
+            result.fy,
+            result.fx,
             (ROWS, L),
             values,
             window,
@@ -354,18 +360,18 @@ def section_matrix(cell: Cell, result: dict) -> None:
 
 def section_fold(cell: Cell, result: dict) -> None:
     st.header("Fold puts the columns back")
-    counts = result["counts"]
+    counts = result.counts
     y, x = centre_of(cell)
     # the two images do not depend on the pick: built once per image and settings
     folded, restored = session_cached(
         ("uf_fold_figures", image.key, k, stride, pad, dil, sty.name),
         lambda: (
             viz.pixel_image(
-                to_display(result["folded"] / (float(result["folded"].max()) or 1.0)),
+                to_display(result.folded / (float(result.folded.max()) or 1.0)),
                 "fold(unfold(x)), scaled to its maximum",
                 sty,
             ),
-            viz.pixel_image(to_display(result["restored"]), "fold(unfold(x)) / count = x", sty),
+            viz.pixel_image(to_display(result.restored), "fold(unfold(x)) / count = x", sty),
         ),
     )
     a, b = st.columns(2)
@@ -391,16 +397,16 @@ def section_fold(cell: Cell, result: dict) -> None:
             restored,
             "restored",
             f"Dividing by the count gives x back wherever a patch covers it; "
-            f"{result['uncovered']} pixel(s) lie in no patch (shown black).",
+            f"{result.uncovered} pixel(s) lie in no patch (shown black).",
             pickable=True,
         )
     with d:
-        st.metric("Max |restored - x| on covered pixels", f"{result['err']:.2e}")
+        st.metric("Max |restored - x| on covered pixels", f"{result.err:.2e}")
         n, value = int(counts[y, x]), float(image.planes[0, y, x])
         st.markdown(
             f"At pixel ({y}, {x}), channel 0: x = {value:.4f}; fold(unfold(x)) = "
-            f"{float(result['folded'][0, y, x]):.4f} = {n} x {value:.4f}; fold / count = "
-            f"{float(result['restored'][0, y, x]):.4f}."
+            f"{float(result.folded[0, y, x]):.4f} = {n} x {value:.4f}; fold / count = "
+            f"{float(result.restored[0, y, x]):.4f}."
         )
 
 
@@ -525,7 +531,7 @@ result = None
 with shown_errors("Unfold / fold"):
     result = session_cached(("unfold", image.key, k, stride, pad, dil), unfold_and_fold)
 if result is not None:
-    pick_summary(cell, result["counts"])
+    pick_summary(cell, result.counts)
     section_views(cell, result)
     section_matrix(cell, result)
     section_fold(cell, result)

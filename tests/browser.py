@@ -211,6 +211,19 @@ def click_cell(page, chart: str, row: int, col: int, panel: str = "x") -> None:
     wait_idle(page)
 
 
+def press_play(page, chart, label, first: str, wait: float = 2.0) -> str:
+    """Press an animation's Play button with a real mouse click (its SVG group takes no pointer
+    events itself) until the slider's current-value `label` no longer shows `first`; up to three
+    tries, as a slow renderer may miss the first. Returns the label's text afterwards."""
+    for _ in range(3):
+        box = chart.locator(".updatemenu-button", has_text="Play").first.bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        time.sleep(wait)
+        if first not in label.text_content():
+            break
+    return label.text_content()
+
+
 def hover_cell(page, chart: str, row: int, col: int, panel: str = "x") -> None:
     x, y = cell_centre(page, chart, row, col, panel)
     page.mouse.move(x, y - 3)

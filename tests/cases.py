@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+# (H, W, K, stride, padding, dilation) for the index-map tests: stride > kernel, dilation, padding at
+# the limit D*(K-1), non-square, 1x1, a kernel as large as the padded input
+ODD_GEOMETRIES = [(7, 8, 3, 2, 1, 1), (5, 9, 2, 3, 1, 2), (6, 4, 3, 1, 4, 2), (4, 7, 1, 2, 0, 1), (3, 3, 5, 1, 1, 1),
+                  (9, 6, 4, 3, 2, 1), (9, 11, 3, 2, 1, 1), (10, 7, 2, 5, 1, 1), (12, 13, 3, 1, 4, 2),
+                  (7, 16, 4, 3, 2, 2), (5, 5, 1, 1, 0, 1)]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,14 @@ class ConvCase:
             groups=self.groups,
             padding_mode=self.padding_mode,
         )
+
+    def torch_layer(self, w: np.ndarray, b: np.ndarray | None, torch: Any) -> Any:
+        """nn.Conv2d with these weights (the independent reference; a missing bias is zero)."""
+        layer = torch.nn.Conv2d(self.C, self.M, (self.kh, self.kw), bias=True, **self.kwargs())
+        with torch.no_grad():
+            layer.weight.copy_(torch.from_numpy(w))
+            layer.bias.copy_(torch.from_numpy(b if b is not None else np.zeros(self.M, np.float32)))
+        return layer
 
 
 def _fits(size: int, k: int, d: int, p: int) -> bool:

@@ -101,20 +101,7 @@ def transpose_id(c: TransposeCase) -> str:
 
 def _autograd(case, x, w, b, dy, torch):
     """What autograd gives for nn.Conv2d(padding_mode=...) with these weights."""
-    layer = torch.nn.Conv2d(
-        case.C,
-        case.M,
-        (case.kh, case.kw),
-        stride=case.stride,
-        padding=case.padding,
-        dilation=case.dilation,
-        groups=case.groups,
-        bias=True,
-        padding_mode=case.padding_mode,
-    )
-    with torch.no_grad():
-        layer.weight.copy_(torch.from_numpy(w))
-        layer.bias.copy_(torch.from_numpy(b if b is not None else np.zeros(case.M, np.float32)))
+    layer = case.torch_layer(w, b, torch)
     tx = torch.from_numpy(x).requires_grad_()
     layer(tx).backward(torch.from_numpy(dy))
     return tx.grad.numpy(), layer.weight.grad.numpy(), layer.bias.grad.numpy()

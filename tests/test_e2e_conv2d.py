@@ -96,12 +96,7 @@ def test_clicks_hover_the_window_and_a_shared_link(server, browser):
     chart.scroll_into_view_if_needed()
     label = chart.locator("text.slider-label").first  # the current value (the steps have labels too)
     assert "output 40,60" in label.text_content()
-    for _ in range(3):  # a real mouse click on the SVG button
-        box = chart.locator(".updatemenu-button", has_text="Play").first.bounding_box()
-        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        time.sleep(2)
-        if "output 40,60" not in label.text_content():
-            break
+    web.press_play(page, chart, label, "output 40,60")
     assert "output 40,60" not in label.text_content(), "the window moved on"
     web.shot(page, "direct_window_playing")
     page.close()

@@ -44,12 +44,7 @@ def play_the_animation(page) -> None:
     label = chart.locator("text.slider-label").first  # the current value (the steps' own labels follow)
     label.wait_for(timeout=30000)
     assert "no stamp yet" in label.text_content()
-    for _ in range(3):  # a real click on the SVG button (its group takes no pointer events itself)
-        box = chart.locator(".updatemenu-button", has_text="Play").first.bounding_box()
-        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        time.sleep(2.0)
-        if "no stamp yet" not in label.text_content():
-            break
+    web.press_play(page, chart, label, "no stamp yet")
     assert "stamped" in label.text_content(), label.text_content()
     drawn = page.evaluate("""() => {
       const gd = [...document.querySelectorAll('.st-key-pick-bw_anim .js-plotly-plot')].find((g) => g._fullLayout);

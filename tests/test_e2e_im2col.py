@@ -65,12 +65,7 @@ def test_hover_the_animation_clicks_and_a_shared_link(server, browser):
     chart.scroll_into_view_if_needed()
     label = chart.locator("text.slider-label", has_text="column l =")  # the slider's current-value label
     assert "column l = 0" in label.text_content()
-    for _ in range(3):  # a real mouse click on the SVG button (its group takes no pointer events itself)
-        box = chart.locator(".updatemenu-button", has_text="Play").first.bounding_box()
-        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        time.sleep(2.5)
-        if "column l = 0" not in label.text_content():
-            break
+    web.press_play(page, chart, label, "column l = 0", wait=2.5)
     assert "column l = 0" not in label.text_content(), "the frame advanced"
     web.shot(page, "im2col_animation_playing")
 

@@ -10,17 +10,7 @@ import pytest
 
 import gpuops
 from gpuops.maps import conv_backward as maps
-
-# (H, W, K, stride, padding, dilation): odd geometries: stride > kernel, dilation, padding at the
-# limit D*(K-1), non-square, 1x1, kernel as large as the padded input
-GEOMETRIES = [
-    (7, 8, 3, 2, 1, 1),
-    (5, 9, 2, 3, 1, 2),
-    (6, 4, 3, 1, 4, 2),
-    (4, 7, 1, 2, 0, 1),
-    (3, 3, 5, 1, 1, 1),
-    (9, 6, 4, 3, 2, 1),
-]
+from tests.cases import ODD_GEOMETRIES
 
 
 def geometry(case):
@@ -40,7 +30,7 @@ def brute_taps(case):
     return found
 
 
-@pytest.mark.parametrize("case", GEOMETRIES)
+@pytest.mark.parametrize("case", ODD_GEOMETRIES)
 def test_scatter_targets_and_weight_pairs_are_the_forward_taps(case):
     g = geometry(case)
     taps = brute_taps(case)
@@ -52,7 +42,7 @@ def test_scatter_targets_and_weight_pairs_are_the_forward_taps(case):
         assert got == {(oh, ow, ih, iw) for oh, ow, k1, k2, ih, iw in taps if (k1, k2) == (ki, kj)}
 
 
-@pytest.mark.parametrize("case", GEOMETRIES)
+@pytest.mark.parametrize("case", ODD_GEOMETRIES)
 def test_output_padding_gives_back_the_input_size(case):
     """The smallest output_padding for which conv_transpose2d of the forward output's shape has
     the input's shape, found by trying."""
@@ -68,7 +58,7 @@ def test_output_padding_gives_back_the_input_size(case):
     assert y.shape[-2:] == (H, W) == (tg.H_out, tg.W_out)
 
 
-@pytest.mark.parametrize("case", GEOMETRIES)
+@pytest.mark.parametrize("case", ODD_GEOMETRIES)
 def test_stamp_frames_add_one_stamp_each_and_end_at_conv_transpose2d(case, rng):
     H, W, K, S, P, D = case
     g = geometry(case)
@@ -90,7 +80,7 @@ def test_stamp_frames_add_one_stamp_each_and_end_at_conv_transpose2d(case, rng):
     assert (top, left) == (min(0, -P), min(0, -P)) and bottom >= H - 1 and right >= W - 1
 
 
-@pytest.mark.parametrize("case", GEOMETRIES)
+@pytest.mark.parametrize("case", ODD_GEOMETRIES)
 def test_overlap_counts_per_axis_and_per_phase(case):
     _, _, K, S, _, D = case
     g = geometry(case)
@@ -111,7 +101,7 @@ def test_checkerboard_phases():
     assert list(maps.stamps_per_phase(3, 2, 2)) == [3, 0]
 
 
-@pytest.mark.parametrize("case", GEOMETRIES)
+@pytest.mark.parametrize("case", ODD_GEOMETRIES)
 def test_terms_sum_to_what_the_kernels_compute(case, rng):
     H, W, K, S, P, D = case
     g = geometry(case)

@@ -109,19 +109,15 @@ def test_direct_presets_and_sliders_at_extremes():
     """Every preset at three geometries (smallest, largest, odd): the output size the page shows is
     the independent count of window positions; reflect at the largest works on 64 px."""
     at = app(state=dict(cap=64))
-    for k, stride, pad, dil, mode, mix in [(1, 1, 0, 1, "zeros", False), (15, 8, 15, 5, "reflect", True),
-                                           (4, 3, 2, 2, "zeros", False)]:  # fmt: skip
+    keys = ("dc_k", "dc_stride", "dc_pad", "dc_dil", "dc_mode", "dc_mix")
+    for geometry in [
+        (1, 1, 0, 1, "zeros", False),
+        (15, 8, 15, 5, "reflect", True),
+        (4, 3, 2, 2, "zeros", False),
+    ]:
+        k, stride, pad, dil, _, _ = geometry
         for preset in ["identity", "box blur", "Gaussian", *FIXED]:
-            rerun(
-                at,
-                dc_preset=preset,
-                dc_k=k,
-                dc_stride=stride,
-                dc_pad=pad,
-                dc_dil=dil,
-                dc_mode=mode,
-                dc_mix=mix,
-            )
+            rerun(at, dc_preset=preset, **dict(zip(keys, geometry, strict=True)))
             kk = 3 if preset in FIXED else k
             h = expected_out(64, kk, stride, pad, dil)
             assert not errors(at), (preset, k, errors(at))

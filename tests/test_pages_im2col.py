@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from urllib.parse import parse_qsl
 
 import numpy as np
 import plotly.graph_objects as go
@@ -199,20 +200,8 @@ def test_number_inputs_follow_the_pick_and_ranges_follow_the_geometry():
 
 
 def test_every_setting_and_the_pick_come_from_the_url():
-    query = dict(
-        im_c="2",
-        im_h="5",
-        im_w="4",
-        im_k="3",
-        im_m="1",
-        im_stride="2",
-        im_pad="1",
-        im_dil="1",
-        im_pick="in:3,2",
-        im_pc="1",
-        im_img_k="5",
-        cap="32",
-    )
+    link = "im_c=2&im_h=5&im_w=4&im_k=3&im_m=1&im_stride=2&im_pad=1&im_dil=1&im_pick=in:3,2&im_pc=1&im_img_k=5&cap=32"
+    query = dict(parse_qsl(link))  # a shared link's query, as the page receives it
     at = app(query=query)
     assert not errors(at)
     for key, raw in query.items():

@@ -19,6 +19,7 @@ import gpuops
 from gpuops.maps import unfold_fold as maps
 from tests.apptest import assert_clean, errors, expected_out, open_page
 from tests.apptest import typed_array as arr
+from tests.cases import ODD_GEOMETRIES
 from tests.conftest import BACKENDS, on
 from viz import unfold_fold as viz
 from viz.style import HIGHLIGHT, READER, SECOND, SEQUENTIAL
@@ -315,16 +316,9 @@ def test_downloaded_html_is_offline():
 
 
 # ---- the index maps the page draws from ---------------------------------------------------------------
-MAP_CASES = [
-    (9, 11, 3, 2, 1, 1),
-    (10, 7, 2, 5, 1, 1),
-    (12, 13, 3, 1, 4, 2),
-    (7, 16, 4, 3, 2, 2),
-    (5, 5, 1, 1, 0, 1),
-]
 
 
-@pytest.mark.parametrize("H,W,k,s,p,d", MAP_CASES)
+@pytest.mark.parametrize("H,W,k,s,p,d", ODD_GEOMETRIES)
 def test_column_values_are_unfold_columns(H, W, k, s, p, d, rng):
     x = rng.random((2, H, W)).astype(np.float32)
     g = gpuops.window_geometry(H, W, k, s, p, d)
@@ -333,7 +327,7 @@ def test_column_values_are_unfold_columns(H, W, k, s, p, d, rng):
     np.testing.assert_array_equal(maps.column_values(x, g, pick), cols[:, pick])
 
 
-@pytest.mark.parametrize("H,W,k,s,p,d", MAP_CASES)
+@pytest.mark.parametrize("H,W,k,s,p,d", ODD_GEOMETRIES)
 def test_region_maps_against_loops(H, W, k, s, p, d):
     g = gpuops.window_geometry(H, W, k, s, p, d)
     Ho, Wo = expected_out(H, k, s, p, d), expected_out(W, k, s, p, d)

@@ -17,22 +17,8 @@ backends = pytest.mark.parametrize("xp", BACKENDS, indirect=True)
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_conv2d_equals_nn_conv2d(case, algorithm, xp, rng, torch):
     x, w, b = case.arrays(rng)
-    layer = torch.nn.Conv2d(
-        case.C,
-        case.M,
-        (case.kh, case.kw),
-        stride=case.stride,
-        padding=case.padding,
-        dilation=case.dilation,
-        groups=case.groups,
-        bias=b is not None,
-        padding_mode=case.padding_mode,
-    )
     with torch.no_grad():
-        layer.weight.copy_(torch.from_numpy(w))
-        if b is not None:
-            layer.bias.copy_(torch.from_numpy(b))
-        ref = layer(torch.from_numpy(x)).numpy()
+        ref = case.torch_layer(w, b, torch)(torch.from_numpy(x)).numpy()
     y = gpuops.conv2d(*on(xp, x, w, b), algorithm=algorithm, **case.kwargs())
     np.testing.assert_allclose(host(y), ref, rtol=1e-4, atol=1e-4)
 

@@ -518,23 +518,15 @@ def grad_weight_figure(x: np.ndarray, dy: np.ndarray, dw: np.ndarray, style: Sty
         Panel(dw, "dW[ki, kj] = grad_weight", "dW", "kj", "", fmt=dw_fmt),
     ]
     tags = tags_for(len(pairs))
+    # pairs are (oh, ow, ih|ki, iw|kj): the dY cell (panel 1) and the other factor's cell
+    picked, other, colour = (2, 0, HIGHLIGHT) if space == "w" else (0, 2, READER)
+    dy_cells = [(1, int(a), int(b)) for a, b in pairs[:, :2]]
+    other_cells = [(other, int(a), int(b)) for a, b in pairs[:, 2:]]
+    tagged = [(*cell, t) for cell, t in zip(dy_cells + other_cells, tags + tags, strict=True)]
+    marks = Marks((picked, r, c), dy_cells + other_cells, colour, tagged)
     if space == "w":
-        mapped = [(1, int(a), int(b)) for a, b in pairs[:, :2]] + [
-            (0, int(a), int(b)) for a, b in pairs[:, 2:]
-        ]
-        tagged = [(1, int(p[0]), int(p[1]), t) for p, t in zip(pairs, tags, strict=True)] + [
-            (0, int(p[2]), int(p[3]), t) for p, t in zip(pairs, tags, strict=True)
-        ]
-        marks = Marks((2, r, c), mapped, HIGHLIGHT, tagged)
         title = f"dW[{r}, {c}] sums {len(pairs)} products dY · x: dY slides over x"
     else:
-        mapped = [(1, int(a), int(b)) for a, b in pairs[:, :2]] + [
-            (2, int(a), int(b)) for a, b in pairs[:, 2:]
-        ]
-        tagged = [(1, int(p[0]), int(p[1]), t) for p, t in zip(pairs, tags, strict=True)] + [
-            (2, int(p[2]), int(p[3]), t) for p, t in zip(pairs, tags, strict=True)
-        ]
-        marks = Marks((0, r, c), mapped, READER, tagged)
         title = f"x[{r}, {c}] feeds {len(pairs)} weight gradient term{'s' * (len(pairs) != 1)}"
     return panels_figure(panels, title, style, marks=marks, plot_width=plot_width)
 

@@ -454,6 +454,52 @@ def x_unroll_figure(
     )
 
 
+def _filter_rows(
+    mat: np.ndarray,
+    name: str,
+    column_text: np.ndarray,
+    hover: str,
+    style: Style,
+    width_px: int,
+    row_base: float,
+) -> tuple[list[dict], float, float, float]:
+    """The trace of a matrix with one row per filter (W, Y): its values as labels, each column's
+    text in the hover. Returns (data, plot fraction, column px, row px)."""
+    M, n = mat.shape
+    frac, col_px = _plot_width(n, width_px)
+    row_px = float(max(style.tick + 14, min(MAX_CELL, row_base * style.height_scale)))
+    trace = value_grid(mat, 0, 0, style, name=name, fmt="g", width_px=int(frac * width_px))
+    labels = label_props(_text(mat), n, frac * width_px, row_px, style, dark=False)
+    return (
+        [_dict(trace, customdata=np.broadcast_to(column_text, (M, n)), hovertemplate=hover, **labels)],
+        frac,
+        col_px,
+        row_px,
+    )
+
+
+def _filter_rows_figure(
+    data: list[dict],
+    shapes: list[dict],
+    xaxis: dict,
+    frac: float,
+    title: str,
+    x_title: str,
+    style: Style,
+    plot_h: float,
+    bottom: int,
+) -> go.Figure:
+    """A figure of one row per filter (rows down, one tick each) over `frac` of the width."""
+    top = _top(style)
+    layout = dict(
+        shapes=shapes,
+        yaxis=dict(**PLAIN, autorange="reversed", dtick=1),
+        xaxis=dict(**PLAIN, **xaxis, domain=[0, frac], automargin=True),
+    )
+    after = dict(height=top + int(plot_h) + bottom, margin=dict(t=top, b=bottom, l=60, r=MODEBAR))
+    return _assemble(data, layout, title, x_title, "filter m", style, after)
+
+
 def filter_figure(
     w_mat: np.ndarray,
     labels: Sequence[tuple[int, int, int]],
@@ -466,48 +512,20 @@ def filter_figure(
     """The filter matrix W (M x C*K*K): row m is filter m, column r is weight (c, ki, kj) and
     multiplies row r of X_unroll. row: outlined (the picked filter)."""
     M, R = w_mat.shape
-    frac, col_px = _plot_width(R, width_px)
-    row_px = float(max(style.tick + 14, min(MAX_CELL, 40 * style.height_scale)))
     rl = np.array([row_label(t) for t in labels])
-    trace = value_grid(w_mat, 0, 0, style, name="weight", fmt="g", width_px=int(frac * width_px))
-    data = [
-        _dict(
-            trace,
-            customdata=np.broadcast_to(rl, (M, R)),
-            hovertemplate="filter m = %{y}, column r = %{x} = (c,ki,kj) %{customdata}<br>weight %{z:.4g}"
-            "<extra></extra>",
-            **label_props(_text(w_mat), R, frac * width_px, row_px, style, dark=False),
-        )
-    ]
+    hover = "filter m = %{y}, column r = %{x} = (c,ki,kj) %{customdata}<br>weight %{z:.4g}<extra></extra>"
+    data, frac, col_px, row_px = _filter_rows(w_mat, "weight", rl, hover, style, width_px, 40)
     wide = text_px(rl[-1], style.tick) + 8
     vertical = col_px < wide
     idx, text, step = _thin(list(rl), col_px, style.tick + 4 if vertical else wide)
     shapes = _separators(R, taps_per_channel, "cols", M)
     if row is not None:
         shapes += _shapes([(row, 0)], style, w=R)
-    top, bottom = _top(style), _bottom(style, tick_px=wide if vertical else 0, title_lines=1 + (step > 1))
-    layout = dict(
-        shapes=shapes,
-        yaxis=dict(**PLAIN, autorange="reversed", dtick=1),
-        xaxis=dict(
-            **PLAIN,
-            tickmode="array",
-            tickvals=idx,
-            ticktext=text,
-            tickangle=-90 if vertical else 0,
-            domain=[0, frac],
-            automargin=True,
-        ),
-    )
-    return _assemble(
-        data,
-        layout,
-        f"Filter matrix W ({M} × {R})",
-        "column r = (c, ki, kj)" + _every(step, "column"),
-        "filter m",
-        style,
-        dict(height=top + int(M * row_px) + bottom, margin=dict(t=top, b=bottom, l=60, r=MODEBAR)),
-    )
+    bottom = _bottom(style, tick_px=wide if vertical else 0, title_lines=1 + (step > 1))
+    xaxis = dict(tickmode="array", tickvals=idx, ticktext=text, tickangle=-90 if vertical else 0)
+    title = f"Filter matrix W ({M} × {R})"
+    x_title = "column r = (c, ki, kj)" + _every(step, "column")
+    return _filter_rows_figure(data, shapes, xaxis, frac, title, x_title, style, M * row_px, bottom)
 
 
 def output_figure(
@@ -524,19 +542,9 @@ def output_figure(
     (a picked column l); cell: the picked (m, l); columns: outlined in red (outputs a picked
     input cell feeds), consecutive ones as one box."""
     M, L = y_mat.shape
-    frac, col_px = _plot_width(L, width_px)
-    row_px = float(max(style.tick + 14, min(MAX_CELL, 44 * style.height_scale)))
     pos = np.array([f"({oh},{ow})" for oh, ow in positions])
-    trace = value_grid(y_mat, 0, 0, style, name="Y", fmt="g", width_px=int(frac * width_px))
-    data = [
-        _dict(
-            trace,
-            customdata=np.broadcast_to(pos, (M, L)),
-            hovertemplate="filter m = %{y}, column l = %{x}<br>output pixel (oh, ow) = %{customdata}<br>"
-            "Y = %{z:.4g}<extra></extra>",
-            **label_props(_text(y_mat), L, frac * width_px, row_px, style, dark=False),
-        )
-    ]
+    hover = "filter m = %{y}, column l = %{x}<br>output pixel (oh, ow) = %{customdata}<br>Y = %{z:.4g}<extra></extra>"
+    data, frac, col_px, row_px = _filter_rows(y_mat, "Y", pos, hover, style, width_px, 44)
     xt, step = column_ticks(positions, col_px, style)
     shapes: list[dict] = []
     for first, count in runs(columns):
@@ -545,22 +553,10 @@ def output_figure(
         shapes += _shapes([(0, column)], style, h=M)
     if cell is not None:
         shapes += _shapes([cell], style)
-    top = _top(style)
     bottom = _bottom(style, 2 if step == 1 and "<br>" in xt["ticktext"][0] else 1, title_lines=1 + (step > 1))
-    layout = dict(
-        shapes=shapes,
-        yaxis=dict(**PLAIN, autorange="reversed", dtick=1),
-        xaxis=dict(**PLAIN, **xt, domain=[0, frac], automargin=True),
-    )
-    return _assemble(
-        data,
-        layout,
-        f"Y = W × X_unroll ({M} × {L})",
-        "column l = output pixel (oh, ow)" + _every(step, "column"),
-        "filter m",
-        style,
-        dict(height=top + int(M * row_px) + bottom, margin=dict(t=top, b=bottom, l=60, r=MODEBAR)),
-    )
+    title = f"Y = W × X_unroll ({M} × {L})"
+    x_title = "column l = output pixel (oh, ow)" + _every(step, "column")
+    return _filter_rows_figure(data, shapes, xt, frac, title, x_title, style, M * row_px, bottom)
 
 
 # ---- the product, written out --------------------------------------------------------------------------------
@@ -765,26 +761,17 @@ def expansion_figure(
         annotation_text=f"K × K = {k * k}",
         annotation_position="top left",
     )
-    fig.add_trace(
-        go.Scatter(
-            x=list(sizes),
-            y=list(no_pad),
-            mode="lines+markers",
-            name="padding 0",
-            line=dict(width=3, color="#1f77b4"),
-            hovertemplate="side %{x} px: ratio %{y:.3f}<extra>padding 0</extra>",
+    for ratios, pad, dash, colour in [(no_pad, 0, "solid", "#1f77b4"), (same, k // 2, "dash", "#2ca02c")]:
+        fig.add_trace(
+            go.Scatter(
+                x=list(sizes),
+                y=list(ratios),
+                mode="lines+markers",
+                name=f"padding {pad}",
+                line=dict(width=3, dash=dash, color=colour),
+                hovertemplate=f"side %{{x}} px: ratio %{{y:.3f}}<extra>padding {pad}</extra>",
+            )
         )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=list(sizes),
-            y=list(same),
-            mode="lines+markers",
-            name=f"padding {k // 2}",
-            line=dict(width=3, dash="dash", color="#2ca02c"),
-            hovertemplate=f"side %{{x}} px: ratio %{{y:.3f}}<extra>padding {k // 2}</extra>",
-        )
-    )
     fig.add_trace(
         go.Scatter(
             x=[current[0]],

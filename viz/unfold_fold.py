@@ -166,6 +166,19 @@ def _image_axes(fig: go.Figure, box: Box | None = None) -> None:
         fig.update_xaxes(range=[left - 0.5, right + 0.5])
 
 
+def _image_figure(
+    fig: go.Figure, title: str, style: Style, height: int, pixel: tuple[int, int] | None, ring: str = READER
+) -> go.Figure:
+    """The finish every whole-image figure shares: the picked pixel ringed, the title, tight
+    margins and image axes (true pixel coordinates, rows down)."""
+    if pixel is not None:
+        _ring(fig, pixel, style, ring)
+    finish(fig, title, "image column", "image row", height, style)
+    _tight(fig, style)
+    _image_axes(fig)
+    return fig
+
+
 # ---- the image and the patch view ------------------------------------------------------------------
 def image_view(
     pixels: np.ndarray,
@@ -187,12 +200,8 @@ def image_view(
         shapes += _box_shapes(box, style, HIGHLIGHT, halo=len(boxes) == 1)
     if pixel is not None:
         shapes += _box_shapes((pixel[0], pixel[0], pixel[1], pixel[1]), style, READER)
-        _ring(fig, pixel, style)
     fig.update_layout(shapes=shapes, showlegend=False)
-    finish(fig, title, "image column", "image row", height, style)
-    _tight(fig, style)
-    _image_axes(fig)
-    return fig
+    return _image_figure(fig, title, style, height, pixel)
 
 
 def patch_view(
@@ -403,11 +412,7 @@ def pixel_image(
     fig = go.Figure(image_trace(pixels))
     if pixel is not None:
         fig.update_layout(shapes=outline(pixel[0], pixel[1], style, READER))
-        _ring(fig, pixel, style)
-    finish(fig, title, "image column", "image row", height, style)
-    _tight(fig, style)
-    _image_axes(fig)
-    return fig
+    return _image_figure(fig, title, style, height, pixel)
 
 
 def count_map(
@@ -439,11 +444,7 @@ def count_map(
     )
     if pixel is not None:
         fig.update_layout(shapes=outline(pixel[0], pixel[1], style, READER))
-        _ring(fig, pixel, style, "white")
-    finish(fig, title, "image column", "image row", height, style)
-    _tight(fig, style)
-    _image_axes(fig)
-    return fig
+    return _image_figure(fig, title, style, height, pixel, ring="white")
 
 
 # ---- the step-by-step animation ----------------------------------------------------------------------

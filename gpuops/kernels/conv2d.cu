@@ -642,8 +642,8 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_v6_depthwise(
     int N, int C, int M,                  // the same arguments as v2, then v6's own
     int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w, int pad_h, int pad_w,
     int dil_h, int dil_w, int groups, int reflect,
-    int tiles_w,        // tiles per output row
     int pixels,         // outputs per thread (1 to DW_PIXELS)
+    int tiles_w,        // tiles per output row
     int in_h, int in_w, // the shared input tile, halo included
     int pitch)          // floats between shared rows
 {

@@ -286,26 +286,23 @@ def _crop_axis(
     return start, start + n
 
 
-def animation_crop(
-    g: WindowGeometry,
-    oh: int,
-    ow: int,
-    *,
-    max_outputs: int = 16,
-    max_cells: int = 40,
-    max_tap_outlines: int = 6000,
-) -> Crop:
-    """A region of outputs around (oh, ow) for the sliding-window animation: at most max_outputs a
-    side, fewer when the windows they read would exceed max_cells input cells a side (a large or
+# the animation's limits: outputs a side, input cells a side, dilated taps outlined in all frames
+CROP_OUTPUTS, CROP_CELLS, CROP_TAP_OUTLINES = 16, 40, 6000
+
+
+def animation_crop(g: WindowGeometry, oh: int, ow: int) -> Crop:
+    """A region of outputs around (oh, ow) for the sliding-window animation: at most CROP_OUTPUTS a
+    side, fewer when the windows they read would exceed CROP_CELLS input cells a side (a large or
     dilated kernel, a large stride), and fewer when dilated taps (drawn one by one, in every frame)
-    would exceed max_tap_outlines in all. However large the window, the crop keeps a few outputs
+    would exceed CROP_TAP_OUTLINES in all. However large the window, the crop keeps a few outputs
     and grows its input region to hold them: the geometry changes the crop, never the lesson."""
     check_output(g, oh, ow)
+    max_outputs = CROP_OUTPUTS
     if g.dil_h > 1 or g.dil_w > 1:  # dilated taps are drawn one by one: fewer frames for many taps
-        max_outputs = max(2, min(max_outputs, int((max_tap_outlines / (g.KH * g.KW)) ** 0.5)))
+        max_outputs = max(2, min(max_outputs, int((CROP_TAP_OUTLINES / (g.KH * g.KW)) ** 0.5)))
     span_h, span_w = g.dil_h * (g.KH - 1) + 1, g.dil_w * (g.KW - 1) + 1
-    r0, r1 = _crop_axis(oh, g.H_out, g.stride_h, span_h, max_outputs, max_cells)
-    c0, c1 = _crop_axis(ow, g.W_out, g.stride_w, span_w, max_outputs, max_cells)
+    r0, r1 = _crop_axis(oh, g.H_out, g.stride_h, span_h, max_outputs, CROP_CELLS)
+    c0, c1 = _crop_axis(ow, g.W_out, g.stride_w, span_w, max_outputs, CROP_CELLS)
     return Crop(
         r0, r1, c0, c1,
         input_coord(r0, g.stride_h, g.pad_top, 0, g.dil_h), input_coord(r1 - 1, g.stride_h, g.pad_top, g.KH - 1, g.dil_h) + 1,
