@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import budget, classroom_ui, state
+from ui import budget, classroom_ui, server_tuning, state
 from ui.sidebar import PARAMS as SIDEBAR_PARAMS
 from ui.sidebar import render_sidebar
 
 st.set_page_config(page_title="Conv Explorer", page_icon=":material/grid_on:", layout="wide")
+server_tuning.tune_gc()  # once per process
 
 # The lesson must fit the first screen of a 1366 x 768 laptop: less empty space above the title.
 st.html(

@@ -397,13 +397,8 @@ class FramedFigure(go.Figure):
         return self.to_dict()
 
 
-def _rect_lines(rows: np.ndarray, cols: np.ndarray, union_window: bool) -> tuple[list, list]:
-    """x, y of outlines (None between them): one rectangle around the window when its taps touch
-    (dilation 1), else one square per tap."""
-    if union_window:
-        r0, r1 = float(rows.min()) - 0.5, float(rows.max()) + 0.5
-        c0, c1 = float(cols.min()) - 0.5, float(cols.max()) + 0.5
-        return [c0, c1, c1, c0, c0], [r0, r0, r1, r1, r0]
+def _tap_squares(rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
+    """x, y of one square per tap (None between them): a dilated window's taps do not touch."""
     xs: list = []
     ys: list = []
     for r, c in zip(rows.ravel().tolist(), cols.ravel().tolist(), strict=True):
@@ -412,11 +407,11 @@ def _rect_lines(rows: np.ndarray, cols: np.ndarray, union_window: bool) -> tuple
     return xs, ys
 
 
-def _cover(i: int, out_rows: np.ndarray, out_cols: np.ndarray) -> tuple[list, list]:
+def _cover(i: int, out_rows: Sequence[int], out_cols: Sequence[int]) -> tuple[list, list]:
     """The outputs after step i in raster order (not computed yet), as one polygon."""
-    R1, C0, C1 = int(out_rows[-1]), int(out_cols[0]), int(out_cols[-1])
+    R1, C0, C1 = out_rows[-1], out_cols[0], out_cols[-1]
     a, b = divmod(i, len(out_cols))
-    r, c = int(out_rows[a]), int(out_cols[b])
+    r, c = out_rows[a], out_cols[b]
     if r == R1 and c == C1:
         return [], []
     xs = [c + 0.5, C1 + 0.5, C1 + 0.5, C0 - 0.5, C0 - 0.5, c + 0.5, c + 0.5]
@@ -424,8 +419,10 @@ def _cover(i: int, out_rows: np.ndarray, out_cols: np.ndarray) -> tuple[list, li
     return xs, ys
 
 
-def _pixel_box(r: int, c: int) -> tuple[list, list]:
-    return [c - 0.5, c + 0.5, c + 0.5, c - 0.5, c - 0.5], [r - 0.5, r - 0.5, r + 0.5, r + 0.5, r - 0.5]
+def _box(r0: float, r1: float, c0: float, c1: float) -> tuple[list, list]:
+    """x, y of the outline of cells r0..r1 x c0..c1 (inclusive)."""
+    top, bottom, left, right = r0 - 0.5, r1 + 0.5, c0 - 0.5, c1 + 0.5
+    return [left, right, right, left, left], [top, top, bottom, bottom, top]
 
 
 def sliding_window_figure(in_rows: np.ndarray, in_cols: np.ndarray, in_values: np.ndarray, in_padding: np.ndarray,
@@ -456,10 +453,21 @@ def sliding_window_figure(in_rows: np.ndarray, in_cols: np.ndarray, in_values: n
         np.all(np.diff(tap_rows[0], axis=0) == 1) and np.all(np.diff(tap_cols[0], axis=1) == 1)
     )
 
+    # per-frame values as Python numbers, once: formatting or indexing NumPy scalars frame by frame
+    # costs more than the rest of the figure (up to 256 frames, on every rerun)
+    o_rows, o_cols, sum_list = out_rows.tolist(), out_cols.tolist(), sums.tolist()
+    if touching:  # each window's bounding box, all frames at once
+        boxes = np.stack([tap_rows.min(axis=(1, 2)), tap_rows.max(axis=(1, 2)), tap_cols.min(axis=(1, 2)),
+                          tap_cols.max(axis=(1, 2))], axis=1).tolist()  # fmt: skip
+
     def dynamic(i: int) -> list[dict]:
-        wx, wy = _rect_lines(tap_rows[i], tap_cols[i], touching)
-        cx, cy = _cover(i, out_rows, out_cols)
-        px, py = _pixel_box(int(out_rows[i // nc]), int(out_cols[i % nc]))
+        if touching:
+            wx, wy = _box(*boxes[i])
+        else:
+            wx, wy = _tap_squares(tap_rows[i], tap_cols[i])
+        cx, cy = _cover(i, o_rows, o_cols)
+        r, c = o_rows[i // nc], o_cols[i % nc]
+        px, py = _box(r, r, c, c)
         return [dict(type="scatter", x=wx, y=wy), dict(type="scatter", x=wx, y=wy), dict(type="scatter", x=cx, y=cy),
                 dict(type="scatter", x=px, y=py), dict(type="scatter", x=px, y=py)]  # fmt: skip
 
@@ -480,10 +488,10 @@ def sliding_window_figure(in_rows: np.ndarray, in_cols: np.ndarray, in_values: n
     ]  # fmt: skip
 
     def caption(i: int) -> str:
-        r, c = out_rows[i // nc], out_cols[i % nc]
-        return f"{title}<br>output ({r}, {c}) = sum of {terms} products = <b>{sums[i]:.4f}</b>"
+        r, c = o_rows[i // nc], o_cols[i % nc]
+        return f"{title}<br>output ({r}, {c}) = sum of {terms} products = <b>{sum_list[i]:.4f}</b>"
 
-    labels = [f"{out_rows[i // nc]},{out_cols[i % nc]}" for i in range(n)]
+    labels = [f"{o_rows[i // nc]},{o_cols[i % nc]}" for i in range(n)]
     frames = [dict(name=labels[i], data=dynamic(i), traces=list(range(3, 8)), layout=dict(title=dict(text=caption(i))))
               for i in range(n)]  # fmt: skip
     controls = animation.controls(labels, style, prefix="output ", ms=ms, slider_x=0.25, active=start,
