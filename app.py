@@ -10,9 +10,11 @@ import streamlit as st
 from ui import budget, classroom_ui, server_tuning, state
 from ui.sidebar import PARAMS as SIDEBAR_PARAMS
 from ui.sidebar import render_sidebar
+from viz import memo
 
 st.set_page_config(page_title="Conv Explorer", page_icon=":material/grid_on:", layout="wide")
 server_tuning.tune_gc()  # once per process
+memo.enable()  # the figure builders' process-wide memo (viz/memo.py)
 
 # The lesson must fit the first screen of a 1366 x 768 laptop: less empty space above the title.
 st.html(

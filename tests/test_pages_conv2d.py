@@ -19,6 +19,7 @@ import gpuops
 from gpuops.maps import conv2d as maps
 from tests.apptest import AppTest, errors, expected_out, latex_results, open_page, rerun, typed_array
 from ui.state import Cell
+from viz import memo
 
 PAGE = "pages/conv2d.py"
 ALGORITHMS = getattr(gpuops, "ALL_ALGORITHMS", gpuops.ALGORITHMS)
@@ -460,3 +461,18 @@ def test_maps_computed_by_matches_thread_of(algo):
         assert {tuple(p) for p in work.block_pixels} == block
         assert {tuple(p) for p in work.thread_pixels} == thread
         assert set(work.thread_filters) == {f for f in range(3) if launch.thread_of(0, f, oh, ow) == ref}
+
+
+def test_sessions_with_the_same_settings_share_the_figures_and_a_change_builds_anew():
+    """A classroom: a second session with the instructor's settings gets the figures built for the
+    first (viz.memo, process-wide), equal to them; another stride builds its own."""
+    memo.clear()
+    first = app(state=dict(cap=64, dc_stride=2))
+    hits = memo.stats["hits"]
+    second = app(state=dict(cap=64, dc_stride=2))
+    assert memo.stats["hits"] - hits >= len(figures(second)) == len(figures(first)) >= 6
+    assert figures(second) == figures(first)
+    misses = memo.stats["misses"]
+    rerun(second, dc_stride=1)
+    assert memo.stats["misses"] > misses
+    assert figures(second)["conv_output"] != figures(first)["conv_output"]

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 from viz import animation
 from viz.cells import value_grid
 from viz.images import image_trace
+from viz.memo import figure_memo
 from viz.style import (
     HALO,
     HIGHLIGHT,
@@ -174,6 +175,7 @@ def _image_layout(title: str, axis: str, style: Style, extent: tuple[int, int, i
                   yaxis=dict(range=[r1 - 0.5, r0 - 0.5], scaleanchor="x", **plain))  # fmt: skip
 
 
+@figure_memo
 def input_figure(pixels: np.ndarray, style: Style, title: str, *, pads: tuple[int, int, int, int] = (0, 0, 0, 0),
                  taps: tuple[np.ndarray, np.ndarray] | None = None, inside: np.ndarray | None = None,
                  sources: tuple[np.ndarray, np.ndarray] | None = None, picked: tuple[int, int] | None = None,
@@ -231,6 +233,7 @@ def _links(frm: np.ndarray, to: np.ndarray, style: Style) -> go.Scatter:
                       hoverinfo="skip", showlegend=False)  # fmt: skip
 
 
+@figure_memo
 def output_figure(pixels: np.ndarray, style: Style, title: str, *, picked: tuple[int, int] | None = None,
                   readers: np.ndarray | None = None, detail: tuple[int, int] | None = None) -> go.Figure:  # fmt: skip
     """The output image; picked: the output pixel picked (orange); readers: every output that reads
@@ -290,6 +293,7 @@ def _padding_wash(padding: np.ndarray, rows: np.ndarray, cols: np.ndarray, **axe
                       colorscale=[[0, PADDING_COLOUR], [1, PADDING_COLOUR]], hoverinfo="skip", **axes)  # fmt: skip
 
 
+@figure_memo
 def receptive_field_figure(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, inside: np.ndarray,
                            source_rows: np.ndarray, source_cols: np.ndarray, tap_rows: np.ndarray,
                            tap_cols: np.ndarray, weights: np.ndarray, style: Style, title: str,
@@ -347,6 +351,7 @@ def receptive_field_figure(rows: np.ndarray, cols: np.ndarray, values: np.ndarra
     return go.Figure(traces, _merge(layout, **_square(rows.tolist(), cols.tolist(), style)))
 
 
+@figure_memo
 def weights_figure(
     kernel: np.ndarray, style: Style, title: str, reads: np.ndarray | None = None
 ) -> go.Figure:
@@ -425,6 +430,7 @@ def _box(r0: float, r1: float, c0: float, c1: float) -> tuple[list, list]:
     return [left, right, right, left, left], [top, top, bottom, bottom, top]
 
 
+@figure_memo
 def sliding_window_figure(in_rows: np.ndarray, in_cols: np.ndarray, in_values: np.ndarray, in_padding: np.ndarray,
                           out_rows: np.ndarray, out_cols: np.ndarray, out_values: np.ndarray, tap_rows: np.ndarray,
                           tap_cols: np.ndarray, sums: np.ndarray, start: int, style: Style, title: str,
@@ -526,6 +532,7 @@ def _bbox(cells: np.ndarray, margin: int, rows: int, cols: int) -> tuple[int, in
             max(0, int(cells[:, 1].min()) - margin), min(cols, int(cells[:, 1].max()) + margin + 1))  # fmt: skip
 
 
+@figure_memo
 def thread_figure(out_pixels: np.ndarray, block_pixels: np.ndarray, thread_pixels: np.ndarray, picked: tuple[int, int],
                   style: Style, title: str) -> go.Figure:  # fmt: skip
     """The output around one block's pixels: the block's pixels (cyan outline), the thread's
@@ -547,6 +554,7 @@ def thread_figure(out_pixels: np.ndarray, block_pixels: np.ndarray, thread_pixel
     return go.Figure([trace], layout)
 
 
+@figure_memo
 def shared_tile_figure(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, inside: np.ndarray,
                        tile: tuple[int, int, int, int], taps: np.ndarray, style: Style, title: str) -> go.Figure:  # fmt: skip
     """The input around a block's shared-memory tile: the tile (tile + halo, cyan), the cells the

@@ -18,6 +18,7 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from viz.animation import controls
+from viz.memo import figure_memo
 from viz.style import (
     HALO,
     HIGHLIGHT,
@@ -268,6 +269,7 @@ def tags_for(n: int) -> list[str]:
 
 
 # ---- dE/dX: who gathers what, who scatters where -----------------------------------------------------
+@figure_memo
 def grad_input_figure(dy: np.ndarray, w: np.ndarray, w_flipped: np.ndarray, dx: np.ndarray, style: Style = NORMAL, *,
                       picked: tuple[str, int, int], outputs: np.ndarray, taps: np.ndarray, flipped: np.ndarray,
                       inputs: np.ndarray, fmt: str = ".3g", plot_width: int | None = None) -> go.Figure:  # fmt: skip
@@ -407,6 +409,7 @@ def _square_path(rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
     return [None if v != v else v for v in xs.tolist()], [None if v != v else v for v in ys.tolist()]
 
 
+@figure_memo
 def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: np.ndarray, cols: np.ndarray,
                     canvas: tuple[int, int, int, int], output_shape: tuple[int, int], style: Style = NORMAL, *,
                     fmt: str = ".3g", x_name: str = "dY", plot_width: int | None = None) -> go.Figure:  # fmt: skip
@@ -480,6 +483,7 @@ def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: n
     return fig
 
 
+@figure_memo
 def overlap_figure(counts: np.ndarray, style: Style = NORMAL, *, picked: tuple[int, int] | None = None,
                    plot_width: int = 360) -> go.Figure:  # fmt: skip
     """How many stamps land on each output cell (sequential from 0: counts are never negative);
@@ -504,6 +508,7 @@ def counts_hover(targets: Sequence[tuple[str, str]], sources: Mapping[tuple[int,
 
 
 # ---- dE/dW -----------------------------------------------------------------------------------------
+@figure_memo
 def grad_weight_figure(x: np.ndarray, dy: np.ndarray, dw: np.ndarray, style: Style = NORMAL, *,
                        picked: tuple[str, int, int], pairs: np.ndarray, fmt: str = ".3g", dw_fmt: str = ".3g",
                        plot_width: int | None = None) -> go.Figure:  # fmt: skip
@@ -549,6 +554,7 @@ def grad_weight_hover(chart: str, by_weight: Mapping[tuple[int, int], np.ndarray
 
 
 # ---- reflect-pad backward -------------------------------------------------------------------------------
+@figure_memo
 def reflect_backward_figure(dy: np.ndarray, counts: np.ndarray, dx: np.ndarray, pads: tuple[int, int, int, int],
                             style: Style = NORMAL, *, picked: tuple[str, int, int], cells: np.ndarray,
                             plot_width: int | None = None) -> go.Figure:  # fmt: skip

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from viz.animation import controls
 from viz.cells import identity_grid, value_grid
+from viz.memo import figure_memo
 from viz.style import HALO, HIGHLIGHT, NORMAL, READER, SECOND, Style, finish, label_size, outline
 
 FULL_WIDTH = 820  # px of plot area a full-width figure gets at 1366 x 768 with the sidebar open
@@ -255,6 +256,7 @@ def column_ticks(positions: np.ndarray, px_per_col: float, style: Style) -> tupl
 
 
 # ---- the input maps -----------------------------------------------------------------------------------------
+@figure_memo
 def input_maps_figure(
     x: np.ndarray,
     ids: np.ndarray,
@@ -385,6 +387,7 @@ def _separators(n: int, every: int, along: str, span: float) -> list[dict]:
 PLAIN = dict(showgrid=False, zeroline=False)
 
 
+@figure_memo
 def x_unroll_figure(
     x_unroll: np.ndarray,
     src_ids: np.ndarray,
@@ -500,6 +503,7 @@ def _filter_rows_figure(
     return _assemble(data, layout, title, x_title, "filter m", style, after)
 
 
+@figure_memo
 def filter_figure(
     w_mat: np.ndarray,
     labels: Sequence[tuple[int, int, int]],
@@ -528,6 +532,7 @@ def filter_figure(
     return _filter_rows_figure(data, shapes, xaxis, frac, title, x_title, style, M * row_px, bottom)
 
 
+@figure_memo
 def output_figure(
     y_mat: np.ndarray,
     positions: np.ndarray,
@@ -577,6 +582,7 @@ def _frame_title(l: int, oh: int, ow: int) -> str:
     return f"Column l = {l} of X_unroll → output pixel ({oh}, {ow})"
 
 
+@figure_memo
 def column_animation(
     x: np.ndarray,
     ids: np.ndarray,
@@ -744,6 +750,7 @@ def column_animation(
 
 
 # ---- how big X_unroll gets -----------------------------------------------------------------------------------
+@figure_memo
 def expansion_figure(
     sizes: Sequence[int],
     no_pad: Sequence[float],

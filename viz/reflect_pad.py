@@ -16,6 +16,7 @@ from plotly.subplots import make_subplots
 from gpuops.maps.reflect_pad import AxisSource
 from viz.cells import identity_grid
 from viz.images import image_trace
+from viz.memo import figure_memo
 from viz.style import HIGHLIGHT, NORMAL, READER, SECOND, Style, cell_colours, finish, label_size, outline
 
 ORIGINAL_LINE = "#111111"  # the original grid inside the padded one
@@ -105,6 +106,7 @@ def _margins(style: Style, title_lines: int = 1, subplot_titles: bool = False) -
     )
 
 
+@figure_memo
 def grid_figure(rows: np.ndarray, cols: np.ndarray, H: int, W: int, pads: tuple[int, int, int, int],
                 style: Style = NORMAL, *, picked: tuple[str, int, int] | None = None, mapped: Cells = (),
                 mapped_colour: str = HIGHLIGHT, plot_width: int = 340) -> go.Figure:  # fmt: skip
@@ -195,6 +197,7 @@ def copies_latex(name: str, coordinate: int, copies: Sequence[int]) -> str:
 
 
 # ---- the padded image and the blur ------------------------------------------------------------------
+@figure_memo
 def padded_image_figure(pixels: np.ndarray, H: int, W: int, pads: tuple[int, int, int, int], style: Style = NORMAL,
                         *, picked: tuple[int, int] | None = None, source: tuple[int, int] | None = None,
                         copies: Sequence[tuple[int, int]] = (), plot_width: int = 320,
@@ -221,6 +224,7 @@ def padded_image_figure(pixels: np.ndarray, H: int, W: int, pads: tuple[int, int
     return fig
 
 
+@figure_memo
 def blur_figure(zeros: np.ndarray, reflect: np.ndarray, k: int, style: Style = NORMAL,
                 plot_width: int = 760, max_height: int = 380) -> go.Figure:  # fmt: skip
     """The same k x k box blur with padding_mode 'zeros' and 'reflect', side by side; zooming

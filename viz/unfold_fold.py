@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 import gpuops
 from viz.animation import controls
 from viz.images import image_trace
+from viz.memo import figure_memo
 from viz.style import (
     HALO,
     HIGHLIGHT,
@@ -180,6 +181,7 @@ def _image_figure(
 
 
 # ---- the image and the patch view ------------------------------------------------------------------
+@figure_memo
 def image_view(
     pixels: np.ndarray,
     title: str,
@@ -204,6 +206,7 @@ def image_view(
     return _image_figure(fig, title, style, height, pixel)
 
 
+@figure_memo
 def patch_view(
     rgb: np.ndarray,
     values: np.ndarray,
@@ -277,6 +280,7 @@ def patch_view(
 
 
 # ---- the unfold matrix ----------------------------------------------------------------------------
+@figure_memo
 def matrix_view(
     overview: np.ndarray,
     fy: int,
@@ -400,6 +404,7 @@ def matrix_view(
 
 
 # ---- fold ----------------------------------------------------------------------------------------
+@figure_memo
 def pixel_image(
     pixels: np.ndarray,
     title: str,
@@ -415,6 +420,7 @@ def pixel_image(
     return _image_figure(fig, title, style, height, pixel)
 
 
+@figure_memo
 def count_map(
     counts: np.ndarray,
     title: str,
@@ -458,6 +464,7 @@ def _tap_path(rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
     return xs, ys
 
 
+@figure_memo
 def patch_animation(
     values: np.ndarray,
     inside: np.ndarray,

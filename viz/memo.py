@@ -1,0 +1,129 @@
+"""One process-wide memo for the figure builders: a classroom asks for the same figures.
+
+When an instructor moves a slider, thirty following sessions rerun with the same image and the
+same settings, and each would build the same Plotly figures again: on the classroom server that
+building (and validating) is most of a rerun's time, all of it under the one interpreter lock
+(bench/hostile_load.py, profiled). A builder decorated with @figure_memo returns the figure it
+built before for equal arguments, from any session.
+
+- Equal means the same values: arrays by dtype, shape and bytes; numbers, strings, tuples,
+  lists, dicts and (frozen) dataclasses by content. An argument of any other type, or arrays of
+  more than MAX_ARRAY_BYTES in all, skips the memo (the builder runs as before).
+- The figure is shared, never copied: callers must not change it (the pages hand it to
+  st.plotly_chart, which reads it). Builders must be pure (their figure a function of their
+  arguments): the viz modules are.
+- Off until enable() (the app calls it once per process): tests of the builders themselves get
+  fresh figures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+
+SLOTS = 64  # figures kept, least recently used first out
+MAX_ARRAY_BYTES = 16 << 20  # larger inputs (a 1024 px image in float32 is 12 MiB) are built anew
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_lock = threading.Lock()
+_figures: OrderedDict[bytes, Any] = OrderedDict()
+_enabled = False
+stats = {"hits": 0, "misses": 0, "skipped": 0}
+
+
+class _UnkeyableError(Exception):
+    """An argument the memo cannot compare by value: the builder runs without it."""
+
+
+def enable(on: bool = True) -> None:
+    global _enabled
+    _enabled = on
+
+
+def clear() -> None:
+    with _lock:
+        _figures.clear()
+
+
+def _feed(h: Any, value: Any, budget: list[int]) -> None:
+    """Feed a canonical encoding of value to the hash (its type first, so 1 and 1.0 differ)."""
+    if value is None or isinstance(value, bool | int | float | str | bytes | complex):
+        h.update(f"{type(value).__name__}:{value!r};".encode())
+    elif isinstance(value, np.generic):
+        h.update(f"np.{value.dtype}:{value.item()!r};".encode())
+    elif isinstance(value, np.ndarray):
+        budget[0] -= value.nbytes
+        if budget[0] < 0:
+            raise _UnkeyableError
+        h.update(f"nd:{value.dtype.str}:{value.shape};".encode())
+        if value.dtype == object:  # e.g. cell texts: by their values, one by one
+            _feed(h, value.ravel().tolist(), budget)
+        else:
+            h.update(np.ascontiguousarray(value).data)
+    elif isinstance(value, tuple | list):
+        h.update(f"{type(value).__name__}:{len(value)}[".encode())
+        for item in value:
+            _feed(h, item, budget)
+        h.update(b"]")
+    elif isinstance(value, dict):
+        h.update(f"dict:{len(value)}{{".encode())
+        for k in sorted(value, key=repr):
+            _feed(h, k, budget)
+            _feed(h, value[k], budget)
+        h.update(b"}")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        h.update(f"dc:{type(value).__module__}.{type(value).__qualname__}(".encode())
+        for f in dataclasses.fields(value):
+            _feed(h, f.name, budget)
+            _feed(h, getattr(value, f.name), budget)
+        h.update(b")")
+    else:
+        raise _UnkeyableError
+
+
+def key_of(fn: Callable, args: tuple, kwargs: dict) -> bytes | None:
+    """A digest of the builder and its arguments' values; None when an argument has no value key."""
+    h = hashlib.blake2b(digest_size=20)
+    h.update(f"{fn.__module__}.{fn.__qualname__};".encode())
+    try:
+        _feed(h, args, [MAX_ARRAY_BYTES])
+        _feed(h, kwargs, [MAX_ARRAY_BYTES])
+    except _UnkeyableError:
+        return None
+    return h.digest()
+
+
+def figure_memo(fn: F) -> F:
+    """Decorate a pure figure builder: equal arguments, the figure built before (when enabled)."""
+
+    @functools.wraps(fn)
+    def memoised(*args: Any, **kwargs: Any) -> Any:
+        if not _enabled:
+            return fn(*args, **kwargs)
+        key = key_of(fn, args, kwargs)
+        if key is None:
+            stats["skipped"] += 1
+            return fn(*args, **kwargs)
+        with _lock:
+            fig = _figures.get(key)
+            if fig is not None:
+                _figures.move_to_end(key)
+                stats["hits"] += 1
+                return fig
+        fig = fn(*args, **kwargs)  # outside the lock: two sessions may build one figure at once
+        with _lock:
+            stats["misses"] += 1
+            _figures[key] = fig
+            while len(_figures) > SLOTS:
+                _figures.popitem(last=False)
+        return fig
+
+    return memoised  # type: ignore[return-value]
