@@ -5,8 +5,10 @@
 quiet baseline), then runs every session at once for `--seconds`, each its own Streamlit session
 over the websocket (tests/st_client.py), and prints a JSON report.
 
-- light sessions: the Direct page at the default working size, moving the stride slider every
-  0.5-1.5 s (a student following along);
+- light sessions: the Direct page at the default working size, every 0.5-1.5 s toggling the
+  stride between 1 and 2 (`--light follow`: a class following the instructor, whose figures the
+  process-wide figure memo serves), or each moving stride, K, padding or dilation to random values
+  of its own (`--light explore`: 128 settings, few shared);
 - heavy sessions, in turn: the Direct page at 1024 px with the largest kernel, changing padding and
   pressing "Compare algorithms"; the Unfold page at 1024 px with K = 9 and stride 1, changing the
   dilation; the Benchmarks page, pressing "Run the benchmark" again and again.
@@ -36,6 +38,9 @@ from tests.load_test import gpu_memory_mib, rss_mib  # noqa: E402
 from tests.st_client import StClient  # noqa: E402
 
 REFUSED = "would take"  # the words of ui.budget's refusal
+# what an exploring student moves on the Direct page: 4 x 4 x 4 x 2 settings, few of them shared
+EXPLORE = [("Stride S", [1, 2, 3, 4]), ("Size K", [1, 3, 5, 7]), ("Padding P", [0, 1, 2, 3]),
+           ("Dilation D", [1, 2])]  # fmt: skip
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -73,6 +78,7 @@ class Session(threading.Thread):
     def run(self) -> None:
         page, query = {
             "light": ("direct", ""),
+            "explorer": ("direct", ""),
             "direct_heavy": ("direct", "cap=1024&dc_k=15&dc_mode=reflect"),
             "unfold_heavy": ("unfold", "cap=1024&uf_k=9&uf_stride=1"),
             "benchmark": ("benchmarks", ""),
@@ -85,6 +91,10 @@ class Session(threading.Thread):
                     n += 1
                     if self.kind == "light":
                         self._step(c, c.set, "Stride S", 2 if n % 2 else 1)
+                        self.stop.wait(self.rng.uniform(0.5, 1.5))
+                    elif self.kind == "explorer":  # a light session trying settings of its own
+                        label, value = self.rng.choice(EXPLORE)
+                        self._step(c, c.set, label, self.rng.choice(value))
                         self.stop.wait(self.rng.uniform(0.5, 1.5))
                     elif self.kind == "direct_heavy":
                         self._step(c, c.set, "Padding P", 7 if n % 2 else 1)
@@ -99,30 +109,39 @@ class Session(threading.Thread):
             self.errors.append(f"{type(exc).__name__}: {exc}")
 
 
-def quiet_baseline(url: str, reruns: int = 10) -> list[float]:
+def quiet_baseline(url: str, light: str, reruns: int = 10) -> list[float]:
     """The light scenario alone on the server: what 'no worse than 3x' is measured against."""
+    rng = random.Random(1000)
     with StClient(url, "direct", timeout=300) as c:
         c.wait_idle()
-        return [c.set("Stride S", 2 if i % 2 == 0 else 1) for i in range(reruns)]
+        if light == "follow":
+            return [c.set("Stride S", 2 if i % 2 == 0 else 1) for i in range(reruns)]
+        moves = [rng.choice(EXPLORE) for _ in range(reruns)]
+        return [c.set(label, rng.choice(values)) for label, values in moves]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--heavy", type=int, default=10, help="how many of the sessions are heavy")
+    parser.add_argument("--light", choices=["follow", "explore"], default="follow",
+                        help="light sessions toggle the stride between 1 and 2 as a class following the "
+                        "instructor does (follow), or each tries settings of its own (explore)")  # fmt: skip
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--backend", default="numpy", choices=["numpy", "cupy", "auto"])
     parser.add_argument("--url", help="drive a running server instead of starting one")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    report = load(args.sessions, args.seconds, args.heavy, args.url, args.backend)
+    report = load(args.sessions, args.seconds, args.heavy, args.url, args.backend, args.light)
     print(json.dumps(report, indent=1))
     if args.out:
         args.out.write_text(json.dumps(report, indent=1) + "\n")
     return 0 if report["errors"] == 0 else 1
 
 
-def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: str) -> dict:
+def load(
+    sessions: int, seconds: float, heavy: int, url: str | None, backend: str, light: str = "follow"
+) -> dict:
     proc = None
     if url is None:
         port = _free_port()
@@ -133,6 +152,7 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
         "heavy": heavy,
         "seconds": seconds,
         "backend": backend if proc else "remote",
+        "light": light,
     }
     try:
         with StClient(url, "") as warm:  # a fresh server learns its pages on its first run
@@ -140,12 +160,14 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
         if proc:
             report["rss_mib_before"] = rss_mib(proc.pid)
         report["gpu_mib_before"] = gpu_memory_mib()
-        quiet = quiet_baseline(url)
+        quiet = quiet_baseline(url, light)
         report["light_quiet"] = summary(quiet)
         heavy_kinds = ("direct_heavy", "unfold_heavy", "benchmark")
+        light_kind = "light" if light == "follow" else "explorer"
         stop = threading.Event()
         crowd = [
-            Session(url, heavy_kinds[i % 3] if i < heavy else "light", stop, seed=i) for i in range(sessions)
+            Session(url, heavy_kinds[i % 3] if i < heavy else light_kind, stop, seed=i)
+            for i in range(sessions)
         ]
         rss, gpu = [], []
         started = time.time()
@@ -161,10 +183,10 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
         stop.set()
         for s in crowd:
             s.join(timeout=600)
-        light = [x for s in crowd if s.kind == "light" for x in s.latencies]
-        report["light_under_load"] = summary(light)
-        if quiet and light:
-            report["light_p95_ratio"] = round(percentile(light, 0.95) / percentile(quiet, 0.95), 2)
+        lights = [x for s in crowd if s.kind == light_kind for x in s.latencies]
+        report["light_under_load"] = summary(lights)
+        if quiet and lights:
+            report["light_p95_ratio"] = round(percentile(lights, 0.95) / percentile(quiet, 0.95), 2)
         for kind in heavy_kinds:
             mine = [s for s in crowd if s.kind == kind]
             if mine:

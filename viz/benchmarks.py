@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from viz.memo import figure_memo
 from viz.style import HALO, HIGHLIGHT, NORMAL, Style, finish
 
 LOG_RANGE = 30.0  # max / min above this: a log axis
@@ -47,6 +48,7 @@ def row_key(shape: str, impl: str) -> str:
     return f"{shape} · {impl}"
 
 
+@figure_memo
 def ratio_figure(
     shapes: Sequence[str],
     impls: Sequence[str],
@@ -175,6 +177,7 @@ def ratio_figure(
     return fig
 
 
+@figure_memo
 def sweep_figure(
     sizes: Sequence[int],
     series: dict[str, Sequence[tuple[float, float, float, int, bool] | None]],
