@@ -11,23 +11,27 @@ over the websocket (tests/st_client.py), and prints a JSON report.
   of its own (`--light explore`: 128 settings, few shared);
 - heavy sessions, in turn: the Direct page at 1024 px with the largest kernel, changing padding and
   pressing "Compare algorithms"; the Unfold page at 1024 px with K = 9 and stride 1, changing the
-  dilation; the Benchmarks page, pressing "Run the benchmark" again and again.
+  dilation; the Benchmarks page, pressing "Run the benchmark" again and again; the Direct page at
+  1024 px, uploading one 6-megapixel JPEG after another (st_client speaks the upload protocol).
 
 Reported: light reruns' p50/p95 quiet and under load (their ratio: the target is at most 3x),
 heavy reruns' p50/p95, the page's budget refusals (a refusal is the page working as designed),
 errors (exceptions, lost connections), the server's resident memory and the GPU's memory used.
-Uploads are not part of the mix (the client speaks the websocket only).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import random
 import sys
 import threading
 import time
 from pathlib import Path
+
+import numpy as np
+from PIL import Image
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -82,6 +86,7 @@ class Session(threading.Thread):
             "direct_heavy": ("direct", "cap=1024&dc_k=15&dc_mode=reflect"),
             "unfold_heavy": ("unfold", "cap=1024&uf_k=9&uf_stride=1"),
             "benchmark": ("benchmarks", ""),
+            "uploader": ("direct", "cap=1024"),
         }[self.kind]
         try:
             with StClient(self.url, page, query, timeout=300) as c:
@@ -102,11 +107,30 @@ class Session(threading.Thread):
                             self._step(c, c.click, "Compare algorithms")
                     elif self.kind == "unfold_heavy":
                         self._step(c, c.set, "Dilation D", 2 if n % 2 else 1)
+                    elif self.kind == "uploader":
+                        if n == 1:
+                            self._step(c, c.set, "Image source", "Upload")
+                        label = next(x for x in c.labels() if x.startswith("Upload an image"))
+                        self._step(c, c.upload, label, f"photo{n}.jpg", PHOTOS[n % len(PHOTOS)], "image/jpeg")
                     else:
                         self._step(c, c.click, "Run the benchmark")
                 self.errors.extend(c.errors)
         except Exception as exc:  # a lost session is a result, not a crash of the load test
             self.errors.append(f"{type(exc).__name__}: {exc}")
+
+
+def photo(seed: int, width: int = 3000, height: int = 2000) -> bytes:
+    """A 6-megapixel JPEG as a phone takes it (smooth colour with noise), a few MB."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    base = np.stack([x / width, y / height, 0.5 + 0.5 * np.sin((x + y) / 300 + seed)], axis=-1) * 200
+    pixels = np.clip(base + rng.normal(0, 12, base.shape), 0, 255).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, "JPEG", quality=90)
+    return buf.getvalue()
+
+
+PHOTOS: list[bytes] = []
 
 
 def quiet_baseline(url: str, light: str, reruns: int = 10) -> list[float]:
@@ -162,11 +186,12 @@ def load(
         report["gpu_mib_before"] = gpu_memory_mib()
         quiet = quiet_baseline(url, light)
         report["light_quiet"] = summary(quiet)
-        heavy_kinds = ("direct_heavy", "unfold_heavy", "benchmark")
+        heavy_kinds = ("direct_heavy", "unfold_heavy", "benchmark", "uploader")
+        PHOTOS[:] = [photo(seed) for seed in range(3)]
         light_kind = "light" if light == "follow" else "explorer"
         stop = threading.Event()
         crowd = [
-            Session(url, heavy_kinds[i % 3] if i < heavy else light_kind, stop, seed=i)
+            Session(url, heavy_kinds[i % len(heavy_kinds)] if i < heavy else light_kind, stop, seed=i)
             for i in range(sessions)
         ]
         rss, gpu = [], []

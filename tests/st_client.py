@@ -17,6 +17,9 @@ speaks on ws://HOST:PORT/_stcore/stream (binary protobufs: BackMsg up, ForwardMs
 - honour `auto_rerun` like the browser: every `interval` seconds ask for a rerun of that fragment
   (`is_auto_rerun`), until a full run or `stop_auto_rerun` clears it. Without that, a run_every
   fragment (the classroom's polling) never runs again;
+- upload a file to a file uploader as the browser does (`upload(label, name, data)`): ask for
+  its URL over the websocket (file_urls_request), PUT it as multipart form data with the XSRF
+  cookie and header, then rerun with the uploader holding the file's info;
 - measure: `rerun()` / `set()` return the seconds from sending to the run's script_finished.
 
 Stdlib + `websockets` (a Streamlit dependency) + Streamlit's protobufs; one reader thread per client.
@@ -27,12 +30,15 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import urllib.request
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.Common_pb2 import UploadedFileInfo
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from websockets.exceptions import ConnectionClosed
@@ -40,7 +46,9 @@ from websockets.sync.client import connect
 
 FULL_RUN_DONE = ForwardMsg.FINISHED_SUCCESSFULLY
 FRAGMENT_DONE = ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
-WIDGETS = {"slider", "number_input", "selectbox", "radio", "checkbox", "text_input", "button", "text_area"}
+WIDGETS = {"slider", "number_input", "selectbox", "radio", "checkbox", "text_input", "button", "text_area",
+           "file_uploader"}  # fmt: skip
+XSRF_COOKIE = "_streamlit_xsrf"
 
 
 class ClientError(RuntimeError):
@@ -124,6 +132,9 @@ class StClient:
         self._changed = threading.Condition(self._lock)
         self._send_lock = threading.Lock()
         self._closed = False
+        self.session_id = ""
+        self._file_urls: dict[str, Any] = {}  # request id -> FileURLsResponse
+        self._xsrf: str | None = None
         ws_url = "ws" + self.base[4:] + "/_stcore/stream"
         self._ws = connect(ws_url, subprotocols=["streamlit"], max_size=None, max_queue=None,
                            open_timeout=timeout, close_timeout=2, compression=None)  # fmt: skip
@@ -182,6 +193,56 @@ class StClient:
     def click(self, label: str, wait: bool = True) -> float | None:
         trigger = WidgetState(id=self.widget(label).proto.id, trigger_value=True)
         return self.rerun(wait=wait, extra=[trigger])
+
+    def upload(self, label: str, name: str, data: bytes, mime: str = "application/octet-stream") -> float:
+        """Upload `data` as file `name` to the file uploader labelled `label` and rerun, as the
+        browser does; returns the seconds from the URL request to the rerun's end."""
+        w = self.widget(label)
+        started = time.perf_counter()
+        request_id = uuid.uuid4().hex
+        msg = BackMsg()
+        msg.file_urls_request.request_id = request_id
+        msg.file_urls_request.file_names.append(name)
+        msg.file_urls_request.session_id = self.session_id
+        self._send(msg)
+        self.wait_for(lambda: request_id in self._file_urls, what="the upload URL")
+        response = self._file_urls.pop(request_id)
+        if response.error_msg:
+            raise ClientError(f"no upload URL: {response.error_msg}")
+        urls = response.file_urls[0]
+        self._put(urls.upload_url, name, data, mime)
+        state = WidgetState(id=w.proto.id)
+        state.file_uploader_state_value.uploaded_file_info.append(
+            UploadedFileInfo(name=name, size=len(data), file_id=urls.file_id, file_urls=urls)
+        )
+        with self._lock:
+            w.state = state
+        self.rerun()
+        return time.perf_counter() - started
+
+    def _put(self, url: str, name: str, data: bytes, mime: str) -> None:
+        """PUT one file as multipart form data, with the XSRF cookie and the same token as header."""
+        if self._xsrf is None:  # the health check the browser makes first sets the cookie
+            with urllib.request.urlopen(self.base + "/_stcore/health", timeout=self.timeout) as r:
+                cookies = [c.split(";", 1)[0] for c in r.headers.get_all("Set-Cookie") or []]
+            self._xsrf = next((c.split("=", 1)[1] for c in cookies if c.startswith(XSRF_COOKIE + "=")), "")
+        boundary = uuid.uuid4().hex
+        body = (
+            (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+                f"Content-Type: {mime}\r\n\r\n"
+            ).encode()
+            + data
+            + f"\r\n--{boundary}--\r\n".encode()
+        )
+        headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+        if self._xsrf:
+            headers |= {"Cookie": f"{XSRF_COOKIE}={self._xsrf}", "X-Xsrftoken": self._xsrf}
+        target = url if url.startswith("http") else self.base + url
+        req = urllib.request.Request(target, data=body, method="PUT", headers=headers)
+        with urllib.request.urlopen(req, timeout=self.timeout) as r:
+            if r.status >= 300:
+                raise ClientError(f"upload answered {r.status}")
 
     def switch_page(self, url_path: str, wait: bool = True) -> float | None:
         with self._lock:
@@ -329,6 +390,8 @@ class StClient:
                 for old in list(self._started)[:200]:
                     del self._started[old]
             ns = msg.new_session
+            if ns.initialize.session_id:
+                self.session_id = ns.initialize.session_id
             if ns.page_script_hash:
                 self.page_script_hash = ns.page_script_hash
             if ns.app_pages:
@@ -340,6 +403,8 @@ class StClient:
             self._delta(msg)
         elif kind == "script_finished":
             self._finished(msg.script_finished)
+        elif kind == "file_urls_response":
+            self._file_urls[msg.file_urls_response.response_id] = msg.file_urls_response
         elif kind == "page_info_changed":
             self.query_string = msg.page_info_changed.query_string
         elif kind == "auto_rerun":
