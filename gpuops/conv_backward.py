@@ -391,10 +391,22 @@ def input_gather_numpy(dy: np.ndarray, w: np.ndarray, q: GradProblem) -> np.ndar
             cols = np.flatnonzero(ow >= 0)
             if cols.size == 0:
                 continue
-            taken = dyg[:, :, :, oh[rows][:, None], ow[cols][None, :]]  # (N, G, Mg, r, c)
+            # the rows (columns) that take a gradient are every stride-th, and the gradients they
+            # take are consecutive: both are slices, so a tap reads and adds views, no index grids
+            r_in, r_dy, c_in, c_dy = _steps(rows), _steps(oh[rows]), _steps(cols), _steps(ow[cols])
+            taken = dyg[:, :, :, r_dy, c_dy]  # (N, G, Mg, r, c)
             contrib = wg[:, :, :, ki, kj].transpose(0, 2, 1) @ taken.reshape(q.N, G, q.M // G, -1)
-            dx[:, :, :, rows[:, None], cols[None, :]] += contrib.reshape(q.N, G, Cg, rows.size, cols.size)
+            dx[:, :, :, r_in, c_in] += contrib.reshape(q.N, G, Cg, rows.size, cols.size)
     return dx.reshape(q.dx_shape)
+
+
+def _steps(index: np.ndarray) -> slice:
+    """An evenly spaced, increasing index array as the slice it equals (refused otherwise: the
+    gather twin relies on it)."""
+    step = int(index[1] - index[0]) if index.size > 1 else 1
+    if step < 1 or not np.array_equal(index, np.arange(index[0], index[0] + step * index.size, step)):
+        raise ValueError(f"indices {index[:4]}... are not evenly spaced")
+    return slice(int(index[0]), int(index[-1]) + 1, step)
 
 
 def _dy_on_all_windows(dy: Any, q: GradProblem) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,6 +16,8 @@ from gpuops.launch import Launch, file_preamble, includes, kernel_span, source_t
 from gpuops.timing import Timing, measure
 from ui import budget, pick
 from viz.style import Style, style_for
+
+COMPARE_SHARE = 0.75  # of the CPU rerun budget a comparison may spend timing (ui.common.compare)
 
 RESULT_SLOTS = 8  # per-session cache of computed results, bounded
 
@@ -125,13 +128,26 @@ def compare(
     """Time several ways of computing the same thing, only when asked ("Compare" button, with a
     progress bar): timing every algorithm on every slider move would stall a classroom server.
     Results are kept per key (image and settings) for the session; None until asked. A
-    candidate that refuses these arguments (ValueError) is left out with its reason."""
+    candidate that refuses these arguments (ValueError) is left out with its reason. On the CPU
+    the whole comparison keeps to its share of the rerun budget (COMPARE_SHARE of
+    budget.CPU_SECONDS, the rest is the page's own drawing): when the next candidate
+    (as long as the average so far) would not fit, the ones left are not timed, and say so (each
+    was within budget alone; eight of them at 1024 px took 4 s)."""
     store: dict = st.session_state.setdefault("_comparisons", {})
     if key not in store and st.button(label, key=f"compare_{abs(hash(key))}", icon=":material/timer:"):
         bar = st.progress(0.0, text="timing")
         results: dict[str, Timing] = {}
         refused: dict[str, str] = {}
+        started = time.perf_counter()
+        on_cpu = not gpuops.backend_info().gpu
+        allowed = COMPARE_SHARE * budget.CPU_SECONDS
         for i, (name, fn) in enumerate(candidates.items()):
+            spent = time.perf_counter() - started
+            if on_cpu and i and spent + spent / i > allowed:  # the next one would not fit
+                for rest in list(candidates)[i:]:
+                    refused[rest] = (f"this comparison used its {allowed:.1f} s on this CPU server; "
+                                     "a smaller working size in the sidebar times them all")  # fmt: skip
+                break
             bar.progress(i / len(candidates), text=f"timing {name}")
             try:
                 results[name] = time_call(fn)

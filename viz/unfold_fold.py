@@ -72,7 +72,13 @@ def block_mean(mat, max_rows: int, max_cols: int) -> tuple[np.ndarray, int, int]
         return gpuops.to_numpy(mat).astype(np.float32), 1, 1
     starts_y, starts_x = np.arange(0, h, fy), np.arange(0, w, fx)
     if isinstance(mat, np.ndarray):
-        col_sums = np.add.reduceat(mat, starts_x, axis=1, dtype=np.float64)
+        # whole blocks as one reshaped sum: reduceat with a float64 accumulator was 28x slower
+        full = w // fx * fx
+        col_sums = mat[:, :full].reshape(h, -1, fx).sum(axis=2, dtype=np.float64)
+        if full < w:
+            col_sums = np.concatenate(
+                [col_sums, mat[:, full:].sum(axis=1, dtype=np.float64, keepdims=True)], axis=1
+            )
     else:  # CuPy has no reduceat: block sums are differences of one running sum along the row
         ends = (np.append(starts_x[1:], w) - 1).tolist()
         running = gpuops.to_numpy(mat.cumsum(axis=1, dtype=np.float64)[:, ends])
