@@ -163,9 +163,12 @@ def main() -> int:
     return 0 if report["errors"] == 0 else 1
 
 
-def load(
-    sessions: int, seconds: float, heavy: int, url: str | None, backend: str, light: str = "follow"
-) -> dict:
+HEAVY_KINDS = ("direct_heavy", "unfold_heavy", "benchmark", "uploader")
+
+
+def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: str, light: str = "follow",
+         heavy_kinds: tuple[str, ...] = HEAVY_KINDS, photo_px: tuple[int, int] = (3000, 2000)) -> dict:  # fmt: skip
+    """Run the mix and return the report (the CI test runs a small one: tests/test_hostile_small.py)."""
     proc = None
     if url is None:
         port = _free_port()
@@ -186,8 +189,7 @@ def load(
         report["gpu_mib_before"] = gpu_memory_mib()
         quiet = quiet_baseline(url, light)
         report["light_quiet"] = summary(quiet)
-        heavy_kinds = ("direct_heavy", "unfold_heavy", "benchmark", "uploader")
-        PHOTOS[:] = [photo(seed) for seed in range(3)]
+        PHOTOS[:] = [photo(seed, *photo_px) for seed in range(3)]
         light_kind = "light" if light == "follow" else "explorer"
         stop = threading.Event()
         crowd = [
