@@ -21,20 +21,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
+
+from gpuops.cache import Memo
 
 SLOTS = 64  # figures kept, least recently used first out
 MAX_ARRAY_BYTES = 16 << 20  # larger inputs (a 1024 px image in float32 is 12 MiB) are built anew
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_lock = threading.Lock()
-_figures: OrderedDict[bytes, Any] = OrderedDict()
+_figures = Memo("figures", SLOTS)  # the compute core's one cache policy: bounded, LRU, thread-safe
 _enabled = False
 stats = {"hits": 0, "misses": 0, "skipped": 0}
 
@@ -49,8 +48,7 @@ def enable(on: bool = True) -> None:
 
 
 def clear() -> None:
-    with _lock:
-        _figures.clear()
+    _figures.clear()
 
 
 def _feed(h: Any, value: Any, budget: list[int]) -> None:
@@ -112,18 +110,13 @@ def figure_memo(fn: F) -> F:
         if key is None:
             stats["skipped"] += 1
             return fn(*args, **kwargs)
-        with _lock:
-            fig = _figures.get(key)
-            if fig is not None:
-                _figures.move_to_end(key)
-                stats["hits"] += 1
-                return fig
-        fig = fn(*args, **kwargs)  # outside the lock: two sessions may build one figure at once
-        with _lock:
-            stats["misses"] += 1
-            _figures[key] = fig
-            while len(_figures) > SLOTS:
-                _figures.popitem(last=False)
+        fig = _figures.get(key)
+        if fig is not None:
+            stats["hits"] += 1
+            return fig
+        fig = fn(*args, **kwargs)  # unlocked: two sessions may build one figure at once, both equal
+        stats["misses"] += 1
+        _figures.put(key, fig)
         return fig
 
     return memoised  # type: ignore[return-value]
