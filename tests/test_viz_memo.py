@@ -92,3 +92,34 @@ def test_off_builds_every_time():
     a = np.arange(3)
     assert build(a) is not build(a)
     assert len(calls) == 2
+
+
+@memo.figure_memo
+def heatmap(values: np.ndarray, frames: int = 0):
+    import plotly.graph_objects as go
+
+    from viz.conv2d import FramedFigure
+
+    if not frames:
+        return go.Figure(go.Heatmap(z=values), layout={"title": {"text": "h"}})
+    raw = [{"name": str(i), "data": [{"z": (values + i).tolist()}]} for i in range(frames)]
+    return FramedFigure(go.Heatmap(z=values), raw_frames=raw, raw_layout={"sliders": [{"steps": []}]})
+
+
+@pytest.mark.parametrize("frames", [0, 3])
+def test_a_memoised_figure_is_frozen_its_dict_built_once_and_equal_to_a_fresh_one(frames, rng):
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    values = rng.random((4, 5))
+    fig = heatmap(values, frames)
+    memo.enable(False)
+    fresh = heatmap(values, frames)  # built anew, not frozen
+    memo.enable()
+    assert isinstance(fig, type(fresh)) and isinstance(fig, go.Figure) and not isinstance(fresh, memo._Frozen)
+    assert fig.to_dict() is fig.to_dict()  # no deep copy per call
+    assert pio.to_json(fig.to_dict(), validate=False) == pio.to_json(fresh.to_dict(), validate=False)
+    assert fig.to_html(include_plotlyjs=False).count('"frames"') == fresh.to_html(
+        include_plotlyjs=False
+    ).count('"frames"')
+    assert heatmap(values.copy(), frames) is fig and memo.freeze(fig) is fig
