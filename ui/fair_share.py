@@ -1,0 +1,213 @@
+"""Turns for script runs: short runs of light sessions go first, long ones take turns one at a time.
+
+One server process runs every session's script on its own thread, and they share one interpreter
+lock and the machine's cores. Ten sessions asking for the largest kernel at 1024 px, uploading
+photos and running benchmarks then slow down every student who only moved a slider on a small
+image: a 0.1 s rerun took 1.5 to 3.5 s (bench/hostile_load.py). The budget (ui/budget.py) bounds
+one rerun; this bounds how much of the server long work takes at once.
+
+- A session's use is the server its recent runs took: a run's seconds, each divided by the runs
+  holding a turn beside it (a light run that took 3 s beside nine others took 0.3 s of the
+  server; the seconds a turn was held would call it heavy, its thread's CPU seconds would miss
+  the GPU and a benchmark's worker thread). Use halves every HALF_LIFE_S. A session is heavy
+  when its use is above HEAVY_S and above HEAVY_FACTOR times the median session's: heavy is
+  what stands out from the class, whatever the class is doing.
+- A run is long when its session is heavy, or once it has held its turn for LONG_S (a session's
+  first run at 1024 px is not heavy yet, but it soon is long). Long runs hold at most
+  HEAVY_SLOTS turns: the next long one waits.
+- Short runs (of light sessions) hold at most SHORT_SLOTS turns; a run that turns long frees its
+  short slot. Long runs never take a short slot, so no amount of long work stalls a slider.
+- Among the runs that may start, the one whose session used least goes first (then the
+  earliest). Heavy or not is settled when a run arrives; use decays while it waits, so among
+  heavy sessions the one that waited longest comes first.
+- No run waits longer than MAX_WAIT_S: then it goes anyway (a stuck run never stalls a class).
+
+Fragment runs (the classroom poll) do not pass through app.py and take no turn. The environment
+variable CONV_EXPLORER_TURNS sets the slots for a server with more cores ("6" or "6,2": short
+slots, long slots) or turns the queue off ("off", every run goes at once: for comparisons);
+CONV_EXPLORER_TURNS_LOG names a file that gets one line per run (for bench/hostile_load.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+SHORT_SLOTS = 3  # short runs at once: beyond a few they only share the interpreter lock more ways
+HEAVY_SLOTS = 1  # long runs at once
+HALF_LIFE_S = 10.0
+HEAVY_S = 0.5  # below this no session is heavy (a light rerun takes about 0.1 s alone)
+HEAVY_FACTOR = 4.0
+LONG_S = 0.5  # a light rerun takes about 0.1 s on the 2-core machine
+MAX_WAIT_S = 30.0
+POLL_S = 0.1  # waiting runs look again this often: a run turning long frees its slot without a signal
+FORGET_AFTER_S = 10 * HALF_LIFE_S  # a session idle this long has no use left worth keeping
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What a run learns when its turn starts."""
+
+    waited_s: float
+    heavy: bool  # the session's recent use was over HEAVY_S: the run counts as long from its start
+
+
+class Turns:
+    """The process-wide queue of script runs (one instance: `turns`); the clock can be replaced
+    in tests."""
+
+    def __init__(self, short_slots: int = SHORT_SLOTS, heavy_slots: int = HEAVY_SLOTS,
+                 half_life_s: float = HALF_LIFE_S, heavy_s: float = HEAVY_S, heavy_factor: float = HEAVY_FACTOR,
+                 long_s: float = LONG_S, max_wait_s: float = MAX_WAIT_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+        if short_slots < 1 or heavy_slots < 1:
+            raise ValueError(
+                f"short_slots and heavy_slots must be at least 1, got {short_slots}, {heavy_slots}"
+            )
+        self.short_slots, self.heavy_slots = short_slots, heavy_slots
+        self.half_life_s, self.heavy_s, self.heavy_factor = half_life_s, heavy_s, heavy_factor
+        self.long_s, self.max_wait_s = long_s, max_wait_s
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._use: dict[str, tuple[float, float]] = {}  # session -> (seconds used, when last updated)
+        self._running: dict[int, list] = {}  # run -> [heavy, started, its share of the server so far]
+        self._shared_until = clock()  # shares are counted up to here
+        self._waiting: dict[int, tuple[str, bool]] = {}  # run -> (session, heavy); numbered on arrival
+        self._numbers = itertools.count()
+
+    def use(self, session: str) -> float:
+        """The server seconds this session's runs took, the older the less (halved every half life)."""
+        with self._cond:
+            return self._decayed(session, self._clock())
+
+    def busy(self) -> tuple[int, int, int]:
+        """(short runs holding a turn, long runs holding one, runs waiting)."""
+        with self._cond:
+            long = self._long_running(self._clock())
+            return len(self._running) - long, long, len(self._waiting)
+
+    @contextmanager
+    def turn(self, session: str) -> Iterator[Turn]:
+        """Hold one turn for the body: waits until this run is the first that may go."""
+        run = next(self._numbers)
+        start = self._clock()
+        with self._cond:
+            # heavy or not is settled on arrival: a heavy session's use decays while it waits, but
+            # its run would still be long, and must not take a short slot
+            heavy = self._heavy(session, start)
+            self._waiting[run] = (session, heavy)
+            try:
+                while not self._may_start(run):
+                    left = self.max_wait_s - (self._clock() - start)
+                    if left <= 0:
+                        break
+                    self._cond.wait(timeout=min(left, POLL_S))
+            finally:
+                del self._waiting[run]
+            now = self._clock()
+            self._share(now)
+            self._running[run] = [heavy, now, 0.0]
+            self._cond.notify_all()  # another slot may still be free for the next in line
+        try:
+            yield Turn(waited_s=now - start, heavy=heavy)
+        finally:
+            with self._cond:
+                end = self._clock()
+                self._share(end)
+                spent = self._running.pop(run)[2]
+                self._use[session] = (self._decayed(session, end) + spent, end)
+                self._forget_idle(end)
+                self._cond.notify_all()
+
+    # ---- under the lock ----
+    def _decayed(self, session: str, now: float) -> float:
+        used, when = self._use.get(session, (0.0, now))
+        return used * 0.5 ** ((now - when) / self.half_life_s)
+
+    def _heavy(self, session: str, now: float) -> bool:
+        used = self._decayed(session, now)
+        if used <= self.heavy_s:
+            return False
+        if not self.heavy_factor:
+            return True
+        uses = sorted(self._decayed(s, now) for s in self._use)
+        return used > self.heavy_factor * uses[len(uses) // 2]
+
+    def _share(self, now: float) -> None:
+        """Split the seconds since the last start or end among the runs holding a turn."""
+        if self._running:
+            each = max(0.0, now - self._shared_until) / len(self._running)
+            for held in self._running.values():
+                held[2] += each
+        self._shared_until = now
+
+    def _long_running(self, now: float) -> int:
+        return sum(heavy or now - started >= self.long_s for heavy, started, _ in self._running.values())
+
+    def _may_start(self, run: int) -> bool:
+        now = self._clock()
+        long = self._long_running(now)
+        short_free = len(self._running) - long < self.short_slots
+        long_free = long < self.heavy_slots
+
+        def fits(r: int) -> bool:
+            return long_free if self._waiting[r][1] else short_free
+
+        if not fits(run):
+            return False
+        first = min(
+            (r for r in self._waiting if fits(r)), key=lambda r: (self._decayed(self._waiting[r][0], now), r)
+        )
+        return first == run
+
+    def _forget_idle(self, now: float) -> None:
+        for session in [s for s, (_, when) in self._use.items() if now - when > FORGET_AFTER_S]:
+            del self._use[session]
+
+
+def from_environment(value: str | None) -> Turns | None:
+    """The queue CONV_EXPLORER_TURNS asks for (None: "off")."""
+    if value is None or not value.strip():
+        return Turns()
+    if value.strip().lower() == "off":
+        return None
+    try:
+        numbers = [int(part) for part in value.split(",")]
+    except ValueError:
+        numbers = []
+    if len(numbers) not in (1, 2):
+        raise ValueError(f"CONV_EXPLORER_TURNS: expected off, SHORT or SHORT,LONG (slots), got {value!r}")
+    return Turns(numbers[0], numbers[1] if len(numbers) == 2 else HEAVY_SLOTS)
+
+
+turns = from_environment(os.environ.get("CONV_EXPLORER_TURNS"))
+LOG = os.environ.get("CONV_EXPLORER_TURNS_LOG")
+_log_lock = threading.Lock()
+
+
+@contextmanager
+def script_turn(run_started: float | None = None) -> Iterator[Turn | None]:
+    """The app's run holds a turn of the process-wide queue (None outside a Streamlit session).
+    run_started: when the run began (time.monotonic()), for the log."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None or turns is None:
+        yield None
+        return
+    arrived = time.monotonic()
+    with turns.turn(ctx.session_id) as held:
+        start = time.monotonic()
+        try:
+            yield held
+        finally:
+            if LOG:  # session, heavy, seconds waited, seconds held, seconds from the run's start to the queue
+                line = (f"{ctx.session_id[:8]} {int(held.heavy)} {held.waited_s:.4f} {time.monotonic() - start:.4f} "
+                        f"{arrived - (run_started or arrived):.4f}\n")  # fmt: skip
+                with _log_lock, open(LOG, "a") as f:
+                    f.write(line)
