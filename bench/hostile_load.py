@@ -1,22 +1,29 @@
 """A classroom server under a hostile mix: heavy sessions beside light ones, no browser needed.
 
 `python bench/hostile_load.py [--sessions 30] [--seconds 60] [--heavy 10] [--backend numpy|cupy]
-[--out FILE]` starts the app on loopback (or drives `--url`), measures a light session alone (the
-quiet baseline), then runs every session at once for `--seconds`, each its own Streamlit session
-over the websocket (tests/st_client.py), and prints a JSON report.
+[--light-pause LO HI] [--out FILE]` starts the app on loopback (or drives `--url`), measures a
+light session alone (the quiet baseline, 30 reruns), then runs every session at once for
+`--seconds`, each its own Streamlit session over the websocket (tests/st_client.py), and prints a
+JSON report.
 
-- light sessions: the Direct page at the default working size, every 0.5-1.5 s toggling the
-  stride between 1 and 2 (`--light follow`: a class following the instructor, whose figures the
-  process-wide figure memo serves), or each moving stride, K, padding or dilation to random values
-  of its own (`--light explore`: 128 settings, few shared);
-- heavy sessions, in turn: the Direct page at 1024 px with the largest kernel, changing padding and
-  pressing "Compare algorithms"; the Unfold page at 1024 px with K = 9 and stride 1, changing the
-  dilation; the Benchmarks page, pressing "Run the benchmark" again and again; the Direct page at
-  1024 px, uploading one 6-megapixel JPEG after another (st_client speaks the upload protocol).
+- light sessions: the Direct page at the default working size, a move, then a pause of
+  `--light-pause` seconds (default 2-6: a student looks at the figures before the next move;
+  0.5-1.5 is a class moving all the time): toggling the stride between 1 and 2 (`--light
+  follow`: a class following the instructor, whose figures the process-wide figure memo serves),
+  or moving stride, K, padding or dilation to random values of their own (`--light explore`:
+  128 settings, few shared);
+- heavy sessions, in turn (`--heavy-kinds`): the Direct page at 1024 px with the largest kernel,
+  changing padding and pressing "Compare algorithms"; the Unfold page at 1024 px with K = 9 and
+  stride 1 (refused by the budget), changing the dilation with no pause; the Benchmarks page,
+  pressing "Run the benchmark" again and again; the Direct page at 1024 px, uploading one
+  6-megapixel JPEG after another; the Direct page at 1024 px, moving sliders with no pause (rapid).
 
 Reported: light reruns' p50/p95 quiet and under load (their ratio: the target is at most 3x),
+and the same for the reruns that started after the first `--warmup` seconds (all sessions open
+the app in the same second: their first runs at once are a start-up burst, reported apart),
 heavy reruns' p50/p95, the page's budget refusals (a refusal is the page working as designed),
-errors (exceptions, lost connections), the server's resident memory and the GPU's memory used.
+errors (exceptions, lost connections), the server's resident memory, the GPU's memory used, and
+the CPU seconds per second the server and this load generator took (they share the machine).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import random
 import sys
 import threading
@@ -65,10 +73,13 @@ def summary(latencies: list[float]) -> dict:
 class Session(threading.Thread):
     """One student: a scenario run in a loop until `stop` is set; latencies and refusals kept."""
 
-    def __init__(self, url: str, kind: str, stop: threading.Event, seed: int) -> None:
+    def __init__(self, url: str, kind: str, stop: threading.Event, seed: int,
+                 pause: tuple[float, float] = (2.0, 6.0)) -> None:  # fmt: skip
         super().__init__(daemon=True, name=f"{kind}-{seed}")
         self.url, self.kind, self.stop, self.rng = url, kind, stop, random.Random(seed)
+        self.pause = pause  # a light session's seconds between moves (drawn uniformly)
         self.latencies: list[float] = []
+        self.finished_at: list[float] = []  # time.time() when each measured rerun finished
         self.refusals = 0
         self.errors: list[str] = []
 
@@ -76,6 +87,7 @@ class Session(threading.Thread):
         seconds = action(*args)
         if seconds is not None:
             self.latencies.append(seconds)
+            self.finished_at.append(time.time())
         if any(REFUSED in t for t in client.texts(main_only=True)):
             self.refusals += 1
 
@@ -87,6 +99,7 @@ class Session(threading.Thread):
             "unfold_heavy": ("unfold", "cap=1024&uf_k=9&uf_stride=1"),
             "benchmark": ("benchmarks", ""),
             "uploader": ("direct", "cap=1024"),
+            "rapid": ("direct", "cap=1024"),
         }[self.kind]
         try:
             with StClient(self.url, page, query, timeout=300) as c:
@@ -96,11 +109,14 @@ class Session(threading.Thread):
                     n += 1
                     if self.kind == "light":
                         self._step(c, c.set, "Stride S", 2 if n % 2 else 1)
-                        self.stop.wait(self.rng.uniform(0.5, 1.5))
+                        self.stop.wait(self.rng.uniform(*self.pause))
                     elif self.kind == "explorer":  # a light session trying settings of its own
                         label, value = self.rng.choice(EXPLORE)
                         self._step(c, c.set, label, self.rng.choice(value))
-                        self.stop.wait(self.rng.uniform(0.5, 1.5))
+                        self.stop.wait(self.rng.uniform(*self.pause))
+                    elif self.kind == "rapid":  # hostile: one move after another, no pause, at 1024 px
+                        label, value = self.rng.choice(EXPLORE)
+                        self._step(c, c.set, label, self.rng.choice(value))
                     elif self.kind == "direct_heavy":
                         self._step(c, c.set, "Padding P", 7 if n % 2 else 1)
                         if "Compare algorithms" in c.labels():
@@ -133,7 +149,13 @@ def photo(seed: int, width: int = 3000, height: int = 2000) -> bytes:
 PHOTOS: list[bytes] = []
 
 
-def quiet_baseline(url: str, light: str, reruns: int = 10) -> list[float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used (Linux /proc), all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def quiet_baseline(url: str, light: str, reruns: int = 30) -> list[float]:
     """The light scenario alone on the server: what 'no worse than 3x' is measured against."""
     rng = random.Random(1000)
     with StClient(url, "direct", timeout=300) as c:
@@ -151,23 +173,30 @@ def main() -> int:
     parser.add_argument("--light", choices=["follow", "explore"], default="follow",
                         help="light sessions toggle the stride between 1 and 2 as a class following the "
                         "instructor does (follow), or each tries settings of its own (explore)")  # fmt: skip
+    parser.add_argument("--light-pause", type=float, nargs=2, default=(2.0, 6.0), metavar=("LO", "HI"),
+                        help="a light session's pause between moves, drawn from LO..HI seconds")  # fmt: skip
+    parser.add_argument("--heavy-kinds", nargs="+", default=list(HEAVY_KINDS), choices=HEAVY_KINDS)
     parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--warmup", type=float, default=10.0,
+                        help="seconds after which light reruns are also reported apart (light_after_warmup)")  # fmt: skip
     parser.add_argument("--backend", default="numpy", choices=["numpy", "cupy", "auto"])
     parser.add_argument("--url", help="drive a running server instead of starting one")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    report = load(args.sessions, args.seconds, args.heavy, args.url, args.backend, args.light)
+    report = load(args.sessions, args.seconds, args.heavy, args.url, args.backend, args.light,
+                  tuple(args.heavy_kinds), light_pause=tuple(args.light_pause), warmup=args.warmup)  # fmt: skip
     print(json.dumps(report, indent=1))
     if args.out:
         args.out.write_text(json.dumps(report, indent=1) + "\n")
     return 0 if report["errors"] == 0 else 1
 
 
-HEAVY_KINDS = ("direct_heavy", "unfold_heavy", "benchmark", "uploader")
+HEAVY_KINDS = ("direct_heavy", "unfold_heavy", "benchmark", "uploader", "rapid")
 
 
 def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: str, light: str = "follow",
-         heavy_kinds: tuple[str, ...] = HEAVY_KINDS, photo_px: tuple[int, int] = (3000, 2000)) -> dict:  # fmt: skip
+         heavy_kinds: tuple[str, ...] = HEAVY_KINDS, photo_px: tuple[int, int] = (3000, 2000),
+         light_pause: tuple[float, float] = (2.0, 6.0), warmup: float = 10.0, quiet_reruns: int = 30) -> dict:  # fmt: skip
     """Run the mix and return the report (the CI test runs a small one: tests/test_hostile_small.py)."""
     proc = None
     if url is None:
@@ -180,6 +209,8 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
         "seconds": seconds,
         "backend": backend if proc else "remote",
         "light": light,
+        "light_pause_s": list(light_pause),
+        "heavy_kinds": list(heavy_kinds),
     }
     try:
         with StClient(url, "") as warm:  # a fresh server learns its pages on its first run
@@ -187,16 +218,17 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
         if proc:
             report["rss_mib_before"] = rss_mib(proc.pid)
         report["gpu_mib_before"] = gpu_memory_mib()
-        quiet = quiet_baseline(url, light)
+        quiet = quiet_baseline(url, light, quiet_reruns)
         report["light_quiet"] = summary(quiet)
         PHOTOS[:] = [photo(seed, *photo_px) for seed in range(3)]
         light_kind = "light" if light == "follow" else "explorer"
         stop = threading.Event()
         crowd = [
-            Session(url, heavy_kinds[i % len(heavy_kinds)] if i < heavy else light_kind, stop, seed=i)
+            Session(url, heavy_kinds[i % len(heavy_kinds)] if i < heavy else light_kind, stop, i, light_pause)
             for i in range(sessions)
         ]
         rss, gpu = [], []
+        cpu_before = (cpu_seconds(proc.pid) if proc else None, time.process_time())
         started = time.time()
         for s in crowd:
             s.start()
@@ -207,13 +239,34 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
             g = gpu_memory_mib()
             if g is not None:
                 gpu.append(g)
+        if proc:  # where the machine's cores went: the server, and this load generator beside it
+            report["server_cpu_s_per_s"] = round((cpu_seconds(proc.pid) - cpu_before[0]) / seconds, 2)
+        report["client_cpu_s_per_s"] = round((time.process_time() - cpu_before[1]) / seconds, 2)
         stop.set()
         for s in crowd:
             s.join(timeout=600)
         lights = [x for s in crowd if s.kind == light_kind for x in s.latencies]
         report["light_under_load"] = summary(lights)
+        # the same after the first `warmup` seconds: thirty sessions opening the app in one second
+        # (every first run at once) is reported above, the class at work here
+        steady = [x for s in crowd if s.kind == light_kind
+                  for x, t in zip(s.latencies, s.finished_at, strict=True) if t - x >= started + warmup]  # fmt: skip
+        report["warmup_s"] = warmup
+        windows: dict[int, list[float]] = {}  # the light reruns by the 10 s window they started in
+        for s in crowd:
+            if s.kind == light_kind:
+                for x, t in zip(s.latencies, s.finished_at, strict=True):
+                    windows.setdefault(int((t - x - started) // 10), []).append(x)
+        report["light_p95_by_10s"] = [
+            percentile(windows.get(w, []), 0.95) for w in range(int(seconds // 10) + 1)
+        ]
+        report["light_after_warmup"] = summary(steady)
         if quiet and lights:
             report["light_p95_ratio"] = round(percentile(lights, 0.95) / percentile(quiet, 0.95), 2)
+        if quiet and steady:
+            report["light_p95_ratio_after_warmup"] = round(
+                percentile(steady, 0.95) / percentile(quiet, 0.95), 2
+            )
         for kind in heavy_kinds:
             mine = [s for s in crowd if s.kind == kind]
             if mine:
