@@ -297,3 +297,27 @@ def test_the_environment_sets_the_slots_or_turns_the_queue_off() -> None:
     for bad in ("six", "1,2,3", "2,0", "0", ","):
         with pytest.raises(ValueError):
             from_environment(bad)
+
+
+@pytest.mark.usefixtures("numpy_backend")
+def test_the_app_takes_a_turn_per_run_and_a_long_wait_says_why(monkeypatch) -> None:
+    """app.py holds a turn of the process-wide queue for its whole run; a run that waited more
+    than WAIT_NOTICE_S shows a toast that says why (here a queue that reports a 5 s wait)."""
+    from contextlib import contextmanager
+
+    from tests.apptest import open_page
+    from ui import fair_share
+
+    runs: list[str] = []
+
+    class SlowQueue:
+        @contextmanager
+        def turn(self, session: str):
+            runs.append(session)
+            yield fair_share.Turn(waited_s=5.0, heavy=True)
+
+    monkeypatch.setattr(fair_share, "turns", SlowQueue())
+    at = open_page("direct")
+    assert len(runs) == 2 and len(set(runs)) == 1  # the first run and the page switch, one session
+    toasts = [t.value for t in at.toast]
+    assert any("Waited 5 s for a turn" in t and "lighter recent work first" in t for t in toasts), toasts
