@@ -31,15 +31,15 @@ the CPU seconds per second the server and this load generator took (they share t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
-import multiprocessing
 import os
 import random
+import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,6 +176,41 @@ def light_crowd(url: str, kind: str, seeds: list[int], pause: tuple[float, float
             for s in crowd], cpu  # fmt: skip
 
 
+def light_crowd_main() -> None:
+    """The light sessions' process: arguments as JSON on stdin, the sessions as JSON on stdout."""
+    a = json.loads(sys.stdin.read())
+    finished, cpu = light_crowd(
+        a["url"], a["kind"], a["seeds"], tuple(a["pause"]), a["start_at"], a["seconds"]
+    )
+    print(json.dumps({"sessions": [dataclasses.asdict(f) for f in finished], "cpu_s": cpu}))
+
+
+def start_light_crowd(url: str, kind: str, seeds: list[int], pause: tuple[float, float], start_at: float,
+                      seconds: float) -> subprocess.Popen:  # fmt: skip
+    """Start the light sessions' process (a fresh interpreter, not a fork of this one)."""
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from bench.hostile_load import light_crowd_main; light_crowd_main()"
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    args = {
+        "url": url,
+        "kind": kind,
+        "seeds": seeds,
+        "pause": list(pause),
+        "start_at": start_at,
+        "seconds": seconds,
+    }
+    proc.stdin.write(json.dumps(args))
+    proc.stdin.close()
+    return proc
+
+
+def light_crowd_result(proc: subprocess.Popen) -> tuple[list[Finished], float]:
+    out = proc.stdout.read()
+    proc.wait(timeout=900)
+    result = json.loads(out.strip().splitlines()[-1])
+    return [Finished(**f) for f in result["sessions"]], result["cpu_s"]
+
+
 def photo(seed: int, width: int = 3000, height: int = 2000) -> bytes:
     """A 6-megapixel JPEG as a phone takes it (smooth colour with noise), a few MB."""
     rng = np.random.default_rng(seed)
@@ -265,10 +300,10 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
         light_kind = "light" if light == "follow" else "explorer"
         stop = threading.Event()
         crowd: list = [Session(url, heavy_kinds[i % len(heavy_kinds)], stop, i) for i in range(heavy)]
-        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
         started = time.time() + 4  # the light sessions' process starts meanwhile (about 2 s)
-        lights_done = pool.submit(light_crowd, url, light_kind, list(range(heavy, sessions)), light_pause, started,
-                                  seconds)  # fmt: skip
+        light_proc = start_light_crowd(
+            url, light_kind, list(range(heavy, sessions)), light_pause, started, seconds
+        )
         rss, gpu = [], []
         time.sleep(max(0.0, started - time.time()))
         cpu_before = (cpu_seconds(proc.pid) if proc else None, time.process_time())
@@ -287,8 +322,7 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
         stop.set()
         for s in crowd:
             s.join(timeout=600)
-        finished, light_cpu = lights_done.result(timeout=900)
-        pool.shutdown()
+        finished, light_cpu = light_crowd_result(light_proc)
         crowd += finished
         report["client_cpu_s_per_s"] = round((client_cpu + light_cpu) / seconds, 2)
         lights = [x for s in crowd if s.kind == light_kind for x in s.latencies]
