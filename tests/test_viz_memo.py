@@ -118,7 +118,14 @@ def test_a_memoised_figure_is_frozen_its_dict_built_once_and_equal_to_a_fresh_on
     memo.enable()
     assert isinstance(fig, type(fresh)) and isinstance(fig, go.Figure) and not isinstance(fresh, memo._Frozen)
     assert fig.to_dict() is fig.to_dict()  # no deep copy per call
-    assert pio.to_json(fig.to_dict(), validate=False) == pio.to_json(fresh.to_dict(), validate=False)
+    sent = pio.to_json(fig.to_dict(), validate=False)  # the call st.plotly_chart makes, on every rerun
+    assert sent == pio.to_json(fresh.to_dict(), validate=False)  # a plain dict: encoded as before
+    assert pio.to_json(fig.to_dict(), validate=False) is sent  # encoded once
+    assert pio.to_json(fig.to_dict(), validate=False, pretty=True) != sent  # other calls: Plotly's own
+    memo.enable(False)
+    assert pio.to_json(fig.to_dict(), validate=False) == sent  # Plotly's function again
+    assert pio.to_json(fig.to_dict(), validate=False) is not sent
+    memo.enable()
     assert fig.to_html(include_plotlyjs=False).count('"frames"') == fresh.to_html(
         include_plotlyjs=False
     ).count('"frames"')
