@@ -7,7 +7,8 @@ heap, all under the one interpreter lock: with 20 sessions moving sliders it too
 server's time on the 2-core machine (bench/hostile_load.py, measured with gc.callbacks). Fewer
 young collections and freezing what was loaded at start-up (modules, Streamlit, Plotly's
 validators: never garbage) cut that to about 5% and raised light reruns per minute by about 14%.
-Nothing here changes what is collected, only how often the collector looks.
+Nothing here changes what is collected, only how often the collector looks. The event loop is
+woken once per burst of a session's messages instead of once per message (ui/wakeups.py).
 
 The interpreter also hands its lock from thread to thread more often (every SWITCH_INTERVAL_S
 instead of 5 ms). The event loop that carries every session's messages needs the lock briefly
@@ -22,6 +23,8 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+
+from ui import wakeups
 
 YOUNG_THRESHOLD = 50_000  # allocations between young collections (CPython's default: 700)
 OLDER_THRESHOLDS = (20, 100)  # young collections per middle one; middle ones per full one
@@ -42,5 +45,6 @@ def tune_process() -> bool:
         gc.freeze()  # start-up objects move to a permanent generation no collection scans
         gc.set_threshold(YOUNG_THRESHOLD, *OLDER_THRESHOLDS)
         sys.setswitchinterval(SWITCH_INTERVAL_S)
+        wakeups.install()  # one event-loop wake-up per burst of a session's messages (ui/wakeups.py)
         _tuned = True
         return True
