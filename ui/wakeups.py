@@ -14,13 +14,15 @@ burst wakes the loop, which then runs all that arrived, in order. On the loop's 
 message is queued and the runtime's "send data" event set directly (AppSession.
 _enqueue_forward_msg). What runs, and in which order, is unchanged; only the
 wake-ups are fewer. `install()` patches the two Streamlit methods once per process (ui.
-server_tuning calls it) and leaves a Streamlit without them as it is.
+server_tuning calls it) and leaves a Streamlit without them as it is; CONV_EXPLORER_WAKEUPS=off
+leaves Streamlit's own (for comparisons).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -104,8 +106,10 @@ _install_lock = threading.Lock()
 
 
 def install() -> bool:
-    """Patch Streamlit's two wake-up paths (once per process). False when already done or when
-    this Streamlit has other internals (then nothing changes)."""
+    """Patch Streamlit's two wake-up paths (once per process). False when already done, when
+    CONV_EXPLORER_WAKEUPS=off, or when this Streamlit has other internals (then nothing changes)."""
+    if os.environ.get("CONV_EXPLORER_WAKEUPS", "").strip().lower() == "off":
+        return False
     try:
         from streamlit.runtime.app_session import AppSession
     except ImportError:
