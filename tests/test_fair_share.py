@@ -109,6 +109,31 @@ def test_runs_at_the_same_time_share_the_server_their_use_split() -> None:
     assert turns.use("b") == pytest.approx(2.0)
 
 
+def test_many_quick_runs_in_a_row_count_as_work() -> None:
+    """A refused setting tried ten times a second: each run is 5 ms, but counts MIN_RUN_S."""
+    clock = Clock()
+    turns = Turns(heavy_s=0.5, heavy_factor=4.0, min_run_s=0.05, clock=clock)
+    for i in range(5):  # a class: one 30 ms run each
+        spend(turns, clock, f"student {i}", 0.03)
+    for _ in range(30):  # three seconds of quick runs
+        spend(turns, clock, "rapid", 0.005)
+        clock.t += 0.095
+    assert turns.use("student 0") == pytest.approx(0.05 * 0.5 ** (3.0 / 10.0 + 4 * 0.03 / 10.0))
+    assert turns.use("rapid") > 30 * 0.05 * 0.5 ** (3.0 / 10.0)  # not 30 x 5 ms
+    with turns.turn("rapid") as held:
+        assert held.heavy
+    with turns.turn("student 1") as held:
+        assert not held.heavy
+    plain = Turns(heavy_s=0.5, heavy_factor=4.0, min_run_s=0.0, clock=clock)  # counted at their seconds only
+    for i in range(5):
+        spend(plain, clock, f"student {i}", 0.03)
+    for _ in range(30):
+        spend(plain, clock, "rapid", 0.005)
+        clock.t += 0.095
+    with plain.turn("rapid") as held:
+        assert not held.heavy
+
+
 def test_heavy_is_what_stands_out_from_the_class() -> None:
     clock = Clock()
     turns = Turns(heavy_s=0.5, heavy_factor=4.0, clock=clock)

@@ -9,7 +9,11 @@ one rerun; this bounds how much of the server long work takes at once.
 - A session's use is the server its recent runs took: a run's seconds, each divided by the runs
   holding a turn beside it (a light run that took 3 s beside nine others took 0.3 s of the
   server; the seconds a turn was held would call it heavy, its thread's CPU seconds would miss
-  the GPU and a benchmark's worker thread). Use halves every HALF_LIFE_S. A session is heavy
+  the GPU and a benchmark's worker thread). A run counts at least MIN_RUN_S: many quick runs
+  in a row (a refused setting tried again and again, ten times a second) are work too, and
+  counted at their share alone they passed as light and took two of the three short turns
+  (hostile mix: light p95 after 10 s 0.42-0.57 s with two such sessions, 0.27 s without them).
+  Use halves every HALF_LIFE_S. A session is heavy
   when its use is above HEAVY_S and above HEAVY_FACTOR times the median session's: heavy is
   what stands out from the class, whatever the class is doing.
 - A run is long when its session is heavy, or once it has held its turn for LONG_S (a session's
@@ -45,6 +49,7 @@ HEAVY_S = 0.5  # below this no session is heavy (a light rerun takes about 0.1 s
 HEAVY_FACTOR = 4.0
 LONG_S = 0.5  # a light rerun takes about 0.1 s on the 2-core machine
 MAX_WAIT_S = 30.0
+MIN_RUN_S = 0.05  # a run counts at least this: a light rerun of the Direct page alone (0.05 CPU-s)
 POLL_S = 0.1  # waiting runs look again this often: a run turning long frees its slot without a signal
 FORGET_AFTER_S = 10 * HALF_LIFE_S  # a session idle this long has no use left worth keeping
 
@@ -63,7 +68,7 @@ class Turns:
 
     def __init__(self, short_slots: int = SHORT_SLOTS, heavy_slots: int = HEAVY_SLOTS,
                  half_life_s: float = HALF_LIFE_S, heavy_s: float = HEAVY_S, heavy_factor: float = HEAVY_FACTOR,
-                 long_s: float = LONG_S, max_wait_s: float = MAX_WAIT_S,
+                 long_s: float = LONG_S, max_wait_s: float = MAX_WAIT_S, min_run_s: float = MIN_RUN_S,
                  clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         if short_slots < 1 or heavy_slots < 1:
             raise ValueError(
@@ -71,7 +76,7 @@ class Turns:
             )
         self.short_slots, self.heavy_slots = short_slots, heavy_slots
         self.half_life_s, self.heavy_s, self.heavy_factor = half_life_s, heavy_s, heavy_factor
-        self.long_s, self.max_wait_s = long_s, max_wait_s
+        self.long_s, self.max_wait_s, self.min_run_s = long_s, max_wait_s, min_run_s
         self._clock = clock
         self._cond = threading.Condition()
         self._use: dict[str, tuple[float, float]] = {}  # session -> (seconds used, when last updated)
@@ -119,7 +124,7 @@ class Turns:
             with self._cond:
                 end = self._clock()
                 self._share(end)
-                spent = self._running.pop(run)[2]
+                spent = max(self._running.pop(run)[2], self.min_run_s)
                 self._use[session] = (self._decayed(session, end) + spent, end)
                 self._forget_idle(end)
                 self._cond.notify_all()
