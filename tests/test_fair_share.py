@@ -346,3 +346,102 @@ def test_the_app_takes_a_turn_per_run_and_a_long_wait_says_why(monkeypatch) -> N
     assert len(runs) == 2 and len(set(runs)) == 1  # the first run and the page switch, one session
     toasts = [t.value for t in at.toast]
     assert any("Waited 5 s for a turn" in t and "lighter recent work first" in t for t in toasts), toasts
+
+
+class Holder(threading.Thread):
+    """A run on the real clock that takes its turn, then holds it until `release` is set."""
+
+    def __init__(self, turns: Turns, session: str) -> None:
+        super().__init__(daemon=True)
+        self.turns, self.session = turns, session
+        self.release, self.holding = threading.Event(), threading.Event()
+        self.run_number = -1
+
+    def run(self) -> None:
+        with self.turns.turn(self.session) as held:
+            self.run_number = held.run
+            self.holding.set()
+            self.release.wait(10)
+
+
+def hold(turns: Turns, session: str) -> Holder:
+    holder = Holder(turns, session)
+    holder.start()
+    assert holder.holding.wait(5)
+    return holder
+
+
+def test_a_long_run_gives_way_until_the_short_runs_finish() -> None:
+    turns = Turns(short_slots=2, heavy_slots=1, long_s=1.0)
+    long_run = hold(turns, "1024 px")
+    time.sleep(1.05)  # it has held its turn past long_s: long now
+    short = hold(turns, "slider")  # short for its first second
+    threading.Timer(0.3, short.release.set).start()
+    waited = turns.give_way(long_run.run_number, max_wait_s=3.0)
+    assert 0.25 <= waited < 1.0, "it waited for the short run, and no longer"
+    short.join(5)
+    assert turns.give_way(long_run.run_number, max_wait_s=3.0) < 0.05, "no short run left: it goes on"
+    long_run.release.set()
+    long_run.join(5)
+
+
+def heavy_and_light_queue() -> Turns:
+    """A queue on the real clock where session "heavy" is heavy (its runs long from their start)
+    and every other session's runs stay short."""
+    turns = Turns(short_slots=3, heavy_slots=1, heavy_s=0.01, heavy_factor=0, long_s=60)
+    with turns.turn("heavy"):
+        time.sleep(0.05)
+    return turns
+
+
+def test_a_short_run_never_gives_way_and_a_long_one_waits_at_most_its_limit() -> None:
+    turns = heavy_and_light_queue()
+    a, b = hold(turns, "a"), hold(turns, "b")
+    t0 = time.monotonic()
+    assert turns.give_way(a.run_number, max_wait_s=3.0) < 0.05, "a short run goes on at once"
+    assert turns.give_way(12345, max_wait_s=3.0) < 0.05, "a run holding no turn goes on at once"
+    assert time.monotonic() - t0 < 0.5
+    heavy = hold(turns, "heavy")  # a heavy session's run is long from its start; a and b never finish
+    waited = turns.give_way(heavy.run_number, max_wait_s=0.3)
+    assert 0.25 <= waited < 1.0
+    for h in (a, b, heavy):
+        h.release.set()
+        h.join(5)
+
+
+def test_give_way_checkpoints_wait_only_inside_a_long_run_and_at_most_the_per_run_cap(monkeypatch) -> None:
+    """fair_share.give_way(), the checkpoint the script thread calls: nothing outside a run, at
+    most GIVE_WAY_S at one checkpoint and GIVE_WAY_PER_RUN_S in one run, nothing when turned off."""
+    from ui import fair_share
+
+    turns = heavy_and_light_queue()
+    monkeypatch.setattr(fair_share, "turns", turns)
+    monkeypatch.setattr(fair_share, "GIVE_WAY_S", 0.2)
+    monkeypatch.setattr(fair_share, "GIVE_WAY_PER_RUN_S", 0.5)
+    short = hold(turns, "slider that never finishes")
+
+    t0 = time.monotonic()
+    fair_share.give_way()  # no run on this thread
+    assert time.monotonic() - t0 < 0.05
+
+    with turns.turn("heavy") as held:
+        assert held.heavy
+        fair_share._current.run, fair_share._current.gave_way_s = held.run, 0.0
+        try:
+            waits = []
+            for _ in range(5):
+                t0 = time.monotonic()
+                fair_share.give_way()
+                waits.append(time.monotonic() - t0)
+            assert all(w < 0.45 for w in waits), waits  # one checkpoint: at most GIVE_WAY_S
+            assert 0.45 <= sum(waits) < 1.2, waits  # one run: at most GIVE_WAY_PER_RUN_S
+            assert waits[-1] < 0.05, "the run's allowance is spent"
+            fair_share._current.gave_way_s = 0.0
+            monkeypatch.setattr(fair_share, "give_way_on", False)  # CONV_EXPLORER_GIVE_WAY=off
+            t0 = time.monotonic()
+            fair_share.give_way()
+            assert time.monotonic() - t0 < 0.05
+        finally:
+            fair_share._current.run = None
+    short.release.set()
+    short.join(5)

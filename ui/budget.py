@@ -26,6 +26,7 @@ import streamlit as st
 
 import gpuops
 from gpuops.conv2d import ConvProblem
+from ui import fair_share
 
 CPU_SECONDS = 2.0  # per rerun
 CPU_BYTES = 512 * 2**20
@@ -183,5 +184,6 @@ def gpu_work() -> Iterator[None]:
     if not gpuops.backend_info().gpu:
         yield
         return
+    fair_share.give_way()  # a long run lets the light reruns under way finish first
     with _gpu_queue():
         yield

@@ -29,6 +29,12 @@ one rerun; this bounds how much of the server long work takes at once.
   start, a light session's once it has held its turn LONG_S): its NumPy work lets go of the
   interpreter lock, and then it competed with light reruns for the cores. Hostile mix on the 2-core
   server, light p95 after the first 10 s: 0.18 and 0.26 s with it, 0.36 and 0.43 s without.
+- A long run gives way (give_way): before each element its script sends and before GPU work it
+  waits while short runs hold turns, at most GIVE_WAY_S there and GIVE_WAY_PER_RUN_S in its run.
+  Nice cannot help where cores are idle: on the 16-core GPU server what light reruns share with
+  a long run is the interpreter lock, which its figure building at 1024 px holds. Hostile mix,
+  light p95 after 10 s: H100 0.19 and 0.20 s with it, 0.67 s without; 2-core CPU 0.40-0.75 s
+  with it, 1.2-2.7 s without (same sessions). CONV_EXPLORER_GIVE_WAY=off turns it off.
 
 Fragment runs (the classroom poll) do not pass through app.py and take no turn. The environment
 variable CONV_EXPLORER_TURNS sets the slots for a server with more cores ("6" or "6,2": short
@@ -66,6 +72,7 @@ class Turn:
 
     waited_s: float
     heavy: bool  # the session's recent use was over HEAVY_S: the run counts as long from its start
+    run: int = -1  # this run's number in the queue (for give_way)
 
 
 class Turns:
@@ -125,7 +132,7 @@ class Turns:
             self._running[run] = [heavy, now, 0.0]
             self._cond.notify_all()  # another slot may still be free for the next in line
         try:
-            yield Turn(waited_s=now - start, heavy=heavy)
+            yield Turn(waited_s=now - start, heavy=heavy, run=run)
         finally:
             with self._cond:
                 end = self._clock()
@@ -134,6 +141,22 @@ class Turns:
                 self._use[session] = (self._decayed(session, end) + spent, end)
                 self._forget_idle(end)
                 self._cond.notify_all()
+
+    def give_way(self, run: int, max_wait_s: float) -> float:
+        """A long run steps aside while short runs hold turns: it waits until none does, at most
+        max_wait_s. A short run, or a run not holding a turn, goes on at once. Returns the
+        seconds waited."""
+        start = self._clock()
+        with self._cond:
+            while run in self._running:
+                now = self._clock()
+                heavy, started, _ = self._running[run]
+                long = heavy or now - started >= self.long_s
+                left = max_wait_s - (now - start)
+                if not long or left <= 0 or len(self._running) - self._long_running(now) == 0:
+                    break
+                self._cond.wait(timeout=min(left, POLL_S))
+        return self._clock() - start
 
     # ---- under the lock ----
     def _decayed(self, session: str, now: float) -> float:
@@ -197,8 +220,27 @@ def from_environment(value: str | None) -> Turns | None:
 
 
 turns = from_environment(os.environ.get("CONV_EXPLORER_TURNS"))
+GIVE_WAY_S = 0.25  # the longest a long run waits at one checkpoint for short runs to finish
+GIVE_WAY_PER_RUN_S = 5.0  # and in all, per run: a class that never pauses cannot starve it
+give_way_on = os.environ.get("CONV_EXPLORER_GIVE_WAY", "").strip().lower() != "off"
+_current = threading.local()  # the run this script thread is in (set by script_turn)
 LOG = os.environ.get("CONV_EXPLORER_TURNS_LOG")
 _log_lock = threading.Lock()
+
+
+def give_way() -> None:
+    """A checkpoint of the calling script thread: if its run is long and short runs hold turns, it
+    waits for them (at most GIVE_WAY_S here, GIVE_WAY_PER_RUN_S in its run). Called before each
+    message a script sends (ui/wakeups.py) and before GPU work (ui/budget.gpu_work): a long run's
+    Python (figures of a 1024 px image, a comparison's timing loop) shares the interpreter lock
+    with every light rerun, and on a GPU server with idle cores the lock, not the cores, is what
+    they share. Outside a run, with the queue off or CONV_EXPLORER_GIVE_WAY=off, it does nothing."""
+    run = getattr(_current, "run", None)
+    if run is None or run < 0 or turns is None or not give_way_on:
+        return
+    left = GIVE_WAY_PER_RUN_S - _current.gave_way_s
+    if left > 0:
+        _current.gave_way_s += turns.give_way(run, min(GIVE_WAY_S, left))
 
 
 @contextmanager
@@ -222,9 +264,11 @@ def script_turn(run_started: float | None = None) -> Iterator[Turn | None]:
             timer = threading.Timer(turns.long_s, cores.demote)
             timer.daemon = True
             timer.start()
+        _current.run, _current.gave_way_s = held.run, 0.0
         try:
             yield held
         finally:
+            _current.run = None
             if timer is not None:
                 timer.cancel()
             cores.end()

@@ -24,7 +24,7 @@ import gc
 import sys
 import threading
 
-from ui import wakeups
+from ui import fair_share, wakeups
 
 YOUNG_THRESHOLD = 50_000  # allocations between young collections (CPython's default: 700)
 OLDER_THRESHOLDS = (20, 100)  # young collections per middle one; middle ones per full one
@@ -46,5 +46,6 @@ def tune_process() -> bool:
         gc.set_threshold(YOUNG_THRESHOLD, *OLDER_THRESHOLDS)
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         wakeups.install()  # one event-loop wake-up per burst of a session's messages (ui/wakeups.py)
+        wakeups.checkpoint = fair_share.give_way  # where a long run steps aside for short ones
         _tuned = True
         return True

@@ -32,6 +32,15 @@ _LOG = logging.getLogger(__name__)
 MAX_PER_TURN = 256  # callbacks one drain runs before it lets the loop serve other sessions
 
 
+def _no_checkpoint() -> None:
+    pass
+
+
+# Called on the script thread before each callback it sends the loop (every element it draws):
+# ui.server_tuning sets ui.fair_share.give_way here, where a long run steps aside for short ones.
+checkpoint: Callable[[], None] = _no_checkpoint
+
+
 class Batch:
     """The callbacks one session has sent the event loop that have not run yet."""
 
@@ -73,6 +82,7 @@ def batched_call_soon(original: Callable[[Any, Callable[[], None]], None]) -> Ca
     """AppSession._call_soon_on_event_loop, with the session's callbacks batched."""
 
     def call_soon(session: Any, callback: Callable[[], None]) -> None:
+        checkpoint()
         batch = session.__dict__.get("_wakeup_batch")
         if batch is None:
             batch = session.__dict__.setdefault("_wakeup_batch", Batch())  # atomic: one per session
