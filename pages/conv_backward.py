@@ -6,8 +6,6 @@ dY to see where it scatters; watch conv_transpose2d stamp the kernel; check the 
 with numbers; pick a weight to see what its gradient sums; fold a reflect pad's gradients back.
 """
 
-from dataclasses import dataclass
-
 import numpy as np
 import streamlit as st
 
@@ -18,6 +16,7 @@ from gpuops.maps.reflect_pad import copies_of
 from gpuops.reflect_pad import reflect_pad_backward_launch
 from ui import budget, pick, state
 from ui.common import backend_name, compare, cuda_source, figure, session_cached, shown_errors, style
+from ui.records import Example
 from ui.state import Cell, Param
 from viz import conv_backward as viz
 
@@ -86,27 +85,6 @@ def settings() -> gpuops.WindowGeometry | None:
 
 
 # ---- the example: x, w, dY and what the kernels compute from them ------------------------------------------
-@dataclass(frozen=True)
-class Example:
-    """The small single-channel example every section draws: x (H, W), w (K, K), dY (H_out, W_out)
-    and what the chosen kernels computed from them (on the GPU when there is one)."""
-
-    g: gpuops.WindowGeometry
-    x: np.ndarray
-    w: np.ndarray
-    dy: np.ndarray
-    dx: np.ndarray
-    dw: np.ndarray
-    plan: gpuops.BackwardPlan
-    fmt: str
-    note: str
-    key: tuple
-
-    @property
-    def w_flipped(self) -> np.ndarray:
-        return maps.flipped(self.w)
-
-
 def _device(plane: np.ndarray):
     return gpuops.asarray(plane[None, None])
 

@@ -4,8 +4,6 @@ Click a patch (on the image, or a column of the unfold matrix) to see its taps a
 click a pixel to see every patch that covers it: the count fold adds up.
 """
 
-from typing import NamedTuple
-
 import numpy as np
 import streamlit as st
 
@@ -15,6 +13,7 @@ from gpuops.unfold_fold import fold_launch, unfold_launch
 from ui import budget, pick, state
 from ui.common import backend_name, compare, cuda_source, figure, session_cached, shown_errors, style
 from ui.images import to_display
+from ui.records import Folded
 from ui.state import Cell, Param
 from viz import unfold_fold as viz
 
@@ -217,19 +216,6 @@ pick_inputs(cell)
 
 
 # ---- computing: unfold, fold and the counts, kept per image and settings ------------------------------
-class Folded(NamedTuple):
-    """What the page shows of unfold and fold, kept per image and settings."""
-
-    overview: np.ndarray  # block means of the patch matrix, small enough to draw
-    fy: int  # the block size of the overview: rows
-    fx: int  # and columns
-    folded: np.ndarray  # fold(unfold(x))
-    counts: np.ndarray  # how many patches hold each pixel
-    restored: np.ndarray  # folded / counts where covered, 0 elsewhere
-    err: float  # the largest |restored - x| on covered pixels
-    uncovered: int  # pixels no patch holds
-
-
 def unfold_and_fold() -> Folded:
     x = gpuops.asarray(image.planes)
     cols = gpuops.unfold(x, k, dil, pad, stride)

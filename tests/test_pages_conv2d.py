@@ -143,6 +143,11 @@ def test_sum_of_products_equals_the_kernel_output():
     x = at.session_state["image"].planes[0]
     w = np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]], dtype=np.float64)
     assert abs(total - float((x[4:7, 6:9] * w).sum())) < 1e-4
+    # the table lists the 9 products (channel 0: the page shows one channel unless mixed)
+    [table] = [d.value for d in at.dataframe if "product" in d.value.columns]
+    assert len(table) == 9 and set(table["channel"]) == {0}
+    assert abs(float(table["product"].sum()) - total) < 1e-4
+    assert np.allclose(table["product"], table["value"] * table["weight"], atol=1e-6)
 
 
 def test_invalid_geometry_is_fitted_with_the_reason_and_the_page_lives_on():
