@@ -332,6 +332,13 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
         steady = [x for s in crowd if s.kind == light_kind
                   for x, t in zip(s.latencies, s.finished_at, strict=True) if t - x >= started + warmup]  # fmt: skip
         report["warmup_s"] = warmup
+        report["started_at"] = round(started, 3)  # time.time() when the mix began
+        # every light rerun as (time.time() it was asked for, seconds to its end), to set beside
+        # the server's own log of each run (CONV_EXPLORER_TURNS_LOG)
+        report["light_reruns"] = sorted(
+            (round(t - x, 3), round(x, 4)) for s in crowd if s.kind == light_kind
+            for x, t in zip(s.latencies, s.finished_at, strict=True)
+        )  # fmt: skip
         windows: dict[int, list[float]] = {}  # the light reruns by the 10 s window they started in
         for s in crowd:
             if s.kind == light_kind:

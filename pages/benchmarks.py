@@ -11,7 +11,7 @@ import streamlit as st
 
 import gpuops
 from gpuops import bench, results
-from ui import budget, state
+from ui import budget, fair_share, state
 from ui.common import backend_name, figure, gpu_lock, shown_errors, style
 from ui.state import Param
 from viz import benchmarks as viz
@@ -234,8 +234,13 @@ def with_progress(job, bar, estimate_s: float, what: str):
     benchmark's own progress (between shapes) and by the time elapsed against the estimate."""
     latest = [0.0, "starting"]
     shown = 0.0
+
+    def progress(fraction: float, text: str) -> None:
+        latest[:] = [fraction, text]
+        fair_share.give_way()  # between shapes the worker steps aside for light reruns under way
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench") as pool:
-        future = pool.submit(job, lambda f, text: latest.__setitem__(slice(None), [f, text]))
+        future = pool.submit(fair_share.adopt(job), progress)  # the worker keeps to the run's turn
         t0 = time.monotonic()
         while not future.done():
             elapsed = time.monotonic() - t0

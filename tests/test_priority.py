@@ -158,3 +158,25 @@ def test_a_heavy_sessions_run_steps_aside_from_its_start(script_context) -> None
     assert queue._heavy(ctx.session_id, time.monotonic())
     before, during, _ = nice_while_running(0.0)
     assert before < priority.long_run_nice and during == priority.long_run_nice
+
+
+def test_a_runs_worker_thread_steps_aside_and_gives_way_as_the_run_does(script_context) -> None:
+    """fair_share.adopt: a benchmark's job on a worker thread runs at the long-run nice value and
+    belongs to the run that started it (give_way there finds the run's number); the worker is
+    clean again afterwards and the run's own thread keeps its priority."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def job() -> tuple[int, int | None]:
+        return nice_of(threading.get_native_id()), fair_share._current.run
+
+    def body():
+        me = threading.get_native_id()
+        with fair_share.script_turn() as held, ThreadPoolExecutor(max_workers=1) as pool:
+            worker_nice, worker_run = pool.submit(fair_share.adopt(job)).result(10)
+            plain_run = pool.submit(lambda: getattr(fair_share._current, "run", None)).result(10)
+            return held.run, nice_of(me), worker_nice, worker_run, plain_run
+
+    run, script_nice, worker_nice, worker_run, plain_run = on_a_thread(body)
+    assert worker_nice == max(priority.LONG_RUN_NICE, script_nice)
+    assert worker_run == run >= 0
+    assert plain_run is None, "the worker left the run behind when the job ended"
