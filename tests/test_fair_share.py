@@ -416,6 +416,7 @@ def test_give_way_checkpoints_wait_only_inside_a_long_run_and_at_most_the_per_ru
 
     turns = heavy_and_light_queue()
     monkeypatch.setattr(fair_share, "turns", turns)
+    monkeypatch.setattr(fair_share, "give_way_on", True)  # whatever CONV_EXPLORER_GIVE_WAY says here
     monkeypatch.setattr(fair_share, "GIVE_WAY_S", 0.2)
     monkeypatch.setattr(fair_share, "GIVE_WAY_PER_RUN_S", 0.5)
     short = hold(turns, "slider that never finishes")
