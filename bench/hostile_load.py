@@ -87,6 +87,7 @@ class Session(threading.Thread):
         self.finished_at: list[float] = []  # time.time() when each measured rerun finished
         self.refusals = 0
         self.errors: list[str] = []
+        self.late: list[float] = []  # seconds each pause overran: this load generator's own stalls
 
     def _step(self, client: StClient, action, *args) -> None:
         seconds = action(*args)
@@ -95,6 +96,12 @@ class Session(threading.Thread):
             self.finished_at.append(time.time())
         if any(REFUSED in t for t in client.texts(main_only=True)):
             self.refusals += 1
+
+    def _pause(self) -> None:
+        seconds = self.rng.uniform(*self.pause)
+        t0 = time.monotonic()
+        if not self.stop.wait(seconds):
+            self.late.append(time.monotonic() - t0 - seconds)
 
     def run(self) -> None:
         page, query = {
@@ -114,11 +121,11 @@ class Session(threading.Thread):
                     n += 1
                     if self.kind == "light":
                         self._step(c, c.set, "Stride S", 2 if n % 2 else 1)
-                        self.stop.wait(self.rng.uniform(*self.pause))
+                        self._pause()
                     elif self.kind == "explorer":  # a light session trying settings of its own
                         label, value = self.rng.choice(EXPLORE)
                         self._step(c, c.set, label, self.rng.choice(value))
-                        self.stop.wait(self.rng.uniform(*self.pause))
+                        self._pause()
                     elif self.kind == "rapid":  # hostile: one move after another, no pause, at 1024 px
                         label, value = self.rng.choice(EXPLORE)
                         self._step(c, c.set, label, self.rng.choice(value))
@@ -151,6 +158,7 @@ class Finished:
     errors: list[str]
     alive: bool
     refusals: int = 0
+    late: list[float] = dataclasses.field(default_factory=list)
 
     def is_alive(self) -> bool:
         return self.alive
@@ -172,7 +180,7 @@ def light_crowd(url: str, kind: str, seeds: list[int], pause: tuple[float, float
     stop.set()
     for s in crowd:
         s.join(timeout=600)
-    return [Finished(s.name, s.kind, s.latencies, s.finished_at, s.errors, s.is_alive(), s.refusals)
+    return [Finished(s.name, s.kind, s.latencies, s.finished_at, s.errors, s.is_alive(), s.refusals, s.late)
             for s in crowd], cpu  # fmt: skip
 
 
@@ -348,6 +356,9 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
             percentile(windows.get(w, []), 0.95) for w in range(int(seconds // 10) + 1)
         ]
         report["light_after_warmup"] = summary(steady)
+        late = [x for s in crowd if s.kind == light_kind for x in getattr(s, "late", [])]
+        report["light_pause_late_s"] = {"p50": percentile(late, 0.5), "p95": percentile(late, 0.95),
+                                        "max": round(max(late), 3) if late else None}  # fmt: skip
         if quiet and lights:
             report["light_p95_ratio"] = round(percentile(lights, 0.95) / percentile(quiet, 0.95), 2)
         if quiet and steady:
