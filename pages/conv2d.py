@@ -14,7 +14,16 @@ import gpuops
 from gpuops import filters
 from gpuops.maps import conv2d as maps
 from ui import budget, pick, state
-from ui.common import backend_name, compare, cuda_source, figure, session_cached, shown_errors, style
+from ui.common import (
+    backend_name,
+    compare,
+    cuda_source,
+    figure,
+    lazy_expander,
+    session_cached,
+    shown_errors,
+    style,
+)
 from ui.images import png_bytes, to_display
 from ui.kernel_param import KernelParam, as_cells, fit_to
 from ui.records import Conv
@@ -500,8 +509,10 @@ def section_compare(conv: Conv, stride: int, pad: int, dil: int) -> None:
 def section_source_and_downloads(conv: Conv) -> None:
     chosen = "auto's choice here" if state.get(ALGO) == gpuops.AUTO else "as selected"
     st.caption(f"The output above was computed by **{conv.ran}** ({chosen}) on {backend_name()}.")
-    cuda_source(conv.launch, " then cuBLAS GEMM" if conv.ran == "im2col" else "")
-    with st.expander("Downloads"):
+    cuda_source(conv.launch, " then cuBLAS GEMM" if conv.ran == "im2col" else "", key="src_dc")
+    with lazy_expander("Downloads: the filtered image, every figure as HTML", "downloads_dc") as shown:
+        if not shown:
+            return
         st.download_button("The filtered image (PNG)", lambda: png_bytes(conv.out_pixels), file_name="filtered.png",
                            mime="image/png", on_click="ignore", key="dl_dc_png")  # fmt: skip
         for name, fig in st.session_state["_dc_figures"].items():

@@ -211,7 +211,9 @@ def section_grad_input(ex: Example, cell: Cell) -> None:
     if ex.note:
         st.caption(ex.note)
     cuda_source(
-        launch, "" if launch is None or launch.source == "conv_backward.cu" else " (the fold of GEMM + fold)"
+        launch,
+        "" if launch is None or launch.source == "conv_backward.cu" else " (the fold of GEMM + fold)",
+        key="src_bw_dx",
     )
     if launch is None and state.get(ALG) == "gemm_fold":
         st.caption(
@@ -366,7 +368,9 @@ def section_grad_weight(ex: Example, cell: Cell) -> None:
         st.caption(f"x[{cell.row}, {cell.col}] was read by {len(pairs)} (output, tap) pairs: it adds "
                    f"dY[oh, ow] · x[{cell.row}, {cell.col}] to each of those weights' gradients.")  # fmt: skip
     cuda_source(
-        launch, "" if launch is None or launch.source == "conv_backward.cu" else " (the unfold of GEMM)"
+        launch,
+        "" if launch is None or launch.source == "conv_backward.cu" else " (the unfold of GEMM)",
+        key="src_bw_dw",
     )
 
 
@@ -419,7 +423,7 @@ def section_reflect(h: int, w: int, pads: tuple[int, int, int, int], cell: Cell)
                if alg == "scatter" else f"the thread of input cell ({y}, {x}) reads it while gathering")  # fmt: skip
         st.caption(f"Padded cell ({cell.row}, {cell.col}) copied input cell ({y}, {x}) in the forward pass, so its "
                    f"gradient {dy[cell.row, cell.col]:.3g} is added to dX[{y}, {x}]: {who}.")  # fmt: skip
-    cuda_source(launch)
+    cuda_source(launch, key="src_bw_pad")
 
 
 def section_runtimes(g: gpuops.WindowGeometry, pads: tuple[int, int, int, int]) -> None:

@@ -432,7 +432,9 @@ def section_example() -> gpuops.WindowGeometry | None:
             section_first_row(x, w_mat, x_unroll, y_mat, g, C, M, p, is_book, plan.launch)
         section_gemm(x_unroll, w_mat, g, C, p)
         section_animation(x, x_unroll, y_mat, g, C)
-        cuda_source(plan.launch, ": builds X_unroll; cuBLAS (NumPy's matmul here) does the GEMM")
+        cuda_source(
+            plan.launch, ": builds X_unroll; cuBLAS (NumPy's matmul here) does the GEMM", key="src_im"
+        )
         return g
     return None
 

@@ -229,7 +229,7 @@ def section_kernel(p_img: int) -> None:
             if len(rates) == 2:
                 st.caption(f"The kernel moves its bytes at {rates[0] / rates[1]:.0%} of the rate of a plain device "
                            "copy (small images are dominated by the launch, not by memory).")  # fmt: skip
-    cuda_source(reflect_pad_launch(C, H, W, pads))
+    cuda_source(reflect_pad_launch(C, H, W, pads), key="src_rp")
 
 
 h, w, pads, p_img = settings()

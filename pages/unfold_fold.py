@@ -508,9 +508,9 @@ def section_kernels(cell: Cell) -> None:
         f"thread ({tg.thread[0]}, {tg.thread[1]}). **fold, scatter**: {scatter_k.threads.describe()}; entry "
         f"(row 0, column {l:,}) is added by block {ts.block[0]}, thread ({ts.thread[0]}, {ts.thread[1]})."
     )
-    cuda_source(unfold_k)
-    cuda_source(gather_k)
-    cuda_source(scatter_k)
+    cuda_source(unfold_k, key="src_uf_unfold")
+    cuda_source(gather_k, key="src_uf_gather")
+    cuda_source(scatter_k, key="src_uf_scatter")
 
 
 result = None

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import gpuops
+from gpuops.launch import kernel_span
 from gpuops.maps import conv2d as maps
 from tests.apptest import AppTest, errors, expected_out, latex_results, open_page, rerun, typed_array
 from ui.state import Cell
@@ -371,9 +372,25 @@ def test_the_animation_crop_changes_for_a_large_kernel_and_downloads_work_offlin
     assert '"frames"' in html or "frames" in html
     sums = [f["layout"]["title"]["text"] for f in frames]
     assert all("sum of 225 products" in s for s in sums)
+    assert not at.get("download_button")  # the Downloads expander is closed: nothing built for it
+    at.session_state["downloads_dc"] = True  # opened (a click on it reruns the page)
+    at.run()
     downloads = {d.proto.label for d in at.get("download_button")}
     assert "The filtered image (PNG)" in downloads
     assert {f"Figure {name}.html (opens offline)" for name in figures(at)} <= downloads
+
+
+def test_the_cuda_source_is_built_when_its_expander_is_opened():
+    at = app(state=dict(cap=32, dc_algo="tiled"))
+    [source] = [e for e in at.expander if e.label.startswith("CUDA source")]
+    launch = at.session_state["_dc_conv"].launch
+    assert launch.kernel in source.label and not at.code  # closed: no code sent
+    at.session_state["src_dc"] = True
+    at.run()
+    span = kernel_span(launch.source, launch.kernel)
+    assert at.code[0].value == span.text and "__global__" in span.text
+    at.run()  # stays open on the next rerun
+    assert at.code and at.code[0].value == span.text
 
 
 def test_a_heavy_step_is_refused_with_advice_and_compare_times_every_algorithm():

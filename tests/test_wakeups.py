@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -72,13 +73,33 @@ def test_every_callback_runs_in_order_with_fewer_wakeups(loop):
     assert not loop.errors
 
 
-def test_a_burst_after_the_loop_drained_wakes_it_again(loop):
+def test_a_burst_after_the_loop_drained_wakes_it_again(loop, monkeypatch):
+    monkeypatch.setattr(wakeups, "LINGER_S", 0.001)
     call_soon = wakeups.batched_call_soon(loop.call_soon_threadsafe)
     session, seen = Session(), []
     for burst in range(3):
         call_soon(session, lambda b=burst: seen.append(b))
         loop.settle()
-    assert seen == [0, 1, 2] and loop.wakeups == 3  # nothing waits for a wake-up that never comes
+        assert seen == list(range(burst + 1))  # run at once: the loop was woken for it
+        time.sleep(0.2)  # the loop has looked again, found nothing, and sleeps
+    assert loop.wakeups == 3  # nothing waits for a wake-up that never comes
+
+
+def test_messages_a_little_apart_share_one_wakeup(loop, monkeypatch):
+    """A script draws its elements a little apart: after a drain the loop looks again on its own
+    timer (LINGER_S, long here so that a loaded machine's late sleeps stay within it), so the
+    script thread does not wake it for each one."""
+    monkeypatch.setattr(wakeups, "LINGER_S", 0.5)
+    call_soon = wakeups.batched_call_soon(loop.call_soon_threadsafe)
+    session, seen = Session(), []
+    for k in range(20):
+        call_soon(session, lambda k=k: seen.append(k))
+        time.sleep(0.002)
+    assert seen[:1] == [0] and loop.wakeups == 1  # the first woke the loop, the rest wait for its look
+    deadline = time.monotonic() + 5
+    while len(seen) < 20 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert seen == list(range(20)) and loop.wakeups == 1  # without the linger: one per message (20)
 
 
 def test_a_long_burst_lets_the_loop_serve_others_between_turns(loop):

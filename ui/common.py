@@ -85,14 +85,29 @@ def backend_name() -> str:
     return f"GPU {info.device}" if info.gpu else "CPU (NumPy)"
 
 
-def cuda_source(launch: Launch | None, note: str = "") -> None:
+@contextlib.contextmanager
+def lazy_expander(label: str, key: str) -> Iterator[bool]:
+    """An expander whose content is built only while it is open (yields whether it is): a
+    collapsed one costs its rerun nothing, where a plain st.expander builds and sends its content
+    on every rerun, and the browser draws it though nobody sees it (the CUDA source's highlighting
+    took 0.9 s of a headless Chromium's page load on a 2-core machine). Opening or closing it
+    reruns the page; `key` keeps it open across reruns of this page."""
+    with st.expander(label, key=key, on_change="rerun") as box:
+        yield bool(box.open)
+
+
+def cuda_source(launch: Launch | None, note: str = "", key: str = "src") -> None:
     """The kernel that ran: its span of the .cu file (version header included), then the file's
-    shared helpers and the headers it includes, verbatim."""
+    shared helpers and the headers it includes, verbatim; built when its expander is opened.
+    `key`: one per call on a page (a page showing several kernels)."""
     if launch is None:
         return
     span = kernel_span(launch.source, launch.kernel)
-    with st.expander(f"CUDA source: `{launch.kernel}` (gpuops/kernels/{launch.source}, lines "
-                     f"{span.first_line}-{span.last_line}){note}"):  # fmt: skip
+    label = (f"CUDA source: `{launch.kernel}` (gpuops/kernels/{launch.source}, lines {span.first_line}-"
+             f"{span.last_line}){note}")  # fmt: skip
+    with lazy_expander(label, key) as shown:
+        if not shown:
+            return
         if not gpuops.backend_info().gpu:
             st.caption("This machine has no GPU: the NumPy twin ran, using the same index formulas.")
         st.caption(launch.describe())
