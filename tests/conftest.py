@@ -62,12 +62,12 @@ def gpu_available() -> tuple[bool, str]:
     return cupy is not None, info.reason or ""
 
 
-WHOLE_APP_FILES = ("test_e2e.py", "test_e2e_classroom.py", "test_e2e_load.py")  # the rest: one page each
+WHOLE_APP_FILES = ("test_e2e.py", "test_e2e_classroom.py")  # the rest: one page each
 
 
 def browser_group(nodeid: str) -> str | None:
     """The browser tests live in tests/test_e2e*.py (marked e2e; checked at collection): the
-    whole-app ones (home, upload, classroom, load) in one group, the page-by-page ones in another."""
+    whole-app ones (home, upload, classroom) in one group, the page-by-page ones in another."""
     name = nodeid.split("::")[0].rsplit("/", 1)[-1]
     if not name.startswith("test_e2e"):
         return None

@@ -440,7 +440,7 @@ class StClient:
             if kind in WIDGETS:
                 self._widget(kind, getattr(el, kind))
         elif which == "add_block":
-            self._elements[path] = (None, delta.fragment_id)
+            self._elements[path] = (delta.add_block, delta.fragment_id)  # texts() reads an expander's label
         else:
             return
         self._written.add(path)
@@ -502,6 +502,8 @@ def _text_of(el: Any) -> str:
         return f"{el.exception.type}: {el.exception.message}"
     if kind == "code":
         return el.code.code_text
+    if kind == "expandable":  # a block: an expander's label
+        return el.expandable.label
     return ""
 
 
