@@ -130,3 +130,23 @@ def test_a_memoised_figure_is_frozen_its_dict_built_once_and_equal_to_a_fresh_on
         include_plotlyjs=False
     ).count('"frames"')
     assert heatmap(values.copy(), frames) is fig and memo.freeze(fig) is fig
+
+
+def test_the_checkpoint_runs_before_each_build_and_not_on_a_hit(monkeypatch, rng):
+    """memo.before_build (the app's give-way point) runs before a figure is built, built anew or
+    with arguments the memo cannot key, and not when the memo answers."""
+    seen: list[int] = []
+    monkeypatch.setattr(memo, "before_build", lambda: seen.append(len(calls)))
+    a = rng.random((2, 2))
+    build(a)
+    build(a)  # a hit
+    build(a + 1)
+    build(a, title=object())  # unkeyable: built without the memo
+    assert seen == [0, 1, 2] and len(calls) == 3  # each time before the build it preceded
+
+
+def test_the_server_sets_the_give_way_checkpoint():
+    from ui import fair_share, server_tuning
+
+    server_tuning.tune_process()
+    assert memo.before_build is fair_share.give_way

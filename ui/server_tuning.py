@@ -25,6 +25,7 @@ import sys
 import threading
 
 from ui import fair_share, wakeups
+from viz import memo
 
 YOUNG_THRESHOLD = 50_000  # allocations between young collections (CPython's default: 700)
 OLDER_THRESHOLDS = (20, 100)  # young collections per middle one; middle ones per full one
@@ -47,5 +48,6 @@ def tune_process() -> bool:
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         wakeups.install()  # one event-loop wake-up per burst of a session's messages (ui/wakeups.py)
         wakeups.checkpoint = fair_share.give_way  # where a long run steps aside for short ones
+        memo.before_build = fair_share.give_way  # and before it builds a figure
         _tuned = True
         return True

@@ -41,6 +41,17 @@ MAX_ARRAY_BYTES = 16 << 20  # larger inputs (a 1024 px image in float32 is 12 Mi
 F = TypeVar("F", bound=Callable[..., Any])
 
 _figures = Memo("figures", SLOTS)  # the compute core's one cache policy: bounded, LRU, thread-safe
+
+
+def _no_checkpoint() -> None:
+    pass
+
+
+# Called before a figure is built (not when the memo has it): the app sets ui.fair_share.give_way
+# here (ui/server_tuning.py), where a long run steps aside for short ones. Building a figure of a
+# 1024 px image is tens of milliseconds of Python under the interpreter lock, between the points
+# where a long run otherwise gives way (each element it sends).
+before_build: Callable[[], None] = _no_checkpoint
 _enabled = False
 stats = {"hits": 0, "misses": 0, "skipped": 0}
 
@@ -174,11 +185,13 @@ def figure_memo(fn: F) -> F:
         key = key_of(fn, args, kwargs)
         if key is None:
             stats["skipped"] += 1
+            before_build()
             return fn(*args, **kwargs)
         fig = _figures.get(key)
         if fig is not None:
             stats["hits"] += 1
             return fig
+        before_build()
         fig = freeze(fn(*args, **kwargs))  # unlocked: two sessions may build one figure at once, both equal
         stats["misses"] += 1
         _figures.put(key, fig)
