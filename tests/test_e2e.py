@@ -1,7 +1,7 @@
 """Browser tests of the whole app: Home opens; a bad upload is refused and the page works.
 
 Per-page click tests live beside this file (tests/test_e2e_*.py); uploads and slider moves in
-several sessions at once are tests/test_e2e_load.py; the harness is tests/browser.py.
+several sessions at once are tests/test_load_small.py; the harness is tests/browser.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The classroom mode in real browsers: one instructor and followers, each in its own browser
-context (own cookies, own Streamlit session), against one server.
+"""The classroom mode in real browsers: an instructor and a follower, each in its own tab (its own
+Streamlit session; the app keeps nothing in cookies), against one server, and a second follower without a
+browser (tests/st_client.py, Streamlit's own protocol: what a room sends reaches every session the
+same way, and a third Chromium page cost a third of this test's time on a 2-core machine).
 
 Screenshots (tests/artifacts/): the instructor's sidebar with code, link and QR code, and a
 follower's page, at 1366 x 768.
@@ -13,6 +15,7 @@ import time
 import pytest
 
 from tests.browser import _free_port, no_exception, shot, start_server, wait_idle, warm_up
+from tests.st_client import StClient
 
 pytestmark = pytest.mark.e2e
 LAPTOP = {"width": 1366, "height": 768}
@@ -32,7 +35,7 @@ def until(check, timeout: float = 30.0, what: str = "the condition") -> float:
 
 
 def open_page(browser, url: str):
-    page = browser.new_context(viewport=LAPTOP).new_page()
+    page = browser.new_page(viewport=LAPTOP)
     page.goto(url)
     wait_idle(page)
     return page
@@ -82,9 +85,22 @@ def follow(browser, server: str, code: str, path: str = ""):
     return page
 
 
+def on_page(client: StClient, title: str) -> bool:
+    """The headless follower shows the page titled `title` and no run is going on."""
+    return client.idle and title in client.texts(main_only=True)
+
+
+def headless_follower(server: str, code: str, path: str) -> StClient:
+    """A follower without a browser, joining from `path` through the room's link."""
+    b = StClient(server, path, f"room={code}")
+    b.wait_for(lambda: f"Following room {code}" in b.text() and b.idle, 30, "the headless follower joining")
+    return b
+
+
 def test_follow_break_away_rejoin_and_change_page(server, browser):
     """One room: the followers follow the instructor's slider, pick and page; a follower who
-    moves a slider explores alone and rejoins with one click, or opens another page on its own."""
+    moves a slider explores alone and rejoins with one click, or opens another page on its own.
+    Follower a is a browser; b (headless) joins from another page and checks what reaches the rest."""
     teacher = open_page(browser, f"{server}/direct?cap=64")  # a small working size: quick reruns
     code = start_room(teacher)
     sidebar = teacher.locator('[data-testid="stSidebar"]')
@@ -93,60 +109,64 @@ def test_follow_break_away_rejoin_and_change_page(server, browser):
     assert f"/direct?room={code}" in sidebar.inner_text()
     shot(teacher, "classroom_instructor_1366x768")
 
-    a, b = follow(browser, server, code), follow(browser, server, code, "reflect")
-    students = [a, b]
-    for s in students:  # joined from the home page and from another page: both on the instructor's
-        until(lambda s=s: title(s) == "Direct convolution", what="the follower opening the instructor's page")
-    until(lambda: "with 2 followers" in teacher.inner_text("body"), 30, "the instructor's follower count")
+    a, b = follow(browser, server, code), headless_follower(server, code, "reflect")
+    try:  # joined from the home page and from another page: both on the instructor's
+        until(lambda: title(a) == "Direct convolution", what="the follower opening the instructor's page")
+        until(lambda: on_page(b, "Direct convolution"), what="b opening the instructor's page")
+        until(lambda: "with 2 followers" in teacher.inner_text("body"), 30, "the instructor's follower count")
 
-    # the instructor's slider and pick reach every follower
-    press_slider(teacher, "Stride S", "ArrowRight")  # stride 1 -> 2
-    delays = [until(lambda s=s: slider_value(s, "Stride S") == "2", what="the stride") for s in students]
-    wait_idle(teacher)  # the instructor's own rerun is over before the next change, as in class
-    row = teacher.get_by_label("Row")
-    row.fill("5")
-    row.press("Enter")  # the pick, by its keyboard path
-    delays += [
-        until(lambda s=s: s.get_by_label("Row").input_value() == "5", what="the pick") for s in students
-    ]
-    assert slider_value(teacher, "Stride S") == "2"
-    wait_idle(a)
-    no_exception(a)
-    shot(a, "classroom_follower_1366x768")
+        # the instructor's slider and pick reach every follower
+        press_slider(teacher, "Stride S", "ArrowRight")  # stride 1 -> 2
+        delays = [until(lambda: slider_value(a, "Stride S") == "2", what="the stride"),
+                  until(lambda: b.value("Stride S") == 2, what="the stride (b)")]  # fmt: skip
+        wait_idle(teacher)  # the instructor's own rerun is over before the next change, as in class
+        row = teacher.get_by_label("Row")
+        row.fill("5")
+        row.press("Enter")  # the pick, by its keyboard path
+        delays += [until(lambda: a.get_by_label("Row").input_value() == "5", what="the pick"),
+                   until(lambda: b.value("Row") == 5, what="the pick (b)")]  # fmt: skip
+        assert slider_value(teacher, "Stride S") == "2"
+        wait_idle(a)
+        no_exception(a)
+        shot(a, "classroom_follower_1366x768")
 
-    # a follower cannot drive: its own change takes it out of the room, and nothing reaches the others
-    press_slider(a, "Padding P", "ArrowLeft")  # padding 1 -> 0
-    a.get_by_text("Exploring on your own", exact=True).wait_for(timeout=30000)
-    assert a.get_by_text("You changed “Padding P”").count() == 1
-    assert "room=" not in a.url
-    time.sleep(2.5)  # two polls: had anything reached the room, the others would show it now
-    assert slider_value(teacher, "Padding P") == "1" and slider_value(b, "Padding P") == "1"
-    assert slider_value(a, "Padding P") == "0"
-    press_slider(teacher, "Dilation D", "ArrowRight")  # the class goes on without a
-    until(lambda: slider_value(b, "Dilation D") == "2", what="b following")
-    time.sleep(1.5)
-    assert slider_value(a, "Dilation D") == "1"
-    a.get_by_role("button", name=f"Follow {code} again").click()  # one click back
-    until(
-        lambda: slider_value(a, "Dilation D") == "2" and slider_value(a, "Padding P") == "1", what="rejoining"
-    )
-    a.get_by_text(f"Following room {code}").wait_for(timeout=30000)
+        # a follower cannot drive: its own change takes it out of the room, and nothing reaches the others
+        press_slider(a, "Padding P", "ArrowLeft")  # padding 1 -> 0
+        a.get_by_text("Exploring on your own", exact=True).wait_for(timeout=30000)
+        assert a.get_by_text("You changed “Padding P”").count() == 1
+        assert "room=" not in a.url
+        time.sleep(2.5)  # two polls: had anything reached the room, the others would show it now
+        assert slider_value(teacher, "Padding P") == "1" and b.value("Padding P") == 1
+        assert slider_value(a, "Padding P") == "0"
+        press_slider(teacher, "Dilation D", "ArrowRight")  # the class goes on without a
+        until(lambda: b.value("Dilation D") == 2, what="b following")
+        time.sleep(1.5)
+        assert slider_value(a, "Dilation D") == "1"
+        a.get_by_role("button", name=f"Follow {code} again").click()  # one click back
+        until(
+            lambda: slider_value(a, "Dilation D") == "2" and slider_value(a, "Padding P") == "1",
+            what="rejoining",
+        )
+        a.get_by_text(f"Following room {code}").wait_for(timeout=30000)
 
-    # the instructor changes page: everyone follows
-    teacher.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Reflect padding").click()
-    delays += [until(lambda s=s: title(s) == "Reflect padding", what="the page change") for s in students]
-    for s in students:
-        assert f"room={code}" in s.url and "/reflect" in s.url
-        no_exception(s)
-    print("follower delays (s):", [round(d, 2) for d in delays])
-    # a follower opening another page explores it on its own
-    a.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Unfold / Fold").click()
-    a.get_by_text("You opened another page").wait_for(timeout=30000)
-    assert title(teacher) == "Reflect padding" and title(b) == "Reflect padding"
-
-    for p in (teacher, a, b):
+        # the instructor changes page: everyone follows
+        teacher.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Reflect padding").click()
+        delays += [until(lambda: title(a) == "Reflect padding", what="the page change"),
+                   until(lambda: on_page(b, "Reflect padding"), what="the page change (b)")]  # fmt: skip
+        assert f"room={code}" in a.url and "/reflect" in a.url
+        assert f"room={code}" in b.query_string and f"Following room {code}" in b.text()
+        no_exception(a)
+        print("follower delays (s):", [round(d, 2) for d in delays])
+        # a follower opening another page explores it on its own
+        a.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Unfold / Fold").click()
+        a.get_by_text("You opened another page").wait_for(timeout=30000)
+        assert title(teacher) == "Reflect padding" and on_page(b, "Reflect padding")
+        assert not b.errors, b.errors
+    finally:
+        b.close()
+    for p in (teacher, a):
         no_exception(p)
-        p.context.close()
+        p.close()
 
 
 def test_an_expired_room_gives_its_message(browser):
@@ -163,14 +183,14 @@ def test_an_expired_room_gives_its_message(browser):
         student = follow(browser, server, code)
         time.sleep(7)  # longer than the idle time: the open tab's heartbeat keeps the room
         assert student.get_by_text(f"Following room {code}").count() == 1
-        teacher.context.close()
+        teacher.close()
         student.get_by_text(f"room {code} ended: no instructor activity for 6 seconds").wait_for(
             timeout=20000
         )
         assert student.get_by_text("Exploring on your own", exact=True).count() == 0  # nothing to rejoin
         no_exception(student)
         shot(student, "classroom_expired_1366x768")
-        student.context.close()
+        student.close()
     finally:
         proc.terminate()
         proc.wait(timeout=20)
