@@ -11,7 +11,7 @@ the delay from the instructor's change to each follower's update (median, p95, m
 memory (RSS) before, after the class joined and at the end, and the polling traffic.
 
 The followers poll the room through the app's run_every fragment: the client re-requests it
-every second as a browser does, so the load is the real one. CI runs a small size (8 followers)
+every second as a browser does, so the load is the real one. CI runs a small size (6 followers)
 through tests/test_e2e_classroom.py.
 """
 

@@ -1,6 +1,6 @@
 """The Benchmarks page in a real browser (CPU server): the committed H100 results are on the first
 screen of a student's laptop without pressing anything; choosing another results file puts it in
-the URL, and that URL opened in a fresh browser context shows the same file."""
+the URL, and that URL opened in a new tab (a new session) shows the same file."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The Reflect padding page in a real browser: click a padded cell and an input cell of the small
 grid at their screen positions, and a pixel of the padded image; the pick shows in the text, the
-URL and the figure's outlines; a fresh browser context reopens the same view; hovering the grid
+URL and the figure's outlines; a new tab (a new session) reopens the same view; hovering the grid
 outlines a cell's source without a rerun.
 
 Defaults: a 4 x 5 grid padded (left 2, right 2, top 2, bottom 1); the 256 px sample padded by 24.

@@ -121,7 +121,7 @@ def test_clicks_both_ways_hover_the_animation_and_a_shared_link(server, browser)
     assert after["x"] != before["x"] and after["z"] != before["z"] and all(v is not None for v in after["z"])
     page.close()
 
-    # the link reproduces the view in a fresh browser context, on the projector
+    # the link reproduces the view in a new tab (a new session), on the projector
     with web.reopened(browser, url, web.PROJECTOR) as fresh:
         assert picked(fresh) == "px:40,200"
         assert fresh.get_by_label("Pixel col").input_value() == "200"
