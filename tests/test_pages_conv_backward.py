@@ -7,14 +7,13 @@ presentation-mode font sizes and the colour policy, read from the figure objects
 from __future__ import annotations
 
 import itertools
-import json
 import re
 
 import numpy as np
 import pytest
 
 import gpuops
-from tests.apptest import AppTest, expected_out, open_page, typed_array
+from tests.apptest import AppTest, charts, expected_out, open_page, typed_array
 from viz.style import HIGHLIGHT, READER
 
 PAGE = "pages/conv_backward.py"
@@ -41,11 +40,7 @@ def default_page() -> AppTest:
 # ---- reading the figures back ---------------------------------------------------------------------------
 def specs(at: AppTest) -> dict[str, dict]:
     """Every Plotly chart of the page by its name (pick charts are keyed chart_<name>)."""
-    out = {}
-    for el in at.get("plotly_chart"):
-        name = re.sub(r"^.*-(chart|fig)_", "", el.proto.id)
-        out[name] = json.loads(el.proto.spec)
-    return out
+    return {re.sub(r"^(chart|fig)_", "", key): spec for key, spec in charts(at).items()}
 
 
 def panel_z(spec: dict, axis: str) -> np.ndarray:
@@ -170,8 +165,7 @@ def test_defaults_render_every_section_and_the_sums_are_right(default_page):
 
 def test_the_animation_stamps_every_input_cell_and_ends_at_dx(default_page):
     at = default_page
-    fig = at.get("plotly_chart")[[n for n in specs(at)].index("bw_anim")]
-    spec = json.loads(fig.proto.spec)
+    spec = specs(at)["bw_anim"]
     frames = spec["frames"]
     assert len(frames) == 4 * 4 + 1 and frames[0]["name"] == "no stamp yet"
     assert [s["label"] for s in spec["layout"]["sliders"][0]["steps"]] == [f["name"] for f in frames]
@@ -225,7 +219,7 @@ def test_odd_geometries_outline_what_a_brute_force_loop_finds(geometry, pick, wp
     charts = specs(at)
     check_grad_input(charts["bw_dx"], geometry, pick)
     check_grad_weight(charts["bw_dw"], geometry, wpick)
-    anim = json.loads(at.get("plotly_chart")[list(charts).index("bw_anim")].proto.spec)
+    anim = charts["bw_anim"]
     cells = expected_out(H, K, S, P, D) * expected_out(
         W, K, S, P, D
     )  # one frame per input cell, at most 48 frames
