@@ -9,7 +9,7 @@ import time
 
 import streamlit as st
 
-from ui import budget, charts, classroom_ui, fair_share, server_tuning, state
+from ui import budget, classroom_ui, fair_share, server_tuning, state
 from ui.sidebar import PARAMS as SIDEBAR_PARAMS
 from ui.sidebar import render_sidebar
 from viz import memo
@@ -25,7 +25,6 @@ st.html(
     "<style>.block-container{padding-top:3rem;padding-bottom:2rem}"
     "h1{padding-top:0.2rem!important;padding-bottom:0.3rem!important}</style>"
 )
-charts.mount_plotly()  # Plotly's JavaScript and Streamlit's chart theme for every chart of the page
 
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),

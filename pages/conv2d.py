@@ -554,7 +554,11 @@ export default function (component) {
       const aspect = spec.aspect ?? span(L.yaxis) / span(L.xaxis);  // the figure's own extent
       const plot = Math.min((gd.clientWidth - m.l - m.r) * aspect, window.innerHeight * spec.screen);
       const want = Math.round(Math.max(plot, 80) + m.t + m.b);
-      gd.__cxFitHeight = want;  // ui/charts draws the next figure at this height too
+      // Streamlit fixes the height of the chart's boxes from the figure's: follow them up to the element
+      for (let el = gd.parentElement; el; el = el.parentElement) {
+        if (el.style.height !== `${want}px`) el.style.height = `${want}px`;
+        if (el.classList.contains("stElementContainer")) { el.style.flex = `0 0 ${want}px`; break; }
+      }
       if (Math.abs(L.height - want) > 3) window.Plotly.relayout(gd, { height: want });
     }
   };
@@ -562,7 +566,7 @@ export default function (component) {
   reg.resize = new ResizeObserver(() => requestAnimationFrame(fit));
   reg.mutation?.disconnect();
   reg.mutation = new MutationObserver(() => {
-    for (const el of document.querySelectorAll('[class*="st-key-pick-"] .cx-chart')) reg.resize.observe(el);
+    for (const el of document.querySelectorAll('[class*="st-key-pick-"] .stPlotlyChart')) reg.resize.observe(el);
     requestAnimationFrame(fit);
   });
   reg.mutation.observe(document.body, { childList: true, subtree: true });

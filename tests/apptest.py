@@ -56,18 +56,6 @@ def rerun(at: AppTest, **state) -> AppTest:
     return at
 
 
-def charts(at: AppTest) -> dict[str, dict]:
-    """Every chart of the run (ui.charts) by its element key ("chart_<name>" for pickable ones,
-    "fig_<name>"), as the figure JSON the browser receives, in page order."""
-    from ui.charts import spec_of
-
-    out = {}
-    for el in at.get("bidi_component"):
-        if el.proto.component_name == "conv_explorer_chart":
-            out[el.proto.id.split("-", 2)[-1]] = spec_of(el.proto.bytes)
-    return out
-
-
 def assert_clean(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 

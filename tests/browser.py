@@ -141,14 +141,6 @@ def wait_idle(page, timeout: float = 90) -> None:
     loading = page.locator('[data-testid="stSkeleton"]:visible')
     if loading.count():
         loading.first.wait_for(state="hidden", timeout=30000)
-    page.wait_for_function(CHARTS_DRAWN, timeout=30000)
-
-
-# Every chart on screen (ui.charts: elements keyed chart_<name> or fig_<name>) has been drawn: the
-# component draws once Plotly and the page's theme are there, after the run has finished.
-CHARTS_DRAWN = """() => [...document.querySelectorAll('.stElementContainer[class*="st-key-chart_"], .stElementContainer[class*="st-key-fig_"]')]
-  .filter((el) => el.offsetParent !== null)
-  .every((el) => { const gd = el.querySelector('.cx-chart'); return gd && gd._fullLayout; })"""
 
 
 LAPTOP, PROJECTOR = (1366, 768), (1920, 1080)  # the viewports every page is checked at

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 
 def chart_tops(page) -> list[float]:
     return page.evaluate(
-        "() => [...document.querySelectorAll('.cx-chart')].map((g) => g.getBoundingClientRect().top)"
+        "() => [...document.querySelectorAll('.js-plotly-plot')].map((g) => g.getBoundingClientRect().top)"
     )
 
 

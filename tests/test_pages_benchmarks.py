@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from tests.apptest import AppTest, open_page
-from tests.apptest import charts as all_charts
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "pages/benchmarks.py"
@@ -31,7 +30,7 @@ def app(query: dict[str, str] | None = None, state: dict | None = None) -> AppTe
 
 
 def charts(at: AppTest) -> list[dict]:
-    return list(all_charts(at).values())
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 def chart(at: AppTest, title_start: str) -> dict:

@@ -8,6 +8,7 @@ picks are set through session_state or the URL, as a click would leave them.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
@@ -17,7 +18,7 @@ import pytest
 import gpuops
 from gpuops.launch import kernel_span
 from gpuops.maps import conv2d as maps
-from tests.apptest import AppTest, charts, errors, expected_out, latex_results, open_page, rerun, typed_array
+from tests.apptest import AppTest, errors, expected_out, latex_results, open_page, rerun, typed_array
 from ui.state import Cell
 from viz import memo
 
@@ -47,7 +48,11 @@ def captions(at: AppTest) -> str:
 
 def figures(at: AppTest) -> dict[str, dict]:
     """Every Plotly figure of the run by its name (chart_<name> for pickable ones, fig_<name>)."""
-    return {key.removeprefix("chart_").removeprefix("fig_"): spec for key, spec in charts(at).items()}
+    out = {}
+    for c in at.get("plotly_chart"):
+        key = c.proto.id.split("-", 2)[-1]
+        out[key.removeprefix("chart_").removeprefix("fig_")] = json.loads(c.proto.spec)
+    return out
 
 
 # ---- independent references -------------------------------------------------------------------------

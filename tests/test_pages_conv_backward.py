@@ -7,13 +7,14 @@ presentation-mode font sizes and the colour policy, read from the figure objects
 from __future__ import annotations
 
 import itertools
+import json
 import re
 
 import numpy as np
 import pytest
 
 import gpuops
-from tests.apptest import AppTest, charts, expected_out, open_page, typed_array
+from tests.apptest import AppTest, expected_out, open_page, typed_array
 from viz.style import HIGHLIGHT, READER
 
 PAGE = "pages/conv_backward.py"
@@ -40,7 +41,11 @@ def default_page() -> AppTest:
 # ---- reading the figures back ---------------------------------------------------------------------------
 def specs(at: AppTest) -> dict[str, dict]:
     """Every Plotly chart of the page by its name (pick charts are keyed chart_<name>)."""
-    return {re.sub(r"^(chart|fig)_", "", key): spec for key, spec in charts(at).items()}
+    out = {}
+    for el in at.get("plotly_chart"):
+        name = re.sub(r"^.*-(chart|fig)_", "", el.proto.id)
+        out[name] = json.loads(el.proto.spec)
+    return out
 
 
 def panel_z(spec: dict, axis: str) -> np.ndarray:
@@ -165,7 +170,8 @@ def test_defaults_render_every_section_and_the_sums_are_right(default_page):
 
 def test_the_animation_stamps_every_input_cell_and_ends_at_dx(default_page):
     at = default_page
-    spec = specs(at)["bw_anim"]
+    fig = at.get("plotly_chart")[[n for n in specs(at)].index("bw_anim")]
+    spec = json.loads(fig.proto.spec)
     frames = spec["frames"]
     assert len(frames) == 4 * 4 + 1 and frames[0]["name"] == "no stamp yet"
     assert [s["label"] for s in spec["layout"]["sliders"][0]["steps"]] == [f["name"] for f in frames]
@@ -219,7 +225,7 @@ def test_odd_geometries_outline_what_a_brute_force_loop_finds(geometry, pick, wp
     charts = specs(at)
     check_grad_input(charts["bw_dx"], geometry, pick)
     check_grad_weight(charts["bw_dw"], geometry, wpick)
-    anim = charts["bw_anim"]
+    anim = json.loads(at.get("plotly_chart")[list(charts).index("bw_anim")].proto.spec)
     cells = expected_out(H, K, S, P, D) * expected_out(
         W, K, S, P, D
     )  # one frame per input cell, at most 48 frames

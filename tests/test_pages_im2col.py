@@ -5,6 +5,7 @@ sliding window written here, independently of the index maps."""
 from __future__ import annotations
 
 import base64
+import json
 import re
 from urllib.parse import parse_qsl
 
@@ -14,7 +15,7 @@ import pytest
 
 import gpuops
 from gpuops.maps import im2col as maps
-from tests.apptest import AppTest, charts, errors, open_page
+from tests.apptest import AppTest, errors, open_page
 from ui.state import Cell
 from viz import im2col as viz
 from viz.style import HIGHLIGHT, NORMAL, PRESENTATION, READER, SEQUENTIAL
@@ -47,8 +48,8 @@ def figures(at: AppTest) -> dict[str, dict]:
     """Every figure of the page by the start of its title, validated in full by Plotly (the page
     builds them from dicts without property-by-property validation)."""
     out = {}
-    for raw in charts(at).values():
-        spec = decoded(raw)
+    for chart in at.get("plotly_chart"):
+        spec = decoded(json.loads(chart.proto.spec))
         go.Figure(spec)  # raises on any invalid property
         out[spec["layout"]["title"]["text"]] = spec
     return out

@@ -9,13 +9,14 @@ AppTest cannot click a figure: picks are driven through session_state and query 
 from __future__ import annotations
 
 import base64
+import json
 import re
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from tests.apptest import AppTest, charts, open_page
+from tests.apptest import AppTest, open_page
 from ui.state import Cell
 from viz.reflect_pad import neighbour_contrast, source_ids
 
@@ -46,8 +47,8 @@ def _decoded(node):
 def figures(at: AppTest) -> dict[str, dict]:
     """The page's Plotly figures as JSON (arrays decoded), by title text."""
     out = {}
-    for raw in charts(at).values():
-        spec = _decoded(raw)
+    for el in at.get("plotly_chart"):
+        spec = _decoded(json.loads(el.proto.spec))
         out[spec["layout"]["title"]["text"]] = spec
     return out
 

@@ -8,6 +8,7 @@ URL, and the highlight is read from the figures' own JSON.
 from __future__ import annotations
 
 import io
+import json
 import re
 
 import numpy as np
@@ -17,7 +18,6 @@ from PIL import Image
 import gpuops
 from gpuops.maps import unfold_fold as maps
 from tests.apptest import assert_clean, errors, expected_out, open_page
-from tests.apptest import charts as all_charts
 from tests.apptest import typed_array as arr
 from tests.cases import ODD_GEOMETRIES
 from tests.conftest import BACKENDS, on
@@ -33,7 +33,11 @@ pytestmark = pytest.mark.usefixtures("numpy_backend")
 # ---- reading the page --------------------------------------------------------------------------------
 def charts(at) -> dict[str, dict]:
     """Every Plotly figure of the run, by its name on the page."""
-    return {re.sub(r"^(chart|fig)_", "", key): spec for key, spec in all_charts(at).items()}
+    out = {}
+    for el in at.get("plotly_chart"):
+        name = re.search(r"-(?:chart|fig)_(\w+)$", el.proto.id).group(1)
+        out[name] = json.loads(el.proto.spec)
+    return out
 
 
 def outlined(fig: dict, colour: str, xref: str = "x") -> dict[tuple[float, float], dict]:

@@ -22,8 +22,6 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui import charts
-
 PREFIX = "pick-"  # charts live in st.container(key=PREFIX + name): CSS class st-key-pick-<name>
 
 _JS = r"""
@@ -141,10 +139,10 @@ def _as_click(event: Any) -> Click | None:
         return None
 
 
-def chart(fig: go.Figure, name: str) -> None:
+def chart(fig: go.Figure, name: str, **kwargs: Any) -> None:
     """Show a figure whose cells answer clicks (and hover maps) through the bridge."""
     with st.container(key=PREFIX + name):
-        charts.show(fig, key=f"chart_{name}")
+        st.plotly_chart(fig, key=f"chart_{name}", config={"displaylogo": False}, **kwargs)
 
 
 def hover_map(pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]]) -> dict:

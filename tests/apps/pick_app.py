@@ -11,9 +11,8 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from ui import charts, pick
+from ui import pick
 
-charts.mount_plotly()  # as app.py does: Plotly and Streamlit's chart theme for ui.charts
 click = pick.bridge(
     hover={
         "grid": pick.hover_map({("x", r, c): [("panels", "x2", c, r)] for r in range(6) for c in range(6)})
