@@ -12,7 +12,7 @@ memory (RSS) before, after the class joined and at the end, and the polling traf
 
 The followers poll the room through the app's run_every fragment: the client re-requests it
 every second as a browser does, so the load is the real one. CI runs a small size (6 followers)
-through tests/test_e2e_classroom.py.
+through tests/test_classroom_load_small.py.
 """
 
 from __future__ import annotations
