@@ -446,3 +446,62 @@ def test_give_way_checkpoints_wait_only_inside_a_long_run_and_at_most_the_per_ru
             fair_share._current.run = None
     short.release.set()
     short.join(5)
+
+
+def test_overdue_runs_go_one_at_a_time() -> None:
+    """A run that waited max_wait_s goes past the slots, but the next overdue one waits until it
+    ends (or has itself run max_wait_s): ten heavy sessions queueing for one long slot must not
+    all start at once when their waits run out."""
+    turns = Turns(short_slots=1, max_wait_s=0.3, long_s=60)
+    order: list[str] = []
+    [stuck] = queue_up(turns, ["stuck"], order)
+    [first, second] = queue_up(turns, ["first overdue", "second overdue"], order)
+    wait_until(lambda: len(order) == 2)
+    time.sleep(0.1)  # the second's wait has run out too, but the first still holds its turn
+    assert order == ["stuck", "first overdue"] and turns.busy()[2] == 1
+    first.release.set()
+    wait_until(lambda: len(order) == 3)
+    assert order[-1] == "second overdue"
+    for w in (stuck, second):
+        w.release.set()
+    for w in (stuck, first, second):
+        w.join(5)
+    assert turns.busy() == (0, 0, 0)
+
+
+def test_an_overdue_run_that_runs_long_lets_the_next_one_go() -> None:
+    """No run waits for ever: an overdue run that has run max_wait_s no longer holds the next back."""
+    turns = Turns(short_slots=1, max_wait_s=0.3, long_s=60)
+    order: list[str] = []
+    [stuck] = queue_up(turns, ["stuck"], order)
+    [first] = queue_up(turns, ["first overdue"], order)
+    wait_until(lambda: len(order) == 2)
+    t0 = time.monotonic()
+    with turns.turn("second overdue"):
+        waited = time.monotonic() - t0
+    assert 0.25 <= waited < 2.0, "it waited for the first overdue run's max_wait_s, then went"
+    for w in (stuck, first):
+        w.release.set()
+        w.join(5)
+
+
+def test_waiting_in_the_queue_is_not_rest() -> None:
+    """A heavy session whose run waited 30 s for the long slot is as heavy when it starts: its
+    use halves with the time it rested, not the time it queued."""
+    clock = Clock()
+    turns = Turns(short_slots=1, heavy_slots=1, heavy_s=1.0, heavy_factor=0, half_life_s=10.0, clock=clock)
+    spend(turns, clock, "holder", 3.0)
+    spend(turns, clock, "waiter", 2.0)
+    order: list[str] = []
+    [holder] = queue_up(turns, ["holder"], order)
+    [waiter] = queue_up(turns, ["waiter"], order)
+    clock.t += 30.0  # three half lives in the queue
+    holder.release.set()
+    waiter.started.wait(5)
+    clock.t += 1.0
+    waiter.release.set()
+    waiter.join(5)
+    holder.join(5)
+    assert turns.use("waiter") >= 2.0, "the wait decayed the session's use"
+    with turns.turn("waiter") as again:
+        assert again.heavy, "its next run came as light and would take a short slot"

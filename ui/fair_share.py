@@ -11,7 +11,7 @@ one rerun; this bounds how much of the server long work takes at once.
   server; the seconds a turn was held would call it heavy, its thread's CPU seconds would miss
   the GPU and a benchmark's worker thread). A run counts at least MIN_RUN_S: many quick runs
   in a row (a refused setting tried again and again, ten times a second) are work too, and
-  counted at their share alone they passed as light and took two of the three short turns
+  counted at their share alone they passed as light and took two of the three short turns there were then
   (hostile mix: light p95 after 10 s 0.42-0.57 s with two such sessions, 0.27 s without them).
   Use halves every HALF_LIFE_S. A session is heavy
   when its use is above HEAVY_S and above HEAVY_FACTOR times the median session's: heavy is
@@ -22,9 +22,16 @@ one rerun; this bounds how much of the server long work takes at once.
 - Short runs (of light sessions) hold at most SHORT_SLOTS turns; a run that turns long frees its
   short slot. Long runs never take a short slot, so no amount of long work stalls a slider.
 - Among the runs that may start, the one whose session used least goes first (then the
-  earliest). Heavy or not is settled when a run arrives; use decays while it waits, so among
-  heavy sessions the one that waited longest comes first.
-- No run waits longer than MAX_WAIT_S: then it goes anyway (a stuck run never stalls a class).
+  earliest). Heavy or not is settled when a run arrives; in the queue's order use decays while
+  a run waits, so among heavy sessions the one that waited longest comes first.
+- No run waits longer than MAX_WAIT_S: then it goes anyway (a stuck run never stalls a class),
+  but such overdue runs go one at a time: the next waits until the last one ended or has itself
+  run MAX_WAIT_S. With ten heavy sessions and one long slot, runs wait 30 s as a matter of course,
+  and when every overdue run went at once, seven long runs started within 8 s beside the class
+  (hostile mix on the 2-core server: the light reruns of those seconds took 0.3-0.44 s).
+- A session's use does not decay while its run waits in the queue: a heavy session that waited
+  30 s had an eighth of its use left, its next run came as light, took a short slot and held it
+  for 1-1.8 s at 1024 px beside the class's reruns.
 - A long run's thread also drops its CPU priority (ui/priority.py: a heavy session's run from its
   start, a light session's once it has held its turn LONG_S): its NumPy work lets go of the
   interpreter lock, and then it competed with light reruns for the cores. Hostile mix on the 2-core
@@ -56,7 +63,11 @@ from typing import TypeVar
 from ui import priority
 
 T = TypeVar("T")
-SHORT_SLOTS = 3  # short runs at once: beyond a few they only share the interpreter lock more ways
+# short runs at once: two can use two cores where NumPy lets go of the interpreter lock; beyond
+# that they only share the lock more ways, and a burst of five students' reruns all finish late
+# instead of one after the other (hostile mix, 2-core server, light p95 / quiet after 10 s: 2 slots
+# 2.2x and 2.65x, 1 slot 2.9x and 3.0x, 3 slots 3.1x and 5.7x)
+SHORT_SLOTS = 2
 HEAVY_SLOTS = 1  # long runs at once
 HALF_LIFE_S = 10.0
 HEAVY_S = 0.5  # below this no session is heavy (a light rerun takes about 0.1 s alone)
@@ -98,6 +109,7 @@ class Turns:
         self._running: dict[int, list] = {}  # run -> [heavy, started, its share of the server so far]
         self._shared_until = clock()  # shares are counted up to here
         self._waiting: dict[int, tuple[str, bool]] = {}  # run -> (session, heavy); numbered on arrival
+        self._overdue: dict[int, float] = {}  # run -> when it started: runs that went after max_wait_s
         self._numbers = itertools.count()
 
     def use(self, session: str) -> float:
@@ -117,19 +129,26 @@ class Turns:
         run = next(self._numbers)
         start = self._clock()
         with self._cond:
-            # heavy or not is settled on arrival: a heavy session's use decays while it waits, but
-            # its run would still be long, and must not take a short slot
+            # heavy or not is settled on arrival: in the queue's order a heavy session's use decays
+            # while it waits, but its run would still be long, and must not take a short slot
             heavy = self._heavy(session, start)
+            use_on_arrival = self._decayed(session, start)
             self._waiting[run] = (session, heavy)
+            overdue = False
             try:
                 while not self._may_start(run):
                     left = self.max_wait_s - (self._clock() - start)
-                    if left <= 0:
+                    if left <= 0 and not self._overdue_running():
+                        overdue = True  # it goes past the slots; the next overdue run waits for it
                         break
-                    self._cond.wait(timeout=min(left, POLL_S))
+                    self._cond.wait(timeout=min(left, POLL_S) if left > 0 else POLL_S)
             finally:
                 del self._waiting[run]
             now = self._clock()
+            if use_on_arrival > 0:  # the seconds it waited do not count as the session resting
+                self._use[session] = (max(use_on_arrival, self._decayed(session, now)), now)
+            if overdue:
+                self._overdue[run] = now
             self._share(now)
             self._running[run] = [heavy, now, 0.0]
             self._cond.notify_all()  # another slot may still be free for the next in line
@@ -139,6 +158,7 @@ class Turns:
             with self._cond:
                 end = self._clock()
                 self._share(end)
+                self._overdue.pop(run, None)
                 spent = max(self._running.pop(run)[2], self.min_run_s)
                 self._use[session] = (self._decayed(session, end) + spent, end)
                 self._forget_idle(end)
@@ -187,6 +207,11 @@ class Turns:
 
     def _long_running(self, now: float) -> int:
         return sum(heavy or now - started >= self.long_s for heavy, started, _ in self._running.values())
+
+    def _overdue_running(self) -> bool:
+        """An overdue run started less than max_wait_s ago and still holds its turn."""
+        now = self._clock()
+        return any(now - started < self.max_wait_s for started in self._overdue.values())
 
     def _may_start(self, run: int) -> bool:
         now = self._clock()
