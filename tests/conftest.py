@@ -37,6 +37,13 @@ _not_collected: list[str] = []
 _missing: list[str] = []
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # the app's servers and page tests skip importing PyTorch at their first run (ui.server_tuning):
+    # they time nothing, and each would pay 2.4 s of import on a 2-core machine; the tests that
+    # need it import it themselves. Benchmark scripts that import this module keep the default.
+    os.environ.setdefault("CONV_EXPLORER_PRELOAD", "off")
+
+
 def pytest_ignore_collect(collection_path, config: pytest.Config) -> bool | None:
     if IN_CI or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None
