@@ -20,9 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
 import gpuops  # noqa: E402
+from tests.apptest import AppTest  # noqa: E402 (every run through app.py, as on a running server)
 from ui.state import Cell  # noqa: E402
 
 # page -> steps; each step is the session state a widget or a click leaves behind

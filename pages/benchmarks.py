@@ -11,10 +11,12 @@ import streamlit as st
 
 import gpuops
 from gpuops import bench, results
-from ui import budget, fair_share, state
+from ui import budget, entry, fair_share, state
 from ui.common import backend_name, figure, gpu_lock, shown_errors, style
 from ui.state import Param
 from viz import benchmarks as viz
+
+entry.through_app()  # a freshly started server may run this file alone: go through app.py
 
 INFO = gpuops.backend_info()
 LEASES = {lease.id: lease for lease in results.group_leases(results.load_runs())}

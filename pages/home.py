@@ -5,9 +5,12 @@ import streamlit as st
 
 import gpuops
 from gpuops import filters
+from ui import entry
 from ui.common import style
 from ui.images import to_display
 from viz import home
+
+entry.through_app()  # a freshly started server may run this file alone: go through app.py
 
 CARDS = [  # title, page file, one sentence, what the thumbnail shows
     ("Direct convolution", "conv2d", "Each output pixel is a weighted sum of the input cells under the kernel; "

@@ -16,7 +16,23 @@ import numpy as np
 from tests.conftest import require
 
 require("streamlit", "the app's page tests")
+from streamlit.runtime.pages_manager import PagesManager  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
+
+# AppTest starts every run as a freshly started server does: it sets PagesManager's "app with a
+# pages/ folder" flag anew, and then Streamlit runs a page whose URL is its file name (benchmarks,
+# im2col, home) on its own, without app.py (ui/entry.py; tests/test_entry.py checks that case on a
+# real server). A server clears the flag for good at its first run of app.py; so do page tests:
+# every run goes through app.py, its navigation and its sidebar.
+_pages_manager_init = PagesManager.__init__
+
+
+def _init_as_a_running_server(self, *args, **kwargs) -> None:
+    _pages_manager_init(self, *args, **kwargs)
+    PagesManager.uses_pages_directory = False
+
+
+PagesManager.__init__ = _init_as_a_running_server
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGES = {

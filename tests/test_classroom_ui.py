@@ -16,14 +16,13 @@ import pytest
 from tests.conftest import require
 
 require("streamlit", "the app's classroom tests")
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
+from tests.apptest import AppTest  # noqa: E402 (every run through app.py, as on a server)
 from ui import classroom_ui  # noqa: E402
 from ui.classroom import SharedImage  # noqa: E402
 from ui.images import png_bytes  # noqa: E402
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-DIRECT = "pages/conv2d.py"  # (AppTest reruns of the default page run it without app.py)
+DIRECT = "pages/conv2d.py"
 
 
 @pytest.fixture(autouse=True)
