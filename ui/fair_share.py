@@ -22,16 +22,15 @@ one rerun; this bounds how much of the server long work takes at once.
 - Short runs (of light sessions) hold at most SHORT_SLOTS turns; a run that turns long frees its
   short slot. Long runs never take a short slot, so no amount of long work stalls a slider.
 - Among the runs that may start, the one whose session used least goes first (then the
-  earliest). Heavy or not is settled when a run arrives; in the queue's order use decays while
-  a run waits, so among heavy sessions the one that waited longest comes first.
+  earliest). Heavy or not is settled when a run arrives; use decays while it waits, so among
+  heavy sessions the one that waited longest comes first, and one whose use decayed in a long
+  wait may come back as light (not counting the wait as rest was tried: light p95 the same in
+  three hostile runs, 2.1-3.1x, and the heavy sessions got 30-60% fewer reruns).
 - No run waits longer than MAX_WAIT_S: then it goes anyway (a stuck run never stalls a class),
   but such overdue runs go one at a time: the next waits until the last one ended or has itself
   run MAX_WAIT_S. With ten heavy sessions and one long slot, runs wait 30 s as a matter of course,
   and when every overdue run went at once, seven long runs started within 8 s beside the class
   (hostile mix on the 2-core server: the light reruns of those seconds took 0.3-0.44 s).
-- A session's use does not decay while its run waits in the queue: a heavy session that waited
-  30 s had an eighth of its use left, its next run came as light, took a short slot and held it
-  for 1-1.8 s at 1024 px beside the class's reruns.
 - A long run's thread also drops its CPU priority (ui/priority.py: a heavy session's run from its
   start, a light session's once it has held its turn LONG_S): its NumPy work lets go of the
   interpreter lock, and then it competed with light reruns for the cores. Hostile mix on the 2-core
@@ -129,10 +128,9 @@ class Turns:
         run = next(self._numbers)
         start = self._clock()
         with self._cond:
-            # heavy or not is settled on arrival: in the queue's order a heavy session's use decays
-            # while it waits, but its run would still be long, and must not take a short slot
+            # heavy or not is settled on arrival: a heavy session's use decays while it waits, but
+            # its run would still be long, and must not take a short slot
             heavy = self._heavy(session, start)
-            use_on_arrival = self._decayed(session, start)
             self._waiting[run] = (session, heavy)
             overdue = False
             try:
@@ -145,8 +143,6 @@ class Turns:
             finally:
                 del self._waiting[run]
             now = self._clock()
-            if use_on_arrival > 0:  # the seconds it waited do not count as the session resting
-                self._use[session] = (max(use_on_arrival, self._decayed(session, now)), now)
             if overdue:
                 self._overdue[run] = now
             self._share(now)
