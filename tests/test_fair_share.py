@@ -483,3 +483,25 @@ def test_an_overdue_run_that_runs_long_lets_the_next_one_go() -> None:
     for w in (stuck, first):
         w.release.set()
         w.join(5)
+
+
+def test_waiting_in_the_queue_is_not_rest() -> None:
+    """A heavy session whose run waited 30 s for the long slot is as heavy when it starts: its
+    use halves with the time it rested, not the time it queued."""
+    clock = Clock()
+    turns = Turns(short_slots=1, heavy_slots=1, heavy_s=1.0, heavy_factor=0, half_life_s=10.0, clock=clock)
+    spend(turns, clock, "holder", 3.0)
+    spend(turns, clock, "waiter", 2.0)
+    order: list[str] = []
+    [holder] = queue_up(turns, ["holder"], order)
+    [waiter] = queue_up(turns, ["waiter"], order)
+    clock.t += 30.0  # three half lives in the queue
+    holder.release.set()
+    waiter.started.wait(5)
+    clock.t += 1.0
+    waiter.release.set()
+    waiter.join(5)
+    holder.join(5)
+    assert turns.use("waiter") >= 2.0, "the wait decayed the session's use"
+    with turns.turn("waiter") as again:
+        assert again.heavy, "its next run came as light and would take a short slot"
