@@ -165,17 +165,60 @@ def window_geometry(
     (kh, kw), (sh, sw), (dh, dw), (ph, pw) = checked_pairs(
         kernel_size=(kernel_size, 1), stride=(stride, 1), dilation=(dilation, 1), padding=(padding, 0)
     )
-    for axis, size, k, d, p in (("height", H, kh, dh, ph), ("width", W, kw, dw, pw)):
+    return _placed(H, W, (kh, kw), (sh, sw), (ph, ph, pw, pw), (dh, dw))
+
+
+def _placed(H: int, W: int, k: tuple[int, int], s: tuple[int, int], pads: tuple[int, int, int, int],
+            d: tuple[int, int]) -> WindowGeometry:  # fmt: skip
+    """The geometry of checked pairs and (top, bottom, left, right) pads, once the windows fit."""
+    top, bottom, left, right = pads
+    for axis, size, kk, dd, before, after in (("height", H, k[0], d[0], top, bottom),
+                                              ("width", W, k[1], d[1], left, right)):  # fmt: skip
         if size < 1:
             raise ValueError(f"input {axis} {size} must be at least 1")
-        extent = d * (k - 1) + 1
-        padded = size + 2 * p
+        extent = dd * (kk - 1) + 1
+        padded = size + before + after
         if extent > padded:
+            pads_text = f"2 x padding {before}" if before == after else f"padding {before} + {after}"
             raise ValueError(
-                f"kernel {axis} {k} with dilation {d} spans {extent} cells, more than the padded "
-                f"input {axis} {padded} (input {size} + 2 x padding {p})"
+                f"kernel {axis} {kk} with dilation {dd} spans {extent} cells, more than the padded "
+                f"input {axis} {padded} (input {size} + {pads_text})"
             )
-    return WindowGeometry(H, W, kh, kw, sh, sw, ph, ph, pw, pw, dh, dw)
+    return WindowGeometry(H, W, k[0], k[1], s[0], s[1], top, bottom, left, right, d[0], d[1])
+
+
+PADDING_STRINGS = ("valid", "same")
+
+
+def same_pads(kernel_size: tuple[int, int], dilation: tuple[int, int]) -> tuple[int, int, int, int]:
+    """padding="same" as (top, bottom, left, right), PyTorch's split (F.conv2d, nn.Conv2d's
+    _reversed_padding_repeated_twice): dilation*(k-1) cells per axis, half of them (rounded down)
+    before, the rest after; an odd total puts the extra row / column on the bottom / right."""
+    (kh, kw), (dh, dw) = kernel_size, dilation
+    th, tw = dh * (kh - 1), dw * (kw - 1)
+    return th // 2, th - th // 2, tw // 2, tw - tw // 2
+
+
+@memoised("conv_geometry", 1024)
+def conv_geometry(
+    H: int, W: int, kernel_size: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1
+) -> WindowGeometry:
+    """window_geometry for conv2d, whose padding may also be one of F.conv2d's strings:
+    "valid" (no padding) or "same" (the output keeps the input's size; stride 1 only, as in
+    PyTorch; the pads may differ by one cell, see same_pads)."""
+    if not isinstance(padding, str):
+        return window_geometry(H, W, kernel_size, stride, padding, dilation)
+    if padding not in PADDING_STRINGS:
+        raise ValueError(f"padding {padding!r} must be an int, a pair of ints, or one of {PADDING_STRINGS}")
+    if padding == "valid":
+        return window_geometry(H, W, kernel_size, stride, 0, dilation)
+    k, s, d = checked_pairs(kernel_size=(kernel_size, 1), stride=(stride, 1), dilation=(dilation, 1))
+    if s != (1, 1):
+        raise ValueError(
+            f"padding 'same' needs stride 1 in both dimensions, got stride {s} "
+            "(PyTorch: padding='same' is not supported for strided convolutions)"
+        )
+    return _placed(H, W, k, s, same_pads(k, d), d)
 
 
 def window_args(

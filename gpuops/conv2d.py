@@ -35,9 +35,9 @@ from gpuops.checks import (
     as_pair,
     check_groups,
     check_reflect_pads,
+    conv_geometry,
     layer_shapes,
     window_args,
-    window_geometry,
 )
 from gpuops.cublas import MIN_BUDGET
 from gpuops.index_math import tap_slices
@@ -112,7 +112,8 @@ def check_conv2d(
     groups: Any = 1,
     padding_mode: str = "zeros",
 ) -> ConvProblem:
-    """Validate conv2d's arguments by shape alone; ValueError names the parameter and the limit."""
+    """Validate conv2d's arguments by shape alone; ValueError names the parameter and the limit.
+    padding may be "valid" or "same" (checks.conv_geometry); the geometry holds all four pads."""
     if padding_mode not in PADDING_MODES:
         raise ValueError(f"padding_mode {padding_mode!r} must be one of {PADDING_MODES}")
     groups = check_groups(groups)
@@ -128,10 +129,16 @@ def check_conv2d(
             f"weight has {Cg} input channels per filter, but input channels {C} / groups {groups} "
             f"= {C // groups}"
         )
-    ph, pw = as_pair(padding, "padding")
-    if padding_mode == "reflect":
-        check_reflect_pads(H, W, (pw, pw, ph, ph))
-    g = window_geometry(H, W, (KH, KW), stride, padding, dilation)
+    if not isinstance(padding, str):
+        ph, pw = as_pair(padding, "padding")
+        if padding_mode == "reflect":
+            check_reflect_pads(H, W, (pw, pw, ph, ph))
+    # "same" may pad one cell more on the bottom / right: the geometry keeps all four pads, and
+    # every kernel and twin reads them right (kernels take the top / left pad and H_out / W_out,
+    # and a cell at or past H / W is padding; reflect mode mirrors it)
+    g = conv_geometry(H, W, (KH, KW), stride, padding, dilation)
+    if padding_mode == "reflect" and isinstance(padding, str):
+        check_reflect_pads(H, W, g.pads)
     return ConvProblem(N, C, M, groups, g, padding_mode)
 
 
@@ -645,8 +652,11 @@ def conv2d(
 ) -> Any:
     """F.conv2d (cross-correlation) on (N,C,H,W) or (C,H,W) input; weight (M, C/groups, kh, kw).
 
-    padding_mode "reflect" behaves as nn.Conv2d(padding_mode="reflect"). im2col_budget_bytes
-    caps X_unroll on the GPU (default: half of the free device memory).
+    padding: an int, an (h, w) pair, or F.conv2d's strings: "valid" (none) or "same" (output
+    as large as the input; stride 1 only; dilation*(k-1) cells per axis, the odd one on the
+    bottom / right, as PyTorch splits them). padding_mode "reflect" behaves as
+    nn.Conv2d(padding_mode="reflect"), with "same" too. im2col_budget_bytes caps X_unroll on
+    the GPU (default: half of the free device memory).
     """
     key = (stride, padding, dilation, groups, padding_mode, algorithm)
     ready = _ready.get(_ready_key(x, weight, bias, key)) if im2col_budget_bytes is None else None

@@ -526,15 +526,18 @@ def _input_gemm_fold_gpu(dy: Any, w: Any, q: GradProblem, budget_bytes: int | No
                 cols[:nb, group * CgKK : (group + 1) * CgKK],
                 trans_a=True,
             )
-        part = fold(
-            cols[:nb],
-            (g.H, g.W),
-            (g.KH, g.KW),
-            (g.dil_h, g.dil_w),
-            (g.pad_top, g.pad_left),
-            (g.stride_h, g.stride_w),
-            variant=FOLD_VARIANT,
-        )
+        if (g.pad_top, g.pad_left) == (g.pad_bottom, g.pad_right):
+            part = fold(
+                cols[:nb],
+                (g.H, g.W),
+                (g.KH, g.KW),
+                (g.dil_h, g.dil_w),
+                (g.pad_top, g.pad_left),
+                (g.stride_h, g.stride_w),
+                variant=FOLD_VARIANT,
+            )
+        else:  # padding="same" with one more cell after: F.fold takes symmetric pads, the kernel any
+            part = Call((nb, q.C, g.H, g.W), fold_launch(g, nb, q.C, FOLD_VARIANT))(cols[:nb])
         if nb == q.N:
             return part
         if dx is None:
@@ -717,7 +720,8 @@ def conv2d_backward(grad_output: Any, x: Any, weight: Any, stride: Any = 1, padd
                     weight_algorithm: str = AUTO) -> tuple[Any, Any, Any]:  # fmt: skip
     """(grad_input, grad_weight, grad_bias) of F.conv2d(x, weight, bias, ...) for the gradient
     grad_output of its output: what autograd computes. padding_mode "reflect" is the convolution
-    of the reflect-padded input (nn.Conv2d(padding_mode="reflect")).
+    of the reflect-padded input (nn.Conv2d(padding_mode="reflect")). padding takes conv2d's
+    "valid" and "same" too (one more cell on the bottom / right when dilation*(k-1) is odd).
 
     algorithm picks grad_input's kernel ("scatter", "gather", "gemm_fold", "auto"),
     weight_algorithm grad_weight's ("gemm", "direct", "auto").
