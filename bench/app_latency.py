@@ -26,7 +26,7 @@ from ui.state import Cell  # noqa: E402
 
 # page -> steps; each step is the session state a widget or a click leaves behind
 STEPS: dict[str, list[dict]] = {
-    "pages/conv2d.py": [
+    "pages/direct.py": [
         {"dc_k": 15}, {"dc_pick": Cell("out", 700, 300)}, {"dc_dil": 2}, {"dc_mode": "reflect"},
         {"dc_mix": True}, {"dc_pick": Cell("in", 10, 1000)}, {"dc_stride": 2}, {"dc_preset": "Gaussian"},
     ],
@@ -34,16 +34,16 @@ STEPS: dict[str, list[dict]] = {
         {"im_img_k": 7}, {"im_c": 3, "im_h": 6, "im_w": 6, "im_k": 4, "im_m": 3}, {"im_pick": Cell("col", 0, 5)},
         {"im_pick": Cell("in", 2, 3)},
     ],
-    "pages/unfold_fold.py": [
+    "pages/unfold.py": [
         {"uf_k": 9}, {"uf_stride": 1}, {"uf_stride": 3}, {"uf_pick": Cell("px", 600, 400)}, {"uf_dil": 4},
         {"uf_pick": Cell("patch", 5, 7)},
     ],
-    "pages/reflect_pad.py": [
+    "pages/reflect.py": [
         {"rp_img_pad": 1000}, {"rp_blur": 15}, {"rp_img_pick": Cell("pad", 10, 2500)},
         {"rp_h": 8, "rp_w": 8, "rp_left": 7, "rp_right": 7, "rp_top": 7, "rp_bottom": 7},
         {"rp_pick": Cell("pad", 0, 0)},
     ],
-    "pages/conv_backward.py": [
+    "pages/backward.py": [
         {"bw_h": 10, "bw_w": 10, "bw_k": 5, "bw_stride": 1, "bw_pad": 3, "bw_dil": 1},
         {"bw_nums": "image"}, {"bw_pick": Cell("dy", 2, 2)}, {"bw_wpick": Cell("x", 4, 4)}, {"bw_alg": "scatter"},
     ],

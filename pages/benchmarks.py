@@ -11,12 +11,12 @@ import streamlit as st
 
 import gpuops
 from gpuops import bench, results
-from ui import budget, entry, fair_share, state
-from ui.common import backend_name, figure, gpu_lock, shown_errors, style
+from ui import budget, navigation, shared, state
+from ui.common import backend_name, figure, shown_errors, style
 from ui.state import Param
 from viz import benchmarks as viz
 
-entry.through_app()  # a freshly started server may run this file alone: go through app.py
+navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 INFO = gpuops.backend_info()
 LEASES = {lease.id: lease for lease in results.group_leases(results.load_runs())}
@@ -239,10 +239,9 @@ def with_progress(job, bar, estimate_s: float, what: str):
 
     def progress(fraction: float, text: str) -> None:
         latest[:] = [fraction, text]
-        fair_share.give_way()  # between shapes the worker steps aside for light reruns under way
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench") as pool:
-        future = pool.submit(fair_share.adopt(job), progress)  # the worker keeps to the run's turn
+        future = pool.submit(job, progress)
         t0 = time.monotonic()
         while not future.done():
             elapsed = time.monotonic() - t0
@@ -287,18 +286,17 @@ def section_run_here() -> None:
 
 
 def run_benchmark(shapes: list[bench.Shape], repeat: int, parts: str | None, estimate: float) -> None:
-    lock = gpu_lock()
-    if not lock.acquire(blocking=False):
-        st.warning(
-            "Another session is measuring on this server (one benchmark or sweep at a time); try again "
-            "in a moment.",
-            icon=":material/hourglass_top:",
-        )
-        return
-    try:
+    with shared.measuring() as ours:
+        if not ours:
+            st.warning(
+                "Another session is measuring on this server (one benchmark or sweep at a time); try again "
+                "in a moment.",
+                icon=":material/hourglass_top:",
+            )
+            return
         bar = st.progress(0.0, text="starting")
         extra = {} if parts is None else {"parts": PARTS if parts == "all" else (parts,)}
-        with shown_errors("The benchmark"):  # gpu_lock only: see ui.budget.gpu_work
+        with shown_errors("The benchmark"):  # students' millisecond kernels run beside it
             st.session_state[REPORT] = with_progress(
                 lambda progress: bench.run(shapes, repeat=repeat, progress=progress, **extra),
                 bar,
@@ -306,8 +304,6 @@ def run_benchmark(shapes: list[bench.Shape], repeat: int, parts: str | None, est
                 "measuring",
             )
         bar.empty()
-    finally:
-        lock.release()
 
 
 def section_this_run() -> None:
@@ -377,11 +373,10 @@ def section_sweep() -> None:
     c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
     repeats = int(state.widget(SWEEP_REPEATS, container=c1))
     if c2.button("Run the size sweep", icon=":material/show_chart:"):
-        lock = gpu_lock()
-        if not lock.acquire(blocking=False):
-            st.warning("Another session is measuring on this server; try again in a moment.")
-        else:
-            try:
+        with shared.measuring() as ours:
+            if not ours:
+                st.warning("Another session is measuring on this server; try again in a moment.")
+            else:
                 bar = st.progress(0.0, text="sweeping")
                 with shown_errors("The size sweep"):
                     st.session_state[SWEEP] = results.size_sweep(
@@ -392,8 +387,6 @@ def section_sweep() -> None:
                         progress=lambda f, text: bar.progress(f, text=text),
                     )
                 bar.empty()
-            finally:
-                lock.release()
     sweep = st.session_state.get(SWEEP)
     if sweep is None:
         return

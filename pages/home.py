@@ -5,21 +5,21 @@ import streamlit as st
 
 import gpuops
 from gpuops import filters
-from ui import entry
+from ui import navigation
 from ui.common import style
 from ui.images import to_display
 from viz import home
 
-entry.through_app()  # a freshly started server may run this file alone: go through app.py
+navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 CARDS = [  # title, page file, one sentence, what the thumbnail shows
-    ("Direct convolution", "conv2d", "Each output pixel is a weighted sum of the input cells under the kernel; "
+    ("Direct convolution", "direct", "Each output pixel is a weighted sum of the input cells under the kernel; "
      "see which GPU thread computes which pixel.", "edges of your image (3 x 3 Laplacian)"),
     ("im2col + GEMM", "im2col", "Copy every receptive field into a column of X_unroll, then one matrix multiply "
      "computes all outputs, at K x K times the memory.", "X_unroll of a 4 x 4 grid (3 x 3 kernel): one colour per input cell"),
-    ("Unfold / Fold", "unfold_fold", "unfold cuts sliding patches into columns (F.unfold); fold puts them back and "
+    ("Unfold / Fold", "unfold", "unfold cuts sliding patches into columns (F.unfold); fold puts them back and "
      "sums where they overlap.", "fold(unfold(x)): overlaps summed, brighter"),
-    ("Reflect padding", "reflect_pad", "Grow the image by mirroring it at its edges, without repeating the edge "
+    ("Reflect padding", "reflect", "Grow the image by mirroring it at its edges, without repeating the edge "
      "pixel: no black frame for the convolution.", "your image reflect-padded (cyan: the original)"),
 ]  # fmt: skip
 

@@ -8,12 +8,12 @@ import streamlit as st
 
 import gpuops
 from gpuops.maps import im2col as maps
-from ui import budget, entry, pick, state
+from ui import budget, navigation, pick, state
 from ui.common import backend_name, compare, cuda_source, figure, session_cached, shown_errors, style
 from ui.state import Cell, Param
 from viz import im2col as viz
 
-entry.through_app()  # a freshly started server may run this file alone: go through app.py
+navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 # PMPP ch. 16's worked example: 3 input maps of 3 x 3, 2 filters of 3 x 2 x 2, and the book's outputs.
 BOOK_X = [

@@ -20,10 +20,9 @@ from streamlit.runtime.pages_manager import PagesManager  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 # AppTest starts every run as a freshly started server does: it sets PagesManager's "app with a
-# pages/ folder" flag anew, and then Streamlit runs a page whose URL is its file name (benchmarks,
-# im2col, home) on its own, without app.py (ui/entry.py; tests/test_entry.py checks that case on a
-# real server). A server clears the flag for good at its first run of app.py; so do page tests:
-# every run goes through app.py, its navigation and its sidebar.
+# pages/ folder" flag anew, so each run of a page would go through ui/navigation.through_app()'s
+# hand-over to app.py, a rerun that drops the run's button clicks. A server clears the flag for good
+# at its first run of app.py (tests/test_server_faults.py checks a fresh server); page tests do too.
 _pages_manager_init = PagesManager.__init__
 
 
@@ -36,11 +35,11 @@ PagesManager.__init__ = _init_as_a_running_server
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGES = {
-    "direct": "pages/conv2d.py",
+    "direct": "pages/direct.py",
     "im2col": "pages/im2col.py",
-    "unfold": "pages/unfold_fold.py",
-    "reflect": "pages/reflect_pad.py",
-    "backward": "pages/conv_backward.py",
+    "unfold": "pages/unfold.py",
+    "reflect": "pages/reflect.py",
+    "backward": "pages/backward.py",
     "bench": "pages/benchmarks.py",
 }
 

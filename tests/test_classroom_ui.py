@@ -22,7 +22,7 @@ from ui.classroom import SharedImage  # noqa: E402
 from ui.images import png_bytes  # noqa: E402
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-DIRECT = "pages/conv2d.py"
+DIRECT = "pages/direct.py"
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ from tests.apptest import AppTest, errors, expected_out, latex_results, open_pag
 from ui.state import Cell
 from viz import memo
 
-PAGE = "pages/conv2d.py"
+PAGE = "pages/direct.py"
 ALGORITHMS = getattr(gpuops, "ALL_ALGORITHMS", gpuops.ALGORITHMS)
 FIXED = ("sharpen", "Laplacian edge", "Sobel x", "Sobel y", "emboss")
 

@@ -17,7 +17,7 @@ import gpuops
 from tests.apptest import AppTest, expected_out, open_page, typed_array
 from viz.style import HIGHLIGHT, READER
 
-PAGE = "pages/conv_backward.py"
+PAGE = "pages/backward.py"
 CHARTS = {"bw_dx", "bw_anim", "bw_count", "bw_dw", "bw_reflect"}
 VIRIDIS_0 = "#440154"
 

@@ -20,7 +20,7 @@ from tests.apptest import AppTest, open_page
 from ui.state import Cell
 from viz.reflect_pad import neighbour_contrast, source_ids
 
-PAGE = "pages/reflect_pad.py"
+PAGE = "pages/reflect.py"
 HIGHLIGHT, READER, SECOND = "#ff7f0e", "#d62728", "#17becf"
 
 

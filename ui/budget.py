@@ -3,8 +3,9 @@
 Before a page computes, it estimates the work and memory (`conv2d_cost`, `bytes_cost`) and asks
 `check`: over the budget, an `OverBudgetError` error (a ValueError, shown in place of the result by
 ui.common.shown_errors) says what it would take and what to change. GPU work from every session
-runs through one process-wide queue (`gpu_work`), and each session may hold a share of the free
-GPU memory that shrinks as more sessions are active.
+of a server process runs one at a time (`gpu_work`), and each session may hold a share of the free
+GPU memory that shrinks as more sessions are active. Fairness between sessions comes from this
+budget and from running several server processes (scripts/dev.py serve), not from a scheduler.
 
 CPU costs, measured on a quiet 2-core machine: the NumPy twins are bound by copying strided
 slices (the tap loop copies the input once per tap: ~1.8 GB/s; im2col writes X_unroll into
@@ -17,6 +18,7 @@ figures room within the rerun's 2 s.
 from __future__ import annotations
 
 import contextlib
+import secrets
 import threading
 import time
 from collections.abc import Iterator
@@ -26,7 +28,6 @@ import streamlit as st
 
 import gpuops
 from gpuops.conv2d import ConvProblem
-from ui import fair_share
 
 CPU_SECONDS = 2.0  # per rerun
 CPU_BYTES = 512 * 2**20
@@ -92,17 +93,13 @@ def _sessions() -> tuple[dict[str, float], threading.Lock]:
 
 def note_session() -> None:
     """Count this session as active (app.py calls this on every rerun)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    if ctx is None:
-        return
+    sid = st.session_state.setdefault("_session_token", secrets.token_hex(8))
     seen, lock = _sessions()
     now = time.monotonic()
     with lock:
-        seen[ctx.session_id] = now
-        for sid in [s for s, t in seen.items() if now - t > ACTIVE_WINDOW_S]:
-            del seen[sid]
+        seen[sid] = now
+        for old in [s for s, t in seen.items() if now - t > ACTIVE_WINDOW_S]:
+            del seen[old]
 
 
 def active_sessions() -> int:
@@ -121,69 +118,20 @@ def gpu_session_bytes() -> int:
     return max(GPU_SESSION_FLOOR, free // 2 // active_sessions())
 
 
-class FairQueue:
-    """A lock that serves sessions in the order they asked. threading.Lock does not: a session
-    that releases it and asks again at once (a student pressing "Run the benchmark" over and over)
-    wins again and again, and on the H100 the hostile load test saw 20 light sessions get one
-    rerun in 60 s beside three such benchmark sessions."""
-
-    def __init__(self) -> None:
-        self._turns = threading.Condition()
-        self._next_ticket = 0  # the ticket the next arrival takes
-        self._serving = 0  # the ticket whose holder may run now
-        self._gone: set[int] = set()  # tickets whose holder stopped waiting (their turn is skipped)
-
-    def acquire(self, blocking: bool = True) -> bool:
-        """Take a turn: wait for it, or (blocking=False) take it only if nobody holds or waits."""
-        with self._turns:
-            if not blocking and self._serving != self._next_ticket:
-                return False
-            ticket = self._next_ticket
-            self._next_ticket += 1
-            try:
-                while ticket != self._serving:
-                    self._turns.wait()
-            except BaseException:
-                self._gone.add(ticket)
-                self._skip_gone()
-                raise
-        return True
-
-    def release(self) -> None:
-        with self._turns:
-            self._serving += 1
-            self._skip_gone()
-
-    def __enter__(self) -> FairQueue:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    def _skip_gone(self) -> None:
-        while self._serving in self._gone:
-            self._gone.discard(self._serving)
-            self._serving += 1
-        self._turns.notify_all()
-
-
 @st.cache_resource
-def _gpu_queue() -> FairQueue:
-    return FairQueue()
+def gpu_lock() -> threading.RLock:
+    """The one GPU lock of this server process: one session's kernels or timings at a time, so
+    memory peaks of concurrent sessions do not add up and no timing shares the GPU with another
+    session's work. Re-entrant: a timing may call code that takes it again."""
+    return threading.RLock()
 
 
 @contextlib.contextmanager
 def gpu_work() -> Iterator[None]:
-    """Run GPU work of one session at a time (kernels are milliseconds; a queue keeps memory
-    peaks of concurrent sessions from adding up). On the CPU it does nothing: NumPy's heavy
-    calls release the GIL, so sessions share the cores. Long measurements (a benchmark run, a
-    size sweep) do not hold it: they take ui.common.gpu_lock, one measurement at a time, and let
-    the students' millisecond kernels run beside them; holding this queue for a minute-long first
-    benchmark run (kernels compiled, cuDNN tuned) stalled every other session on the H100."""
+    """Run GPU work of one session at a time (kernels are milliseconds). On the CPU it does
+    nothing: NumPy's heavy calls release the GIL, so sessions share the cores."""
     if not gpuops.backend_info().gpu:
         yield
         return
-    fair_share.give_way()  # a long run lets the light reruns under way finish first
-    with _gpu_queue():
+    with gpu_lock():
         yield

@@ -1,46 +1,47 @@
 """Live classroom rooms: an instructor publishes what the class sees, followers mirror it.
 
-No Streamlit here: this is the process-wide state the classroom mode shares between sessions.
-- One `RoomRegistry` per server process (the app holds it with st.cache_resource). Each Streamlit
-  session runs in its own thread, so every method takes one registry lock; a room's state is an
-  immutable `Snapshot` (page, settings, optional shared PNG, version) that followers read by
-  reference, so a poll (`current`) is a dict lookup under the lock.
-- `create_room` gives a 6-character code (alphabet `CODE_ALPHABET`: 31 symbols without 0/O/1/I/L,
-  31**6 = 887,503,681 codes) and a `secrets.token_urlsafe(32)` secret (256 bits) that only the
-  instructor's session holds; only a hash of it is kept. Publishing needs the secret (constant-time
-  compare), so a student holding the code or the join link can watch but never drive.
-- Guessing: a session gets `join_attempts` failed joins per `join_window_s` (default 10 per minute).
-  With 20 live rooms that is 900 guesses in a 90-minute lecture, P(hit) <= 900 * 20 / 887.5e6 = 2e-5
-  per session (a script opening many sessions multiplies that); a hit only lets someone watch.
-- Bounded memory: at most `max_rooms` rooms, `max_followers` live followers per room (a follower that
-  stops polling for `follower_timeout_s` is dropped), one image of <= `max_image_bytes` per room, and
-  bounded tables of ended rooms and rate-limit entries. Rooms expire after `idle_expiry_s` without a
-  publish or `touch` from the instructor; expiry is checked lazily on access (no timer thread).
-- Several server processes: a room lives in the memory of the process that created it. A per-browser
-  sticky cookie is not enough (the instructor and each student would stick to different processes);
-  the whole class must reach the instructor's process, e.g. one process per port or base URL path
-  (`--server.baseUrlPath`) with the join link naming it. Sharing rooms across processes would take
-  an external store with this same API: Redis hashes for the room (secret hash, snapshot, INCR
-  version, EXPIRE for idle expiry), pub/sub or polling for followers, INCR + EXPIRE counters for the
-  join limit. We chose one process (60 followers polling once a second is ~60 lookups/s) and document
-  the routing rule.
+No Streamlit here. The rooms live in a store that every server process of a deployment shares, so
+a follower on any worker follows an instructor on any other:
+
+- `RoomStore` holds the rules once: codes, the instructor's secret (only its hash is stored),
+  versioned snapshots, presence, limits and rate limits. It keeps its data in a `Backend`, one of
+  two with the same small interface: `MemoryBackend` (one process, the default of
+  `python3 scripts/dev.py app`) and `RedisBackend` (`CONV_EXPLORER_REDIS_URL`, what
+  `python3 scripts/dev.py serve` starts). Times are wall-clock seconds (`time.time`), the clock
+  every process agrees on; tests inject their own.
+- A room is one record (JSON): the secret's hash, its owner's address, the instructor's last
+  heartbeat, a version, the page, the settings and the shared image's key. A follower's poll reads
+  that one record (one GET: microseconds in Redis, a dict lookup in memory); the version tells
+  it whether anything changed, so an unchanged room costs no rerun.
+- Presence: the instructor's open tab beats every few seconds. Without a beat for `left_after_s`
+  followers read "the instructor has left"; after `end_after_s` the room has ended. A beat in
+  between (the instructor's worker restarted, the tab reconnected) carries on with the same code.
+- Limits, all per client address and shared by every process: failed joins (code guessing),
+  room creations, wrong passphrases, and live rooms per address, so that no single client can
+  fill the server's room limit. Shared images live beside the room with the same lifetime, capped
+  in size.
+
+Codes: 6 characters of `CODE_ALPHABET` (31 symbols without 0/O/1/I/L: 31**6 = 887,503,681
+codes); secrets: `secrets.token_urlsafe(32)` (256 bits), compared by hash in constant time. With
+20 live rooms and 30 failed joins per minute per address, a 90-minute lecture allows 2,700
+guesses per address, P(hit) <= 2,700 * 20 / 887.5e6 = 6e-5; a hit only lets someone watch.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import math
 import os
 import re
 import secrets
 import threading
 import time
-from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: readable from a projector
 CODE_LENGTH = 6
@@ -50,11 +51,9 @@ MAX_SETTINGS = 256  # keys in one snapshot
 MAX_TEXT = 4096  # characters in a str setting value (a custom 15 x 15 kernel as URL text: up to 3150)
 MAX_INT = 2**31  # |int setting| < MAX_INT
 MAX_NAME = 80  # characters in a shared image's name
-MAX_WAIT_S = 60.0  # longest wait_for_change
 ENDED_KEEP_S = 6 * 3600.0  # how long "room X ended" is remembered (instead of "no room X")
-ENDED_KEEP_MAX = 1000
-MAX_TRACKED_SESSIONS = 10_000  # sessions with recent failed joins (oldest forgotten first)
-SWEEP_EVERY_S = 1.0
+FOLLOWER_TIMEOUT_S = 30.0  # a follower that has not polled for this long is not counted
+KEY_PREFIX = "ce:"  # every key this store writes (one Redis may serve other things too)
 
 _PAGE = re.compile(r"^[A-Za-z0-9_\-]{0,64}$")
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -68,19 +67,19 @@ class RoomError(Exception):
     """A classroom request that cannot be served; str(error) is a message for people."""
 
 
-class RoomNotFound(RoomError):  # noqa: N818 (names fixed by the integration contract)
+class RoomNotFound(RoomError):  # noqa: N818 (the names read as what happened)
     def __init__(self, shown: str) -> None:
         what = f"no room {shown}" if shown else "no room with that code"
         super().__init__(f"{what}: check the code on the projector")
 
 
-class RoomEnded(RoomError):  # noqa: N818 (names fixed by the integration contract)
-    """The room existed and has ended (expired or closed)."""
+class RoomEnded(RoomError):  # noqa: N818
+    """The room existed and has ended (the instructor closed it or left)."""
 
 
 class RoomExpired(RoomEnded):
-    def __init__(self, code: str, idle_s: float) -> None:
-        super().__init__(f"room {code} ended: no instructor activity for {_duration(idle_s)}")
+    def __init__(self, code: str, after_s: float) -> None:
+        super().__init__(f"room {code} ended: the instructor left {_duration(after_s)} ago")
 
 
 class RoomClosed(RoomEnded):
@@ -88,12 +87,12 @@ class RoomClosed(RoomEnded):
         super().__init__(f"room {code} ended: the instructor closed it")
 
 
-class NotInstructor(RoomError):  # noqa: N818 (names fixed by the integration contract)
+class NotInstructor(RoomError):  # noqa: N818
     def __init__(self, code: str) -> None:
         super().__init__(f"only the instructor who started room {code} can change it")
 
 
-class RoomFull(RoomError):  # noqa: N818 (names fixed by the integration contract)
+class RoomFull(RoomError):  # noqa: N818
     def __init__(self, code: str, limit: int) -> None:
         super().__init__(
             f"room {code} is full ({limit} followers, the server's limit CONV_EXPLORER_MAX_FOLLOWERS): "
@@ -101,23 +100,40 @@ class RoomFull(RoomError):  # noqa: N818 (names fixed by the integration contrac
         )
 
 
-class RoomLimitReached(RoomError):  # noqa: N818 (names fixed by the integration contract)
-    def __init__(self, limit: int, idle_s: float) -> None:
+class RoomLimitReached(RoomError):  # noqa: N818
+    def __init__(self, limit: int, end_after_s: float) -> None:
         super().__init__(
-            f"this server already runs {limit} rooms (the limit CONV_EXPLORER_MAX_ROOMS): close one, or "
-            f"wait until an idle room expires ({_duration(idle_s)} without instructor activity)"
+            f"this server already runs {limit} rooms (the limit CONV_EXPLORER_MAX_ROOMS): a room ends "
+            f"{_duration(end_after_s)} after its instructor's tab closes"
         )
 
 
-class TooManyAttempts(RoomError):  # noqa: N818 (names fixed by the integration contract)
-    def __init__(self, retry_after_s: float) -> None:
+class TooManyRooms(RoomError):  # noqa: N818
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"this address already runs {limit} live room{'' if limit == 1 else 's'} "
+            "(CONV_EXPLORER_MAX_ROOMS_PER_CLIENT): end one first"
+        )
+
+
+class TooManyAttempts(RoomError):  # noqa: N818
+    def __init__(self, what: str, retry_after_s: float) -> None:
         self.retry_after_s = retry_after_s
         super().__init__(
-            f"too many wrong room codes from this session: wait {math.ceil(retry_after_s)} s and try again"
+            f"too many {what} from this address: wait {math.ceil(retry_after_s)} s and try again"
         )
 
 
-class InvalidSnapshot(RoomError, ValueError):  # noqa: N818 (names fixed by the integration contract)
+class StoreUnavailable(RoomError):  # noqa: N818
+    """The shared store (Redis) does not answer; the room itself is not lost."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"the classroom store is not answering ({detail}): following pauses and resumes when it is back"
+        )
+
+
+class InvalidSnapshot(RoomError, ValueError):  # noqa: N818
     """What the instructor's session tried to publish is malformed (a bug in the caller)."""
 
 
@@ -159,52 +175,191 @@ class SharedImage:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What followers mirror. Immutable, so many threads may read the same one."""
+    """What followers mirror (immutable). The image is named by key; `RoomStore.image` has its bytes."""
 
     page: str  # url_path of the page, e.g. "direct" ("" for the home page)
     settings: Mapping[str, str | int | bool]  # a read-only MappingProxyType
-    image: SharedImage | None
+    image_key: str | None
+    image_name: str
     version: int  # 1, 2, ... per room, bumped only when the content changes
-    published_at: float  # the registry clock when this version was published
+    instructor_here: bool  # False once the instructor's heartbeat is overdue (the room goes on a while)
 
 
 @dataclass(frozen=True)
 class RoomStatus:
-    """What the instructor's sidebar shows (returned by touch)."""
+    """What the instructor's sidebar shows (returned by heartbeat)."""
 
     code: str
     version: int
     followers: int
-    expires_in_s: float
 
 
-@dataclass(frozen=True)
-class RegistryStats:
-    rooms: int
-    followers: int
-    image_bytes: int  # bytes of shared images held by live rooms
-    ended_rooms: int  # remembered so that their followers hear "ended", not "no room"
-    tracked_sessions: int  # sessions with failed joins inside the rate-limit window
+# ------------------------------------------------------------------------------ the backends
 
 
-@dataclass(frozen=True)
-class RoomView:
-    """A follower's handle on a room it joined (holds no secret: it cannot publish)."""
+class Backend(Protocol):
+    """The few operations the rooms need; MemoryBackend and RedisBackend implement them alike."""
 
-    code: str
-    follower_id: str
-    registry: RoomRegistry = field(repr=False, compare=False)
+    def get(self, key: str) -> bytes | None: ...
+    def put(self, key: str, value: bytes, ttl_s: float, *, only_new: bool = False) -> bool: ...
+    def expire(self, key: str, ttl_s: float) -> None: ...
+    def delete(self, key: str) -> None: ...
+    def count_in_window(self, key: str, window_s: float) -> int: ...
+    def mark(self, key: str, member: str, when: float) -> None: ...
+    def unmark(self, key: str, member: str) -> None: ...
+    def count_since(self, key: str, since: float) -> int: ...
+    def is_marked(self, key: str, member: str, since: float) -> bool: ...
 
-    def current(self) -> Snapshot | None:
-        return self.registry.current(self.code, follower_id=self.follower_id)
 
-    def wait_for_change(self, known_version: int, timeout_s: float) -> Snapshot | None:
-        return self.registry.wait_for_change(
-            self.code, known_version, timeout_s, follower_id=self.follower_id
+class MemoryBackend:
+    """One process's memory; thread-safe. Expiry is checked on access with the given clock."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._values: dict[str, tuple[bytes, float]] = {}
+        self._sets: dict[str, dict[str, float]] = {}
+        self._last_sweep = -math.inf
+
+    def _live(self, key: str, now: float) -> tuple[bytes, float] | None:
+        item = self._values.get(key)
+        if item is not None and item[1] <= now:
+            del self._values[key]
+            return None
+        return item
+
+    def _sweep(self, now: float) -> None:
+        """Forget expired values now and then (bounded memory without a timer thread)."""
+        if now - self._last_sweep < 60:
+            return
+        self._last_sweep = now
+        for key in [k for k, (_, until) in self._values.items() if until <= now]:
+            del self._values[key]
+
+    def get(self, key: str) -> bytes | None:
+        with self._lock:
+            item = self._live(key, self._clock())
+            return None if item is None else item[0]
+
+    def put(self, key: str, value: bytes, ttl_s: float, *, only_new: bool = False) -> bool:
+        with self._lock:
+            now = self._clock()
+            self._sweep(now)
+            if only_new and self._live(key, now) is not None:
+                return False
+            self._values[key] = (value, now + ttl_s)
+            return True
+
+    def expire(self, key: str, ttl_s: float) -> None:
+        with self._lock:
+            now = self._clock()
+            item = self._live(key, now)
+            if item is not None:
+                self._values[key] = (item[0], now + ttl_s)
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._values.pop(key, None)
+            self._sets.pop(key, None)
+
+    def count_in_window(self, key: str, window_s: float) -> int:
+        with self._lock:
+            now = self._clock()
+            item = self._live(key, now)
+            count = 1 if item is None else int(item[0]) + 1
+            self._values[key] = (str(count).encode(), now + window_s if item is None else item[1])
+            return count
+
+    def mark(self, key: str, member: str, when: float) -> None:
+        with self._lock:
+            self._sets.setdefault(key, {})[member] = when
+
+    def unmark(self, key: str, member: str) -> None:
+        with self._lock:
+            self._sets.get(key, {}).pop(member, None)
+
+    def count_since(self, key: str, since: float) -> int:
+        with self._lock:
+            members = self._sets.get(key, {})
+            for old in [m for m, t in members.items() if t < since]:
+                del members[old]
+            return len(members)
+
+    def is_marked(self, key: str, member: str, since: float) -> bool:
+        with self._lock:
+            return self._sets.get(key, {}).get(member, -math.inf) >= since
+
+
+class RedisBackend:
+    """Redis, shared by every process of a deployment (`redis` client; short timeouts, so a
+    stopped Redis is a clear StoreUnavailable within a second, and the next call reconnects)."""
+
+    def __init__(self, url: str) -> None:
+        import redis
+
+        self._errors = (redis.exceptions.RedisError, OSError)
+        self.url = url
+        self._redis = redis.Redis.from_url(
+            url, socket_timeout=1.0, socket_connect_timeout=1.0, health_check_interval=15
         )
 
-    def leave(self) -> None:
-        self.registry.leave(self.code, self.follower_id)
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except self._errors as exc:
+            raise StoreUnavailable(f"Redis at {_redacted(self.url)}: {type(exc).__name__}") from exc
+
+    def get(self, key: str) -> bytes | None:
+        return self._call(lambda: self._redis.get(key))
+
+    def put(self, key: str, value: bytes, ttl_s: float, *, only_new: bool = False) -> bool:
+        ms = max(1, int(ttl_s * 1000))
+        return bool(self._call(lambda: self._redis.set(key, value, px=ms, nx=only_new)))
+
+    def expire(self, key: str, ttl_s: float) -> None:
+        self._call(lambda: self._redis.pexpire(key, max(1, int(ttl_s * 1000))))
+
+    def delete(self, key: str) -> None:
+        self._call(lambda: self._redis.delete(key))
+
+    def count_in_window(self, key: str, window_s: float) -> int:
+        def count() -> int:
+            pipe = self._redis.pipeline()
+            pipe.incr(key)
+            pipe.pexpire(key, max(1, int(window_s * 1000)), nx=True)
+            return int(pipe.execute()[0])
+
+        return self._call(count)
+
+    def mark(self, key: str, member: str, when: float) -> None:
+        def add() -> None:
+            pipe = self._redis.pipeline()
+            pipe.zadd(key, {member: when})
+            pipe.expire(key, int(ENDED_KEEP_S))
+            pipe.execute()
+
+        self._call(add)
+
+    def unmark(self, key: str, member: str) -> None:
+        self._call(lambda: self._redis.zrem(key, member))
+
+    def count_since(self, key: str, since: float) -> int:
+        def count() -> int:
+            pipe = self._redis.pipeline()
+            pipe.zremrangebyscore(key, "-inf", f"({since}")
+            pipe.zcard(key)
+            return int(pipe.execute()[1])
+
+        return self._call(count)
+
+    def is_marked(self, key: str, member: str, since: float) -> bool:
+        score = self._call(lambda: self._redis.zscore(key, member))
+        return score is not None and score >= since
+
+
+def _redacted(url: str) -> str:
+    """A Redis URL without its password, to show in a message."""
+    return re.sub(r"//[^@/]*@", "//***@", url)
 
 
 # ------------------------------------------------------------------------- configuration
@@ -217,22 +372,24 @@ class _Var:
     lo: float
     hi: float
     whole: bool
-    scale: float  # value in the variable's unit -> RoomRegistry's unit
+    scale: float  # value in the variable's unit -> RoomStore's unit
     kwarg: str
 
 
 ENV_VARS = (
     _Var("CONV_EXPLORER_MAX_ROOMS", 20, 1, 1000, True, 1, "max_rooms"),
-    _Var("CONV_EXPLORER_MAX_FOLLOWERS", 100, 1, 1000, True, 1, "max_followers"),
-    _Var("CONV_EXPLORER_ROOM_IDLE_MINUTES", 90, 0.05, 1440, False, 60, "idle_expiry_s"),
+    _Var("CONV_EXPLORER_MAX_ROOMS_PER_CLIENT", 2, 1, 100, True, 1, "max_rooms_per_client"),
+    _Var("CONV_EXPLORER_MAX_FOLLOWERS", 400, 1, 5000, True, 1, "max_followers"),
+    _Var("CONV_EXPLORER_ROOM_END_MINUTES", 3, 0.1, 1440, False, 60, "end_after_s"),
     _Var("CONV_EXPLORER_ROOM_IMAGE_MB", 8, 0, 64, False, 1024 * 1024, "max_image_bytes"),
 )
+REDIS_ENV = "CONV_EXPLORER_REDIS_URL"
 _WHOLE = re.compile(r"^\d{1,7}$")
 _DECIMAL = re.compile(r"^\d{1,7}(\.\d{1,6})?$")
 
 
 def config_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """RoomRegistry keyword arguments from CONV_EXPLORER_* variables (unset or empty: the default).
+    """RoomStore keyword arguments from CONV_EXPLORER_* variables (unset or empty: the default).
 
     Raises ConfigError naming the variable, its value and the allowed range.
     """
@@ -261,7 +418,25 @@ def config_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     return kwargs
 
 
-# ------------------------------------------------------------------------------ the registry
+def backend_from_env(environ: Mapping[str, str] | None = None) -> Backend:
+    """RedisBackend when CONV_EXPLORER_REDIS_URL is set, else MemoryBackend."""
+    env = os.environ if environ is None else environ
+    url = env.get(REDIS_ENV, "").strip()
+    if not url:
+        return MemoryBackend()
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(
+            f"{REDIS_ENV} must be a redis://, rediss:// or unix:// URL, not {_redacted(url)[:40]!r}"
+        )
+    try:
+        return RedisBackend(url)
+    except ImportError as exc:
+        raise ConfigError(
+            f"{REDIS_ENV} is set but the redis package is not installed (pip install redis)"
+        ) from exc
+
+
+# ------------------------------------------------------------------------------ the rules
 
 
 def _random_code() -> str:
@@ -284,9 +459,9 @@ def _shown_code(raw: object) -> str:
     return text[:8] + ("…" if len(text) > 8 else "")
 
 
-def _digest(secret: object) -> bytes:
+def _digest(secret: object) -> str:
     data = secret.encode("utf-8", "surrogatepass") if isinstance(secret, str) else b""
-    return hashlib.sha256(b"conv-explorer-room\0" + data).digest()
+    return hashlib.sha256(b"conv-explorer-room\0" + data).hexdigest()
 
 
 def _duration(seconds: float) -> str:
@@ -321,222 +496,218 @@ def _settings_of(raw: object) -> dict[str, str | int | bool]:
     return out
 
 
-class _Room:
-    """A live room (mutable; only touched under the registry lock). Holds no secret, only its hash."""
-
-    __slots__ = ("changed", "code", "content", "followers", "last_activity", "secret_hash", "snapshot")
-
-    def __init__(self, code: str, secret_hash: bytes, now: float, lock: threading.Lock) -> None:
-        self.code = code
-        self.secret_hash = secret_hash
-        self.last_activity = now
-        self.snapshot: Snapshot | None = None
-        self.content: tuple | None = None
-        self.followers: dict[str, float] = {}  # follower_id -> last seen
-        self.changed = threading.Condition(lock)
-
-    @property
-    def version(self) -> int:
-        return 0 if self.snapshot is None else self.snapshot.version
+def _checked(name: str, value: object, lo: float, *, whole: bool) -> None:
+    if whole:
+        if not isinstance(value, int) or isinstance(value, bool) or value < lo:
+            raise ValueError(f"{name}={value!r} must be a whole number >= {lo:g}")
+    elif not isinstance(value, int | float) or not lo < value < math.inf:
+        raise ValueError(f"{name}={value!r} must be a number of seconds above {lo:g}")
 
 
-class RoomRegistry:
-    """All rooms of this server process; thread-safe. See the module docstring for the design."""
+@dataclass(frozen=True)
+class Limit:
+    """At most `count` events per `window_s` seconds per client address."""
+
+    count: int
+    window_s: float
+
+
+class RoomStore:
+    """All rooms of a deployment (see the module docstring); thread-safe if its backend is."""
 
     def __init__(
         self,
+        backend: Backend | None = None,
+        *,
         max_rooms: int = 20,
-        max_followers: int = 100,
-        idle_expiry_s: float = 90 * 60.0,
-        join_attempts: int = 10,
-        join_window_s: float = 60.0,
-        clock: Callable[[], float] = time.monotonic,
+        max_rooms_per_client: int = 2,
+        max_followers: int = 400,
+        end_after_s: float = 180.0,
+        left_after_s: float = 20.0,
         max_image_bytes: int = 8 * 1024 * 1024,
-        follower_timeout_s: float = 30.0,
+        failed_joins: Limit = Limit(30, 60.0),
+        creations: Limit = Limit(6, 600.0),
+        wrong_passphrases: Limit = Limit(5, 60.0),
+        clock: Callable[[], float] = time.time,
     ) -> None:
-        for name, value, lo in (
-            ("max_rooms", max_rooms, 1),
-            ("max_followers", max_followers, 1),
-            ("join_attempts", join_attempts, 1),
-            ("max_image_bytes", max_image_bytes, 0),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < lo:
-                raise ValueError(f"{name}={value!r} must be a whole number >= {lo}")
-        for name, value in (
-            ("idle_expiry_s", idle_expiry_s),
-            ("join_window_s", join_window_s),
-            ("follower_timeout_s", follower_timeout_s),
-        ):
-            if not isinstance(value, int | float) or not 0 < value < math.inf:
-                raise ValueError(f"{name}={value!r} must be a positive number of seconds")
+        _checked("max_rooms", max_rooms, 1, whole=True)
+        _checked("max_rooms_per_client", max_rooms_per_client, 1, whole=True)
+        _checked("max_followers", max_followers, 1, whole=True)
+        _checked("max_image_bytes", max_image_bytes, 0, whole=True)
+        _checked("end_after_s", end_after_s, 0, whole=False)
+        _checked("left_after_s", left_after_s, 0, whole=False)
         if not callable(clock):
-            raise ValueError("clock must be a function returning seconds (like time.monotonic)")
+            raise ValueError("clock must be a function returning seconds (like time.time)")
+        self.backend = MemoryBackend(clock) if backend is None else backend
         self.max_rooms = max_rooms
+        self.max_rooms_per_client = max_rooms_per_client
         self.max_followers = max_followers
-        self.idle_expiry_s = float(idle_expiry_s)
-        self.join_attempts = join_attempts
-        self.join_window_s = float(join_window_s)
+        self.end_after_s = float(end_after_s)
+        self.left_after_s = min(float(left_after_s), self.end_after_s / 2)
         self.max_image_bytes = max_image_bytes
-        self.follower_timeout_s = float(follower_timeout_s)
+        self.limits = {
+            "failed joins": failed_joins,
+            "new rooms": creations,
+            "wrong passphrases": wrong_passphrases,
+        }
         self._clock = clock
-        self._lock = threading.Lock()
-        self._rooms: dict[str, _Room] = {}
-        # code -> (when it ended, why): a new exception is made per raise (no shared tracebacks)
-        self._ended: OrderedDict[str, tuple[float, Callable[[], RoomEnded]]] = OrderedDict()
-        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
-        self._last_sweep = -math.inf
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> RoomRegistry:
-        """A registry configured by CONV_EXPLORER_* variables (ConfigError on bad values)."""
-        return cls(**{**config_from_env(environ), **overrides})
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> RoomStore:
+        """A store configured by CONV_EXPLORER_* variables (ConfigError on bad values)."""
+        return cls(backend_from_env(environ), **{**config_from_env(environ), **overrides})
+
+    # ---------------------------------------------------------------- keys
+    @staticmethod
+    def _room_key(code: str) -> str:
+        return f"{KEY_PREFIX}room:{code}"
+
+    @staticmethod
+    def _followers_key(code: str) -> str:
+        return f"{KEY_PREFIX}followers:{code}"
+
+    @staticmethod
+    def _image_key(key: str) -> str:
+        return f"{KEY_PREFIX}image:{key}"
+
+    @staticmethod
+    def _live_key(client: str | None = None) -> str:
+        return f"{KEY_PREFIX}live" + ("" if client is None else f":{client}")
+
+    @property
+    def _record_ttl_s(self) -> float:
+        return self.end_after_s + ENDED_KEEP_S
+
+    # ---------------------------------------------------------------- rate limits
+    def count_attempt(self, what: str, client: str) -> None:
+        """Count one event of kind `what` ("failed joins", "new rooms", "wrong passphrases") for the
+        client address; TooManyAttempts once its limit for the window is passed."""
+        limit = self.limits[what]
+        now = self._clock()
+        window = int(now // limit.window_s)
+        key = f"{KEY_PREFIX}limit:{what.replace(' ', '_')}:{client}:{window}"
+        if self.backend.count_in_window(key, limit.window_s) > limit.count:
+            raise TooManyAttempts(what, (window + 1) * limit.window_s - now)
+
+    def check_attempts(self, what: str, client: str) -> None:
+        """TooManyAttempts if the client has used up `what` in this window (counts nothing)."""
+        limit = self.limits[what]
+        now = self._clock()
+        window = int(now // limit.window_s)
+        raw = self.backend.get(f"{KEY_PREFIX}limit:{what.replace(' ', '_')}:{client}:{window}")
+        if raw is not None and int(raw) >= limit.count:
+            raise TooManyAttempts(what, (window + 1) * limit.window_s - now)
 
     # ---------------------------------------------------------------- instructor
-
-    def create_room(self) -> tuple[str, str]:
+    def create_room(self, client: str) -> tuple[str, str]:
         """A new room: (code to show on the projector, secret for the instructor's session only)."""
+        now = self._clock()
+        since = now - self.end_after_s
+        if self.backend.count_since(self._live_key(client), since) >= self.max_rooms_per_client:
+            raise TooManyRooms(self.max_rooms_per_client)
+        if self.backend.count_since(self._live_key(), since) >= self.max_rooms:
+            raise RoomLimitReached(self.max_rooms, self.end_after_s)
+        self.count_attempt("new rooms", client)
         secret = secrets.token_urlsafe(32)
-        with self._lock:
-            now = self._clock()
-            self._sweep(now, force=True)
-            if len(self._rooms) >= self.max_rooms:
-                raise RoomLimitReached(self.max_rooms, self.idle_expiry_s)
+        record = {"secret": _digest(secret), "owner": client, "beat": now, "closed": False, "version": 0,
+                  "content": "", "page": "", "settings": {}, "image": None}  # fmt: skip
+        while True:
             code = _random_code()
-            while code in self._rooms or code in self._ended:
-                code = _random_code()
-            self._rooms[code] = _Room(code, _digest(secret), now, self._lock)
+            if self.backend.put(self._room_key(code), _encode(record), self._record_ttl_s, only_new=True):
+                break
+        self.backend.mark(self._live_key(), code, now)
+        self.backend.mark(self._live_key(client), code, now)
         return code, secret
 
-    def publish(self, code: str, secret: str, snapshot_fields: Mapping[str, Any]) -> int:
+    def publish(self, code: str, secret: str, fields: Mapping[str, Any]) -> int:
         """Publish {"page": str, "settings": {name: value}, "image": SharedImage | None}.
 
         Returns the room's version: bumped only when page, settings or image differ from the last
-        publish. Any publish counts as instructor activity.
-        """
-        page, settings, image = self._fields(snapshot_fields)
-        content = (page, tuple((k, type(v).__name__, v) for k, v in settings.items()),
-                   None if image is None else (image.key, image.name))  # fmt: skip
-        with self._lock:
-            now = self._clock()
-            room = self._instructor_room(code, secret, now)
-            room.last_activity = now
-            if content == room.content:
-                return room.version
-            old = None if room.snapshot is None else room.snapshot.image
-            if image is not None and old is not None and (old.key, old.name) == (image.key, image.name):
-                image = old  # the same object: followers' caches keyed on it stay warm
-            room.snapshot = Snapshot(page, MappingProxyType(settings), image, room.version + 1, now)
-            room.content = content
-            room.changed.notify_all()
-            return room.snapshot.version
+        publish. A publish is also a heartbeat."""
+        page, settings, image = self._fields(fields)
+        room, record = self._instructor_record(code, secret)
+        content = hashlib.sha256(
+            json.dumps([page, settings, None if image is None else [image.key, image.name]]).encode()
+        ).hexdigest()
+        now = self._clock()
+        if image is not None:
+            self.backend.put(self._image_key(image.key), image.png, self.end_after_s + 60)
+        if content != record["content"]:
+            record.update(version=record["version"] + 1, content=content, page=page, settings=settings,
+                          image=None if image is None else [image.key, image.name])  # fmt: skip
+        self._beat(room, record, now)
+        return record["version"]
 
-    def touch(self, code: str, secret: str) -> RoomStatus:
-        """The instructor's heartbeat (keeps the room alive without a change); also checks a secret."""
-        with self._lock:
-            now = self._clock()
-            room = self._instructor_room(code, secret, now)
-            room.last_activity = now
-            self._prune_followers(room, now)
-            return RoomStatus(room.code, room.version, len(room.followers), self.idle_expiry_s)
+    def heartbeat(self, code: str, secret: str) -> RoomStatus:
+        """The instructor's open tab: keeps the room (and its image) alive; counts the followers.
+        After a restart the same call resumes the room, as long as it has not ended."""
+        room, record = self._instructor_record(code, secret)
+        now = self._clock()
+        self._beat(room, record, now)
+        if record["image"]:
+            self.backend.expire(self._image_key(record["image"][0]), self.end_after_s + 60)
+        followers = self.backend.count_since(self._followers_key(room), now - FOLLOWER_TIMEOUT_S)
+        return RoomStatus(room, record["version"], followers)
 
     def close(self, code: str, secret: str) -> None:
-        """End the room now; its followers get RoomClosed."""
-        with self._lock:
-            now = self._clock()
-            room = self._instructor_room(code, secret, now)
-            self._end(room, lambda: RoomClosed(room.code), now)
+        """End the room now; its followers hear RoomClosed at their next poll."""
+        room, record = self._instructor_record(code, secret)
+        record["closed"] = True
+        self.backend.put(self._room_key(room), _encode(record), ENDED_KEEP_S)
+        self.backend.unmark(self._live_key(), room)
+        self.backend.unmark(self._live_key(record["owner"]), room)
+        self.backend.delete(self._followers_key(room))
 
     # ----------------------------------------------------------------- followers
+    def join(self, code: str, follower_id: str, client: str) -> Snapshot | None:
+        """Follow room `code` (as a student typed it). Failed joins count against the address."""
+        fid = _follower_id(follower_id)
+        self.check_attempts("failed joins", client)
+        try:
+            return self.snapshot(code, fid)
+        except (RoomNotFound, RoomEnded):
+            self.count_attempt("failed joins", client)
+            raise
 
-    def join(self, code: str, follower_id: str) -> RoomView:
-        """Follow room `code` (as typed by a student). Failed joins count against the session's limit."""
-        fid = self._follower_id(follower_id)
-        with self._lock:
-            now = self._clock()
-            self._sweep(now)
-            self._check_attempts(fid, now)
-            try:
-                room = self._room(code, now)
-            except (RoomNotFound, RoomEnded):
-                self._record_failure(fid, now)
-                raise
-            self._admit(room, fid, now)
-            return RoomView(room.code, fid, self)
+    def snapshot(self, code: str, follower_id: str | None = None) -> Snapshot | None:
+        """The room's newest snapshot (None before the first publish): one read of the store.
+
+        With follower_id, also counts that follower as present (RoomFull when the room is full).
+        Raises RoomNotFound / RoomExpired / RoomClosed / StoreUnavailable."""
+        room, record = self._record(code)
+        now = self._clock()
+        if follower_id is not None:
+            self._admit(room, _follower_id(follower_id), now)
+        if record["version"] == 0:
+            return None
+        image = record["image"] or (None, "")
+        return Snapshot(
+            page=record["page"],
+            settings=MappingProxyType(record["settings"]),
+            image_key=image[0],
+            image_name=image[1],
+            version=record["version"],
+            instructor_here=now - record["beat"] < self.left_after_s,
+        )
 
     def leave(self, code: str, follower_id: str) -> None:
         """Stop following (no error if not following or the room is gone)."""
-        fid = self._follower_id(follower_id)
-        with self._lock:
-            norm = normalize_code(code)
-            room = self._rooms.get(norm) if norm else None
-            if room is not None:
-                room.followers.pop(fid, None)
+        norm = normalize_code(code)
+        if norm:
+            self.backend.unmark(self._followers_key(norm), _follower_id(follower_id))
 
-    def current(self, code: str, follower_id: str | None = None) -> Snapshot | None:
-        """The room's newest snapshot (None before the first publish). Cheap: poll it freely.
+    def image(self, key: str) -> bytes | None:
+        """A shared image's PNG bytes (None once its room is gone)."""
+        if not re.fullmatch(r"[0-9a-f]{32}", key or ""):
+            return None
+        return self.backend.get(self._image_key(key))
 
-        With follower_id, also marks that follower as alive (re-admitting one dropped for silence,
-        which may raise RoomFull). Raises RoomNotFound / RoomExpired / RoomClosed.
-        """
-        fid = None if follower_id is None else self._follower_id(follower_id)
-        with self._lock:
-            now = self._clock()
-            room = self._room(code, now)
-            if fid is not None:
-                self._admit(room, fid, now)
-            return room.snapshot
+    def live_rooms(self) -> int:
+        return self.backend.count_since(self._live_key(), self._clock() - self.end_after_s)
 
-    def wait_for_change(
-        self, code: str, known_version: int, timeout_s: float, follower_id: str | None = None
-    ) -> Snapshot | None:
-        """Block until the room's version exceeds known_version, or timeout_s (real seconds) pass;
-        then return the newest snapshot, as current() does. Raises as current() does, also when the
-        room ends while waiting."""
-        if not isinstance(timeout_s, int | float) or not 0 <= timeout_s <= MAX_WAIT_S:
-            raise ValueError(f"timeout_s={timeout_s!r} must be between 0 and {MAX_WAIT_S:g} seconds")
-        fid = None if follower_id is None else self._follower_id(follower_id)
-        deadline = time.monotonic() + timeout_s
-        with self._lock:
-            room = self._room(code, self._clock())
-            while (
-                room.version <= known_version
-                and self._rooms.get(room.code) is room
-                and self._clock() - room.last_activity < self.idle_expiry_s
-            ):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                room.changed.wait(remaining)
-            now = self._clock()
-            room = self._room(room.code, now)  # ended while waiting: raises
-            if fid is not None:
-                self._admit(room, fid, now)
-            return room.snapshot
-
-    # --------------------------------------------------------------------- stats
-
-    def stats(self) -> RegistryStats:
-        with self._lock:
-            now = self._clock()
-            self._sweep(now, force=True)
-            for room in self._rooms.values():
-                self._prune_followers(room, now)
-            return RegistryStats(
-                rooms=len(self._rooms),
-                followers=sum(len(r.followers) for r in self._rooms.values()),
-                image_bytes=sum(
-                    r.snapshot.image.nbytes
-                    for r in self._rooms.values()
-                    if r.snapshot is not None and r.snapshot.image is not None
-                ),
-                ended_rooms=len(self._ended),
-                tracked_sessions=len(self._failures),
-            )
-
-    # --------------------------------------------------- internals (lock held)
-
+    # --------------------------------------------------- internals
     def _fields(self, fields: Mapping[str, Any]) -> tuple[str, dict, SharedImage | None]:
-        """Validate what the instructor publishes (no lock needed: pure)."""
+        """Validate what the instructor publishes."""
         if not isinstance(fields, Mapping):
             raise InvalidSnapshot(f"publish takes a mapping of snapshot fields, not {type(fields).__name__}")
         unknown = set(fields) - _FIELDS
@@ -566,83 +737,48 @@ class RoomRegistry:
                 )
         return page, settings, image
 
-    def _room(self, code: object, now: float) -> _Room:
+    def _record(self, code: object) -> tuple[str, dict]:
+        """The live room's record; RoomNotFound / RoomEnded otherwise."""
         norm = normalize_code(code)
         if norm is None:
             raise RoomNotFound(_shown_code(code))
-        room = self._rooms.get(norm)
-        if room is None:
-            ended = self._ended.get(norm)
-            if ended is not None and now - ended[0] <= ENDED_KEEP_S:
-                raise ended[1]()
+        raw = self.backend.get(self._room_key(norm))
+        if raw is None:
             raise RoomNotFound(norm)
-        if now - room.last_activity >= self.idle_expiry_s:
-            self._end(room, self._expired_error(norm), now)
-            raise self._ended[norm][1]()
-        return room
+        record = json.loads(raw)
+        if record["closed"]:
+            raise RoomClosed(norm)
+        if self._clock() - record["beat"] >= self.end_after_s:
+            raise RoomExpired(norm, self.end_after_s)
+        return norm, record
 
-    def _expired_error(self, code: str) -> Callable[[], RoomEnded]:
-        idle = self.idle_expiry_s
-        return lambda: RoomExpired(code, idle)
+    def _instructor_record(self, code: object, secret: object) -> tuple[str, dict]:
+        room, record = self._record(code)
+        if not hmac.compare_digest(record["secret"], _digest(secret)):
+            raise NotInstructor(room)
+        return room, record
 
-    def _instructor_room(self, code: object, secret: object, now: float) -> _Room:
-        room = self._room(code, now)
-        if not hmac.compare_digest(room.secret_hash, _digest(secret)):
-            raise NotInstructor(room.code)
-        return room
+    def _beat(self, room: str, record: dict, now: float) -> None:
+        record["beat"] = now
+        self.backend.put(self._room_key(room), _encode(record), self._record_ttl_s)
+        self.backend.mark(self._live_key(), room, now)
+        self.backend.mark(self._live_key(record["owner"]), room, now)
 
-    def _end(self, room: _Room, why: Callable[[], RoomEnded], now: float) -> None:
-        del self._rooms[room.code]
-        self._ended[room.code] = (now, why)
-        while len(self._ended) > ENDED_KEEP_MAX:
-            self._ended.popitem(last=False)
-        room.followers.clear()
-        room.changed.notify_all()
+    def _admit(self, room: str, fid: str, now: float) -> None:
+        key, since = self._followers_key(room), now - FOLLOWER_TIMEOUT_S
+        if (
+            not self.backend.is_marked(key, fid, since)
+            and self.backend.count_since(key, since) >= self.max_followers
+        ):
+            raise RoomFull(room, self.max_followers)
+        self.backend.mark(key, fid, now)
 
-    def _sweep(self, now: float, force: bool = False) -> None:
-        """End idle rooms; forget old ended rooms and old failed joins."""
-        if not force and now - self._last_sweep < SWEEP_EVERY_S:
-            return
-        self._last_sweep = now
-        for room in [r for r in self._rooms.values() if now - r.last_activity >= self.idle_expiry_s]:
-            self._end(room, self._expired_error(room.code), now)
-        while self._ended and now - next(iter(self._ended.values()))[0] > ENDED_KEEP_S:
-            self._ended.popitem(last=False)
-        for fid in [f for f, times in self._failures.items() if now - times[-1] >= self.join_window_s]:
-            del self._failures[fid]
 
-    def _prune_followers(self, room: _Room, now: float) -> None:
-        stale = [f for f, seen in room.followers.items() if now - seen > self.follower_timeout_s]
-        for fid in stale:
-            del room.followers[fid]
+def _encode(record: dict) -> bytes:
+    return json.dumps(record, separators=(",", ":")).encode()
 
-    def _admit(self, room: _Room, fid: str, now: float) -> None:
-        if fid not in room.followers and len(room.followers) >= self.max_followers:
-            self._prune_followers(room, now)
-            if len(room.followers) >= self.max_followers:
-                raise RoomFull(room.code, self.max_followers)
-        room.followers[fid] = now
 
-    def _check_attempts(self, fid: str, now: float) -> None:
-        times = self._failures.get(fid)
-        if times is None:
-            return
-        while times and now - times[0] >= self.join_window_s:
-            times.popleft()
-        if not times:
-            del self._failures[fid]
-        elif len(times) >= self.join_attempts:
-            raise TooManyAttempts(times[0] + self.join_window_s - now)
-
-    def _record_failure(self, fid: str, now: float) -> None:
-        times = self._failures.setdefault(fid, deque(maxlen=self.join_attempts))
-        times.append(now)
-        self._failures.move_to_end(fid)
-        while len(self._failures) > MAX_TRACKED_SESSIONS:
-            self._failures.popitem(last=False)
-
-    @staticmethod
-    def _follower_id(follower_id: object) -> str:
-        if not isinstance(follower_id, str) or not 0 < len(follower_id) <= 128:
-            raise ValueError("follower_id must be a non-empty string of at most 128 characters")
-        return follower_id
+def _follower_id(follower_id: object) -> str:
+    if not isinstance(follower_id, str) or not 0 < len(follower_id) <= 128:
+        raise ValueError("follower_id must be a non-empty string of at most 128 characters")
+    return follower_id

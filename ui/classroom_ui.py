@@ -1,7 +1,8 @@
-"""The classroom mode in the app: an instructor starts a room, students follow it live (issue 15).
+"""The classroom mode in the app: an instructor starts a room, students follow it live.
 
-The rooms themselves (codes, the instructor's secret, versioned snapshots, expiry, limits) live in
-`ui.classroom`; this module is the Streamlit side, called twice per run by app.py:
+The rooms themselves (codes, the instructor's secret, versioned snapshots, presence, limits) live in
+`ui.classroom`, in a store every server process shares (`ui.shared.store`); this module is the
+Streamlit side, called twice per run by app.py:
 
 - `before_page` (after st.navigation, before the sidebar): joins a room named by the link
   (`?room=CODE`), and for a follower applies the room's newest snapshot to this session's settings
@@ -13,8 +14,13 @@ The rooms themselves (codes, the instructor's secret, versioned snapshots, expir
   after each run; for a follower it notices a change the student made (a widget, a click, another
   page) and turns that into breaking away: "exploring on your own", with a one-click way back.
 
-Secrets: the instructor's secret is kept in its own session_state only, never in a widget, a link,
-a message or a log. A follower holds only the code and a random follower id (per session).
+Secrets: the instructor's secret is kept in its session_state and in a cookie of the instructor's
+browser (`RESUME_COOKIE`, set by a script of this page, never in a widget, a link, a message or a log):
+after a worker restart or a reload, the new session reads it (st.context.cookies) and resumes the
+room with the same code. A follower holds only the code and a random follower id; its link
+(`?room=CODE`) brings it back to the room after a reconnect.
+Limits count per client address (`client_address`): st.context.ip_address, or behind the reverse
+proxy that `scripts/dev.py serve` starts (CONV_EXPLORER_TRUST_PROXY=1) the address it forwards.
 Images: a student's upload never leaves their session; the instructor's upload reaches followers
 only if "Share my image" is ticked, as a PNG re-encoded from the working-size pixels.
 """
@@ -25,6 +31,7 @@ import contextlib
 import hmac
 import html
 import io
+import json
 import os
 import secrets
 import socket
@@ -35,7 +42,6 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import streamlit as st
-from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 
 from ui import state
 from ui.classroom import (
@@ -43,19 +49,25 @@ from ui.classroom import (
     InvalidSnapshot,
     RoomEnded,
     RoomError,
-    RoomRegistry,
+    RoomStore,
     SharedImage,
     Snapshot,
+    StoreUnavailable,
+    TooManyAttempts,
+    normalize_code,
 )
 from ui.images import decode_image, png_bytes, to_display
+from ui.shared import store
 from ui.state import Param
 
-POLL_S = 1.0  # a follower asks the room for news this often (one dict lookup on the server)
+POLL_S = 1.0  # a follower asks the room for news this often (one read of the store)
+PRESENT_EVERY_S = 10.0  # a follower's poll counts it as present at most this often (one write)
 HEARTBEAT_S = 5.0  # the instructor's tab keeps the room alive and counts followers this often
+TRUST_PROXY_ENV = "CONV_EXPLORER_TRUST_PROXY"  # 1: the client address is the proxy's X-Real-Ip
+RESUME_COOKIE = "ce_room"  # the instructor's browser: code and secret, to resume after a restart
 KEY_ENV = "CONV_EXPLORER_INSTRUCTOR_KEY"  # when set, starting a room asks for this passphrase
 URL_ENV = "CONV_EXPLORER_PUBLIC_URL"  # the address students use (a reverse proxy's), if not the browser's
 LOCAL_ONLY = frozenset({"pres"})  # display preferences each student keeps (large projector text)
-PASS_ATTEMPTS, PASS_WINDOW_S = 5, 60.0  # wrong passphrases per session and window
 SHARED_NAME = "the instructor's image"
 LOOPBACK = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 
@@ -69,7 +81,10 @@ _BASELINE = "_room_baseline"  # (page, settings texts) after the last finished r
 _LEFT = "_room_left"  # code of the room this student broke away from (for "follow again")
 _LINK = "_room_link"  # the ?room= value this session has already acted on
 _NOTE = "_room_note"  # (kind, text): a message for the next run
-_PASS = "_room_pass_fails"  # times of wrong passphrases
+_SEEN = "_room_seen"  # when this follower last counted itself as present
+_IN_RUN = "_room_in_run"  # True during a full run of the app (a fragment's own rerun leaves it False)
+_COOKIE = "_room_cookie"  # the resume cookie's value this session last wrote ("" after clearing)
+_TRIED = "_room_tried_cookie"  # this session has looked at the resume cookie
 _PNG = "_room_png"  # (image key, SharedImage): the instructor's re-encoded working image
 _SIDEBAR: list[Param] = []  # the sidebar's Params (the same for every session), for the poll
 SHARE_KEY = "room_share"  # the instructor's "Share my image" checkbox
@@ -78,10 +93,9 @@ PASS_KEY = "room_passphrase"  # the instructor's passphrase input
 
 
 # ---- process-wide ----------------------------------------------------------------------------------------
-@st.cache_resource(show_spinner=False)
-def registry() -> RoomRegistry:
-    """The one RoomRegistry of this server process (CONV_EXPLORER_* variables; ConfigError if bad)."""
-    return RoomRegistry.from_env()  # polls are cheap: .streamlit/config.toml turns runner.postScriptGC off
+def registry() -> RoomStore:
+    """The rooms of this deployment (memory, or Redis with CONV_EXPLORER_REDIS_URL)."""
+    return store()
 
 
 @st.cache_resource(show_spinner=False)
@@ -92,9 +106,13 @@ def _page_params() -> dict[str, dict[str, Param]]:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _shared_pixels(key: str, cap: int, _png: bytes) -> np.ndarray:
-    """A shared image decoded once per process and working size (every follower uses the same)."""
-    pixels = decode_image(_png, cap).pixels
+def _shared_pixels(key: str, cap: int) -> np.ndarray | None:
+    """A shared image read from the store and decoded once per process and working size (every
+    follower uses the same); None once its room has gone."""
+    png = registry().image(key)
+    if png is None:
+        return None
+    pixels = decode_image(png, cap).pixels
     pixels.setflags(write=False)
     return pixels
 
@@ -114,6 +132,17 @@ def qr_png(text: str, scale: int = 8) -> bytes | None:
 # ---- small helpers ---------------------------------------------------------------------------------------
 def _ss() -> Any:
     return st.session_state
+
+
+def client_address() -> str:
+    """Who is asking, for the per-address limits: the browser's address, or behind our own proxy
+    (CONV_EXPLORER_TRUST_PROXY=1, set by scripts/dev.py serve) the address the proxy forwards."""
+    ip = st.context.ip_address
+    if os.environ.get(TRUST_PROXY_ENV) == "1" and (ip is None or ip in LOOPBACK):
+        forwarded = st.context.headers.get("X-Real-Ip", "")
+        if forwarded:
+            return forwarded.strip()[:64]
+    return ip or "local"
 
 
 def follower_id() -> str:
@@ -153,11 +182,8 @@ def _undo_stale_widgets(applied: dict[str, str]) -> None:
 
 
 def _fragment_run() -> bool:
-    """This run reruns fragments only (a poll), not the whole app."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    return bool(ctx is not None and ctx.fragment_ids_this_run)
+    """This run reruns fragments only (a poll), not the whole app: app.py's before_page did not run."""
+    return not _ss().get(_IN_RUN, False)
 
 
 def _follower_texts(sidebar: Sequence[Param]) -> dict[str, str]:
@@ -177,11 +203,12 @@ def _join(typed: str) -> bool:
     """Follow the room a student typed or opened (only this function passes typed codes on)."""
     ss = _ss()
     try:
-        view = registry().join(typed, follower_id())
+        registry().join(typed, follower_id(), client_address())
     except RoomError as exc:
         _note("error", f"Could not join: {exc}.")
         return False
-    ss[_FOLLOW], ss[_LINK] = view.code, view.code
+    code = normalize_code(typed)
+    ss[_FOLLOW], ss[_LINK], ss[_SEEN] = code, code, time.time()
     ss[_VERSION], ss[_SETTLING] = None, True
     ss.pop(_BASELINE, None)
     ss.pop(_LEFT, None)
@@ -230,17 +257,19 @@ def _passphrase_ok() -> bool:
     if not key:
         return True
     ss = _ss()
-    now = time.monotonic()
-    fails = [t for t in ss.get(_PASS, []) if now - t < PASS_WINDOW_S]
-    ss[_PASS] = fails
-    if len(fails) >= PASS_ATTEMPTS:
-        _note("error", f"Too many wrong passphrases: wait {int(PASS_WINDOW_S - (now - fails[0])) + 1} s.")
-        return False
     typed = str(ss.get(PASS_KEY, ""))
     ss[PASS_KEY] = ""  # not kept in the widget
-    if hmac.compare_digest(typed.encode("utf-8", "replace"), key.encode("utf-8", "replace")):
-        return True
-    fails.append(now)
+    try:
+        registry().check_attempts("wrong passphrases", client_address())
+        if hmac.compare_digest(typed.encode("utf-8", "replace"), key.encode("utf-8", "replace")):
+            return True
+        registry().count_attempt("wrong passphrases", client_address())
+    except TooManyAttempts as exc:
+        _note("error", f"{str(exc)[0].upper()}{str(exc)[1:]}.")
+        return False
+    except RoomError as exc:
+        _note("error", f"No room started: {exc}.")
+        return False
     _note("error", f"Wrong instructor passphrase (the server's {KEY_ENV}).")
     return False
 
@@ -252,7 +281,7 @@ def _on_start() -> None:
     if ss.get(_FOLLOW):
         _stop_following(ss[_FOLLOW], "You left the room you followed.", ended=False)
     try:
-        code, secret = registry().create_room()
+        code, secret = registry().create_room(client_address())
     except RoomError as exc:
         _note("error", f"No room started: {exc}.")
         return
@@ -270,6 +299,50 @@ def _on_end() -> None:
         with contextlib.suppress(RoomError):
             registry().close(*teach)
         _note("info", f"Room {teach[0]} ended; its followers were told.")
+
+
+def _resume_from_cookie() -> None:
+    """Once per session: the instructor's browser still holds a room (a reload, or its worker
+    restarted); resume it if it is alive, say so if it ended."""
+    ss = _ss()
+    if ss.get(_TRIED):
+        return
+    ss[_TRIED] = True
+    raw = st.context.cookies.get(RESUME_COOKIE, "")
+    if not isinstance(raw, str) or "." not in raw or ss.get(_TEACH):
+        return
+    code, _, secret = raw.partition(".")
+    try:
+        status = registry().heartbeat(code, secret)
+    except RoomEnded as exc:
+        _note("warning", f"Your {exc}.")
+        ss[_COOKIE] = "stale"  # cleared by _cookie_script
+        return
+    except RoomError:
+        ss[_COOKIE] = "stale"
+        return
+    ss[_TEACH] = (status.code, secret)
+    ss[_COOKIE] = raw
+    if ss.get(_FOLLOW):
+        ss[_FOLLOW] = None
+    _note("info", f"Room {status.code} resumed: your followers see your page again.")
+
+
+def _cookie_script() -> None:
+    """Keep the instructor's resume cookie in step with this session (written by the browser:
+    the server sends no headers on a websocket)."""
+    ss = _ss()
+    teach = ss.get(_TEACH)
+    want = f"{teach[0]}.{teach[1]}" if teach else ""
+    if ss.get(_COOKIE, "") == want:
+        return
+    ss[_COOKIE] = want
+    age = 6 * 3600 if want else 0
+    st.html(
+        f"<script>document.cookie = {json.dumps(f'{RESUME_COOKIE}={want}; path=/; max-age={age}; samesite=strict')};"
+        "</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 def _shared_image(image: Any) -> SharedImage | None:
@@ -299,6 +372,8 @@ def _publish(page: Any, sidebar: Sequence[Param]) -> None:
             _note("warning", f"Your image is not shared: {exc}.")
             registry().publish(code, secret, {**fields, "image": None})
             st.rerun()
+    except StoreUnavailable as exc:  # the room is not lost: the next run publishes again
+        _note("warning", f"{str(exc)[0].upper()}{str(exc)[1:]}.")
     except RoomError as exc:
         ss.pop(_TEACH, None)
         _note("warning", f"{exc}.")
@@ -341,7 +416,9 @@ def _follow(page: Any, pages: Sequence[Any], sidebar: Sequence[Param]) -> Snapsh
     ss = _ss()
     code = ss[_FOLLOW]
     try:
-        snap = registry().current(code, follower_id=follower_id())
+        snap = _poll(code)
+    except StoreUnavailable:
+        return None  # the mode line says so; the follower keeps its view and keeps polling
     except RoomError as exc:
         _stop_following(code, f"{exc}. You are exploring on your own.", ended=isinstance(exc, RoomEnded))
         return None
@@ -363,13 +440,27 @@ def _follow(page: Any, pages: Sequence[Any], sidebar: Sequence[Param]) -> Snapsh
     return snap
 
 
+def _poll(code: str) -> Snapshot | None:
+    """The room's snapshot; counts this follower as present every PRESENT_EVERY_S."""
+    ss = _ss()
+    now = time.time()
+    present = now - ss.get(_SEEN, 0.0) >= PRESENT_EVERY_S
+    snap = registry().snapshot(code, follower_id() if present else None)
+    if present:
+        ss[_SEEN] = now
+    return snap
+
+
 def _shared_source(snap: Snapshot | None) -> Callable[[int], tuple[np.ndarray, str, tuple[str, ...]]] | None:
-    if snap is None or snap.image is None:
+    if snap is None or snap.image_key is None:
         return None
-    image = snap.image
+    key = snap.image_key
 
     def load(cap: int) -> tuple[np.ndarray, str, tuple[str, ...]]:
-        return _shared_pixels(image.key, cap, image.png), SHARED_NAME, ()
+        pixels = _shared_pixels(key, cap)
+        if pixels is None:
+            raise ValueError("the instructor's shared image is no longer available")
+        return pixels, SHARED_NAME, ()
 
     return load
 
@@ -464,7 +555,10 @@ def _following_line(code: str, titles: dict[str, str]) -> None:
     if ss.get(_FOLLOW) != code:
         st.rerun()
     try:
-        snap = registry().current(code, follower_id=follower_id())
+        snap = _poll(code)
+    except StoreUnavailable as exc:
+        st.warning(f"**Following room {code}**: {exc}.", icon=":material/cloud_off:")
+        return
     except RoomError as exc:
         _stop_following(code, f"{exc}. You are exploring on your own.", ended=isinstance(exc, RoomEnded))
         st.rerun()
@@ -479,7 +573,11 @@ def _following_line(code: str, titles: dict[str, str]) -> None:
     st.markdown(
         f":material/visibility: **Following room {code}**{where}; a change of your own stops following."
     )
-    if snap is not None and snap.settings.get("source") == "upload" and snap.image is None:
+    if snap is not None and not snap.instructor_here:
+        minutes = registry().end_after_s / 60
+        st.warning(f"The instructor has left: room {code} ends {minutes:g} minutes after they left, unless "
+                   "they come back.", icon=":material/person_off:")  # fmt: skip
+    if snap is not None and snap.settings.get("source") == "upload" and snap.image_key is None:
         st.caption("The instructor uses an uploaded image that is not shared: you see your own image, so sizes "
                    "and picks may differ.")  # fmt: skip
 
@@ -487,7 +585,7 @@ def _following_line(code: str, titles: dict[str, str]) -> None:
 def _instructing_line(code: str) -> None:
     """The instructor's mode line; its fragment keeps the room alive (at least 3 beats per idle
     time, so a short CONV_EXPLORER_ROOM_IDLE_MINUTES still lasts while the tab is open)."""
-    st.fragment(run_every=min(HEARTBEAT_S, registry().idle_expiry_s / 3))(_heartbeat)(code)
+    st.fragment(run_every=min(HEARTBEAT_S, registry().left_after_s / 3))(_heartbeat)(code)
 
 
 def _heartbeat(code: str) -> None:
@@ -496,7 +594,10 @@ def _heartbeat(code: str) -> None:
     if not teach or teach[0] != code:
         st.rerun()
     try:
-        status = registry().touch(*teach)
+        status = registry().heartbeat(*teach)
+    except StoreUnavailable as exc:
+        st.warning(f"**Instructing room {code}**: {exc}.", icon=":material/cloud_off:")
+        return
     except RoomError as exc:
         ss.pop(_TEACH, None)
         _note("warning", f"{exc}.")
@@ -549,6 +650,8 @@ def before_page(page: Any, pages: Sequence[Any], sidebar: Sequence[Param]) -> Ca
     except ConfigError as exc:
         st.sidebar.error(f"Classroom mode is off: {exc}", icon=":material/school:")
         return None
+    ss[_IN_RUN] = True
+    _resume_from_cookie()
     ss["_room_url_path"] = page.url_path
     _SIDEBAR[:] = sidebar
     link = st.query_params.get("room")
@@ -561,6 +664,7 @@ def before_page(page: Any, pages: Sequence[Any], sidebar: Sequence[Param]) -> Ca
         del st.query_params["room"]  # the link follows only while this session follows
     _sidebar(page)
     _mode_line({p.url_path: p.title for p in pages})
+    _cookie_script()
     return _shared_source(snap) if ss.get(_FOLLOW) else None
 
 
@@ -568,17 +672,17 @@ def before_page(page: Any, pages: Sequence[Any], sidebar: Sequence[Param]) -> Ca
 def after_page(page: Any, sidebar: Sequence[Param]) -> Iterator[None]:
     """Around page.run(): afterwards the instructor publishes; a follower's own change breaks away.
 
-    A run cut short by st.rerun publishes nothing (the next run will); st.stop and a page error
-    count as finished runs."""
+    A run cut short by st.rerun or st.stop (Streamlit's control flow, not an Exception) publishes
+    nothing: the next finished run does. A page error counts as a finished run."""
     try:
         yield
-    except RerunException:
-        raise
-    except BaseException:
+    except Exception:
         _after(page, sidebar)
         raise
     else:
         _after(page, sidebar)
+    finally:
+        _ss()[_IN_RUN] = False
 
 
 def _after(page: Any, sidebar: Sequence[Param]) -> None:

@@ -22,13 +22,6 @@ COMPARE_SHARE = 0.75  # of the CPU rerun budget a comparison may spend timing (u
 RESULT_SLOTS = 8  # per-session cache of computed results, bounded
 
 
-@st.cache_resource
-def gpu_lock() -> budget.FairQueue:
-    """One GPU-heavy job (timing sweeps, benchmarks) at a time across all sessions, in the order
-    they asked (a plain Lock let repeated benchmark runs starve every other session's timing)."""
-    return budget.FairQueue()
-
-
 @contextlib.contextmanager
 def shown_errors(what: str) -> Iterator[None]:
     """Show a bad setting's ValueError (or a GPU out-of-memory) in place of the result.
@@ -56,7 +49,7 @@ def style() -> Style:
 
 def session_cached(key: tuple, compute: Callable[[], Any]) -> Any:
     """Reuse a result within this session while its inputs are unchanged (bounded per session).
-    GPU work runs through the process-wide queue (ui.budget.gpu_work)."""
+    GPU work holds the process's GPU lock (ui.budget.gpu_work)."""
     store: dict = st.session_state.setdefault("_results", {})
     if key in store:
         return store[key]
@@ -75,7 +68,7 @@ def time_call(fn: Callable[[], Any], repeat: int = 5) -> Timing:
     and a laptop must stay responsive, so no warm-up and at most ~0.25 s of repeats.
     """
     if gpuops.backend_info().gpu:
-        with gpu_lock():
+        with budget.gpu_lock():
             return measure(fn, gpu=True, warmup=3, repeat=repeat)
     return measure(fn, gpu=False, warmup=0, repeat=3, max_seconds=0.25)
 

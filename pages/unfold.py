@@ -10,14 +10,14 @@ import streamlit as st
 import gpuops
 from gpuops.maps import unfold_fold as maps
 from gpuops.unfold_fold import fold_launch, unfold_launch
-from ui import budget, entry, pick, state
+from ui import budget, navigation, pick, state
 from ui.common import backend_name, compare, cuda_source, figure, session_cached, shown_errors, style
 from ui.images import to_display
 from ui.records import Folded
 from ui.state import Cell, Param
 from viz import unfold_fold as viz
 
-entry.through_app()  # a freshly started server may run this file alone: go through app.py
+navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 K = Param("uf_k", 3, "Kernel K", "slider", lo=1, hi=9)
 S = Param("uf_stride", 2, "Stride S", "slider", lo=1, hi=6)

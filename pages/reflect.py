@@ -8,13 +8,13 @@ from gpuops import filters
 from gpuops.conv2d import check_conv2d
 from gpuops.maps import reflect_pad as maps
 from gpuops.reflect_pad import reflect_pad_launch
-from ui import budget, entry, pick, state
+from ui import budget, navigation, pick, state
 from ui.common import backend_name, compare, cuda_source, figure, session_cached, shown_errors, style
 from ui.images import to_display
 from ui.state import Cell, Param
 from viz import reflect_pad as viz
 
-entry.through_app()  # a freshly started server may run this file alone: go through app.py
+navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 GRID_H = Param("rp_h", 4, "Grid height H", "slider", lo=1, hi=8)
 GRID_W = Param("rp_w", 5, "Grid width W", "slider", lo=1, hi=8)

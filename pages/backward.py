@@ -14,13 +14,13 @@ from gpuops.conv2d import check_conv2d
 from gpuops.maps import conv_backward as maps
 from gpuops.maps.reflect_pad import copies_of
 from gpuops.reflect_pad import reflect_pad_backward_launch
-from ui import budget, entry, pick, state
+from ui import budget, navigation, pick, state
 from ui.common import backend_name, compare, cuda_source, figure, session_cached, shown_errors, style
 from ui.records import Example
 from ui.state import Cell, Param
 from viz import conv_backward as viz
 
-entry.through_app()  # a freshly started server may run this file alone: go through app.py
+navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 H = Param("bw_h", 7, "Input H", "slider", lo=2, hi=10)
 W = Param("bw_w", 8, "Input W", "slider", lo=2, hi=10)

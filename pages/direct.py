@@ -13,7 +13,7 @@ import streamlit as st
 import gpuops
 from gpuops import filters
 from gpuops.maps import conv2d as maps
-from ui import budget, entry, pick, state
+from ui import budget, navigation, pick, state
 from ui.common import (
     backend_name,
     compare,
@@ -32,7 +32,7 @@ from ui.state import Cell, Param
 from viz import conv2d as viz
 from viz.images import signed_to_display
 
-entry.through_app()  # a freshly started server may run this file alone: go through app.py
+navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 PRESET = Param("dc_preset", "box blur", "Kernel", "select", choices=(*filters.PRESETS, "custom"))
 K = Param("dc_k", 3, "Size K", "slider", lo=1, hi=filters.MAX_KERNEL,

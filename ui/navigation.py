@@ -1,0 +1,56 @@
+"""The app's pages in one list, and the way back to app.py for a page Streamlit ran on its own.
+
+Streamlit keeps its first multipage design alive for an app with a pages/ folder: until some run
+in the server process has called st.navigation, it runs a request for /direct (a page's file
+name) through a menu of its own, made of the folder's file names, and runs that file alone: no
+sidebar, no page config, no classroom. Every page therefore calls `through_app()` first. When
+app.py is not running it, the page calls st.navigation with the app's pages (which ends that
+design for the whole process, as Streamlit documents) and runs the request again, through app.py;
+the URL names the same page there. Page files are named as their URL paths, so the request finds
+its page in either design.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+import streamlit as st
+
+# (file stem = url path, title, icon); the first is the home page
+PAGES = (
+    ("home", "Home", ":material/home:"),
+    ("direct", "Direct convolution", ":material/grid_on:"),
+    ("im2col", "im2col + GEMM", ":material/view_column:"),
+    ("unfold", "Unfold / Fold", ":material/apps:"),
+    ("reflect", "Reflect padding", ":material/flip:"),
+    ("backward", "Backward & transposed", ":material/undo:"),
+    ("benchmarks", "Benchmarks", ":material/speed:"),
+)
+
+_inside = threading.local()  # set while app.py runs a page (in the script's own thread)
+
+
+def pages() -> list[st.Page]:
+    return [
+        st.Page(f"pages/{stem}.py", title=title, icon=icon, url_path=stem, default=i == 0)
+        for i, (stem, title, icon) in enumerate(PAGES)
+    ]
+
+
+@contextlib.contextmanager
+def app_run() -> Iterator[None]:
+    """app.py runs the page inside this."""
+    _inside.active = True
+    try:
+        yield
+    finally:
+        _inside.active = False
+
+
+def through_app() -> None:
+    """Called first by every page: outside app.py, hand the request to app.py's navigation."""
+    if not getattr(_inside, "active", False):
+        st.navigation(pages(), position="hidden")
+        st.rerun()
