@@ -394,8 +394,8 @@ class StClient:
                 self.session_id = ns.initialize.session_id
             if ns.page_script_hash:
                 self.page_script_hash = ns.page_script_hash
-            if ns.app_pages:
-                self.pages = {p.url_pathname: p.page_script_hash for p in ns.app_pages}
+            if ns.app_pages:  # by URL path and by title (Streamlit fills either, by version)
+                self.pages.update(_page_keys(ns.app_pages))
             if not self._run_fragments:  # a full run: the browser drops its auto-rerun timers
                 self._timers.clear()
             self._written = set()
@@ -416,7 +416,7 @@ class StClient:
                 self._timers.pop(fid, None)
         elif kind == "navigation":
             if msg.navigation.app_pages:
-                self.pages = {p.url_pathname: p.page_script_hash for p in msg.navigation.app_pages}
+                self.pages = _page_keys(msg.navigation.app_pages)
             if msg.navigation.page_script_hash:
                 self.page_script_hash = msg.navigation.page_script_hash
         elif kind == "page_not_found":
@@ -477,6 +477,13 @@ class StClient:
                 self.on_run(self, run)
             except Exception as exc:
                 self.errors.append(f"on_run: {type(exc).__name__}: {exc}")
+
+
+def _page_keys(app_pages: Any) -> dict[str, str]:
+    """page_script_hash by URL path and by title."""
+    keys = {p.page_name: p.page_script_hash for p in app_pages if p.page_name}
+    keys.update({p.url_pathname: p.page_script_hash for p in app_pages if p.url_pathname})
+    return keys
 
 
 def _under(path: tuple[int, ...], written: set[tuple[int, ...]]) -> bool:

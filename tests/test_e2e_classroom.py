@@ -145,7 +145,7 @@ def test_follow_break_away_rejoin_and_change_page(server, browser):
         a.get_by_text(f"Following room {code}").wait_for(timeout=30000)
 
         # the instructor changes page: everyone follows
-        teacher.switch_page("Reflect padding")
+        teacher.switch_page("reflect")
         delays += [until(lambda: title(a) == "Reflect padding", what="the page change"),
                    until(lambda: on_page(b, "Reflect padding"), what="the page change (b)")]  # fmt: skip
         assert f"room={code}" in a.url and "/reflect" in a.url
@@ -164,13 +164,14 @@ def test_follow_break_away_rejoin_and_change_page(server, browser):
     a.close()
 
 
-def test_an_expired_room_gives_its_message(browser):
+def test_a_room_ends_when_its_instructor_leaves(browser):
     """The instructor's sidebar shows the code, the link and its QR code. A server whose rooms
-    expire after 6 s without the instructor: the open tab's heartbeat keeps the room; closing the
-    instructor's tab ends it, and the follower is told and keeps working. On the light Home page:
-    a page whose rerun outlasts the expiry would hold up the heartbeat."""
+    end 12 s after the instructor's last heartbeat (followers hear "left" after 6 s): the open
+    tab's heartbeat keeps the room; closing the instructor's tab ends it, and the follower is told
+    twice and keeps working. On the light Home page: a page whose rerun outlasts the expiry would
+    hold up the heartbeat."""
     port = _free_port()
-    proc = start_server(port, env={"CONV_EXPLORER_ROOM_IDLE_MINUTES": "0.1"})
+    proc = start_server(port, env={"CONV_EXPLORER_ROOM_END_MINUTES": "0.2"})
     server = f"http://127.0.0.1:{port}"
     try:
         warm_up(browser, server + "/")
@@ -182,12 +183,12 @@ def test_an_expired_room_gives_its_message(browser):
         assert f"/?room={code}" in sidebar.inner_text()
         shot(teacher, "classroom_instructor_1366x768")
         student = follow(browser, server, code)
-        time.sleep(7)  # longer than the idle time: the open tab's heartbeat keeps the room
+        time.sleep(13)  # longer than the room's end time: the open tab's heartbeat keeps the room
         assert student.get_by_text(f"Following room {code}").count() == 1
+        assert student.get_by_text("The instructor has left").count() == 0
         teacher.close()
-        student.get_by_text(f"room {code} ended: no instructor activity for 6 seconds").wait_for(
-            timeout=20000
-        )
+        student.get_by_text("The instructor has left").wait_for(timeout=20000)
+        student.get_by_text(f"room {code} ended: the instructor left 12 seconds ago").wait_for(timeout=20000)
         assert student.get_by_text("Exploring on your own", exact=True).count() == 0  # nothing to rejoin
         no_exception(student)
         shot(student, "classroom_expired_1366x768")

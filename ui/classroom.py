@@ -207,7 +207,7 @@ class Backend(Protocol):
     def count_in_window(self, key: str, window_s: float) -> int: ...
     def mark(self, key: str, member: str, when: float) -> None: ...
     def unmark(self, key: str, member: str) -> None: ...
-    def count_since(self, key: str, since: float) -> int: ...
+    def count_since(self, key: str, since: float) -> int: ...  # marked after `since`
     def is_marked(self, key: str, member: str, since: float) -> bool: ...
 
 
@@ -281,13 +281,13 @@ class MemoryBackend:
     def count_since(self, key: str, since: float) -> int:
         with self._lock:
             members = self._sets.get(key, {})
-            for old in [m for m, t in members.items() if t < since]:
+            for old in [m for m, t in members.items() if t <= since]:
                 del members[old]
             return len(members)
 
     def is_marked(self, key: str, member: str, since: float) -> bool:
         with self._lock:
-            return self._sets.get(key, {}).get(member, -math.inf) >= since
+            return self._sets.get(key, {}).get(member, -math.inf) > since
 
 
 class RedisBackend:
@@ -346,7 +346,7 @@ class RedisBackend:
     def count_since(self, key: str, since: float) -> int:
         def count() -> int:
             pipe = self._redis.pipeline()
-            pipe.zremrangebyscore(key, "-inf", f"({since}")
+            pipe.zremrangebyscore(key, "-inf", since)
             pipe.zcard(key)
             return int(pipe.execute()[1])
 
@@ -354,7 +354,7 @@ class RedisBackend:
 
     def is_marked(self, key: str, member: str, since: float) -> bool:
         score = self._call(lambda: self._redis.zscore(key, member))
-        return score is not None and score >= since
+        return score is not None and score > since
 
 
 def _redacted(url: str) -> str:

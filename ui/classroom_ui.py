@@ -138,9 +138,10 @@ def client_address() -> str:
     """Who is asking, for the per-address limits: the browser's address, or behind our own proxy
     (CONV_EXPLORER_TRUST_PROXY=1, set by scripts/dev.py serve) the address the proxy forwards."""
     ip = st.context.ip_address
+    ip = ip if isinstance(ip, str) else None  # None on loopback (and in AppTest)
     if os.environ.get(TRUST_PROXY_ENV) == "1" and (ip is None or ip in LOOPBACK):
         forwarded = st.context.headers.get("X-Real-Ip", "")
-        if forwarded:
+        if isinstance(forwarded, str) and forwarded.strip():
             return forwarded.strip()[:64]
     return ip or "local"
 
@@ -303,11 +304,14 @@ def _on_end() -> None:
 
 def _resume_from_cookie() -> None:
     """Once per session: the instructor's browser still holds a room (a reload, or its worker
-    restarted); resume it if it is alive, say so if it ended."""
+    restarted); resume it if it is alive, say so if it ended. A join link (?room=) means follow:
+    a tab opened from it, even in the instructor's own browser, follows instead."""
     ss = _ss()
     if ss.get(_TRIED):
         return
     ss[_TRIED] = True
+    if "room" in st.query_params:
+        return
     raw = st.context.cookies.get(RESUME_COOKIE, "")
     if not isinstance(raw, str) or "." not in raw or ss.get(_TEACH):
         return
