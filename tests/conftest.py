@@ -177,3 +177,4 @@ def host(a) -> np.ndarray:
 # The browser tests' fixtures (one server and one Chromium for the whole session), available to
 # every test module; imported last because tests/browser.py uses IN_CI and require from here.
 from tests.browser import browser, server  # noqa: E402, F401
+from tests.support_redis import redis_server, redis_url  # noqa: E402, F401
