@@ -1,6 +1,6 @@
 """Server time per rerun on every page, at the largest image and kernels a student can choose.
 
-`python bench/app_latency.py [--cap 1024] [--out FILE]` drives each page with streamlit's AppTest:
+`python3 -m bench.app_latency [--cap 1024] [--out FILE]` drives each page with streamlit's AppTest:
 opens it, then applies the page's heaviest settings and picks one step at a time (as a slider move
 or a click leaves them), then presses its Compare button. Each step is one rerun, timed end to end
 (compute, figures, serialisation; not the browser's drawing). A step the compute budget refuses is
@@ -17,38 +17,54 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import gpuops
+from tests.apptest import AppTest  # every run through app.py, as on a running server
+from ui.state import Cell
 
-import gpuops  # noqa: E402
-from tests.apptest import AppTest  # noqa: E402 (every run through app.py, as on a running server)
-from ui.state import Cell  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 # page -> steps; each step is the session state a widget or a click leaves behind
 STEPS: dict[str, list[dict]] = {
     "pages/direct.py": [
-        {"dc_k": 15}, {"dc_pick": Cell("out", 700, 300)}, {"dc_dil": 2}, {"dc_mode": "reflect"},
-        {"dc_mix": True}, {"dc_pick": Cell("in", 10, 1000)}, {"dc_stride": 2}, {"dc_preset": "Gaussian"},
+        {"dc_k": 15},
+        {"dc_pick": Cell("out", 700, 300)},
+        {"dc_dil": 2},
+        {"dc_mode": "reflect"},
+        {"dc_mix": True},
+        {"dc_pick": Cell("in", 10, 1000)},
+        {"dc_stride": 2},
+        {"dc_preset": "Gaussian"},
     ],
     "pages/im2col.py": [
-        {"im_img_k": 7}, {"im_c": 3, "im_h": 6, "im_w": 6, "im_k": 4, "im_m": 3}, {"im_pick": Cell("col", 0, 5)},
+        {"im_img_k": 7},
+        {"im_c": 3, "im_h": 6, "im_w": 6, "im_k": 4, "im_m": 3},
+        {"im_pick": Cell("col", 0, 5)},
         {"im_pick": Cell("in", 2, 3)},
     ],
     "pages/unfold.py": [
-        {"uf_k": 9}, {"uf_stride": 1}, {"uf_stride": 3}, {"uf_pick": Cell("px", 600, 400)}, {"uf_dil": 4},
+        {"uf_k": 9},
+        {"uf_stride": 1},
+        {"uf_stride": 3},
+        {"uf_pick": Cell("px", 600, 400)},
+        {"uf_dil": 4},
         {"uf_pick": Cell("patch", 5, 7)},
     ],
     "pages/reflect.py": [
-        {"rp_img_pad": 1000}, {"rp_blur": 15}, {"rp_img_pick": Cell("pad", 10, 2500)},
+        {"rp_img_pad": 1000},
+        {"rp_blur": 15},
+        {"rp_img_pick": Cell("pad", 10, 2500)},
         {"rp_h": 8, "rp_w": 8, "rp_left": 7, "rp_right": 7, "rp_top": 7, "rp_bottom": 7},
         {"rp_pick": Cell("pad", 0, 0)},
     ],
     "pages/backward.py": [
         {"bw_h": 10, "bw_w": 10, "bw_k": 5, "bw_stride": 1, "bw_pad": 3, "bw_dil": 1},
-        {"bw_nums": "image"}, {"bw_pick": Cell("dy", 2, 2)}, {"bw_wpick": Cell("x", 4, 4)}, {"bw_alg": "scatter"},
+        {"bw_nums": "image"},
+        {"bw_pick": Cell("dy", 2, 2)},
+        {"bw_wpick": Cell("x", 4, 4)},
+        {"bw_alg": "scatter"},
     ],
     "pages/benchmarks.py": [],
-}  # fmt: skip
+}
 
 
 def timed_run(at: AppTest) -> float:
@@ -76,8 +92,13 @@ def measure_page(page: str, cap: int) -> dict:
         for key, value in change.items():
             at.session_state[key] = value
         seconds = timed_run(at)
-        steps.append({"step": ", ".join(f"{k}={v}" for k, v in change.items()), "s": round(seconds, 3),
-                      "outcome": outcome(at)})  # fmt: skip
+        steps.append(
+            {
+                "step": ", ".join(f"{k}={v}" for k, v in change.items()),
+                "s": round(seconds, 3),
+                "outcome": outcome(at),
+            }
+        )
     compare = [b for b in at.button if b.label.startswith("Compare")]
     if compare:
         compare[0].click()
@@ -99,8 +120,11 @@ def main() -> int:
     for page in args.pages.split(","):
         report["pages"][page] = result = measure_page(page, args.cap)
         slow = result["slowest"]
-        print(f"{page}: median rerun {result['median_rerun_s']} s, slowest {slow['s']} s ({slow['step']}: "
-              f"{slow['outcome']})", flush=True)  # fmt: skip
+        print(
+            f"{page}: median rerun {result['median_rerun_s']} s, slowest {slow['s']} s ({slow['step']}: "
+            f"{slow['outcome']})",
+            flush=True,
+        )
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
     return 0

@@ -1,7 +1,7 @@
 """Time the v1 direct kernel under several block shapes against the source article's naive kernel
 (bench/peers/article_naive_conv.cu), on the standard shapes, in one run.
 
-`python3 bench/direct_variants.py [--repeat 30]`: prints a table (median ms, CUDA events) and
+`python3 -m bench.direct_variants [--repeat 30]`: prints a table (median ms, CUDA events) and
 checks every variant against cuDNN-free float64-ish ground truth (our tiled kernel) first.
 """
 
@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import cupy as cp
 import numpy as np
 from cupyx.profiler import benchmark
 
 import gpuops
-from gpuops.bench import STANDARD_SHAPES
+from bench.suite import STANDARD_SHAPES
 from gpuops.conv2d import PixelRowMap, check_conv2d, direct_launch
 from gpuops.launch import KERNEL_DIR, source_text
 

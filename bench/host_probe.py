@@ -1,14 +1,11 @@
 """Host time per call of each operation's repeat path (Python + launch, the GPU left to run
-asynchronously): `python3 bench/host_probe.py` prints microseconds per call. Run it for two trees
-(e.g. an older one in another folder) in one lease to compare host paths."""
+asynchronously): `python3 -m bench.host_probe` prints microseconds per call. To compare host paths,
+run it for two trees on one machine: in an older tree's root, `PYTHONPATH=<this repository> python3
+-m bench.host_probe` times that tree's gpuops (the current folder comes first on the path)."""
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path.cwd()))
 
 import cupy as cp
 

@@ -2,24 +2,21 @@
 
 A variant is the shipped kernel file with text replaced (or an older file), compiled as its own
 module; every variant's output is compared with the shipped kernel's before it is timed.
-`python3 bench/kernel_variants.py [--repeat 30] [--old DIR]`: DIR holds an older gpuops/ tree
+`python3 -m bench.kernel_variants [--repeat 30] [--old DIR]`: DIR holds an older gpuops/ tree
 (e.g. `git archive <commit> gpuops | tar -x -C DIR`) whose kernels join as "old" variants.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import cupy as cp
 import numpy as np
 from cupyx.profiler import benchmark
 
 import gpuops
-from gpuops.bench import STANDARD_SHAPES, Shape
+from bench.suite import STANDARD_SHAPES, Shape
 from gpuops.launch import KERNEL_DIR, source_text
 
 
@@ -103,12 +100,20 @@ def median_ms(fn, repeat: int) -> float:
     return float(np.median(benchmark(fn, n_warmup=5, n_repeat=repeat).gpu_times[0]) * 1e3)
 
 
-SHAPES = [*STANDARD_SHAPES, Shape("vgg_like", 8, 128, 112, 112, 128, 3, 1, 1), Shape("k5", 16, 32, 64, 64, 64, 5, 1, 2),
-          Shape("late_stage", 32, 512, 7, 7, 512, 3, 1, 1)]  # fmt: skip
+SHAPES = [
+    *STANDARD_SHAPES,
+    Shape("vgg_like", 8, 128, 112, 112, 128, 3, 1, 1),
+    Shape("k5", 16, 32, 64, 64, 64, 5, 1, 2),
+    Shape("late_stage", 32, 512, 7, 7, 512, 3, 1, 1),
+]
 
 
-FAMILY_ALGORITHMS = {"v1 direct": "direct", "v3 tiled": "tiled", "v4 implicit gemm": "implicit_gemm",
-                     "v5 tf32": "implicit_gemm_tf32"}  # fmt: skip
+FAMILY_ALGORITHMS = {
+    "v1 direct": "direct",
+    "v3 tiled": "tiled",
+    "v4 implicit gemm": "implicit_gemm",
+    "v5 tf32": "implicit_gemm_tf32",
+}
 
 
 def cases(family: str):

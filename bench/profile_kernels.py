@@ -1,19 +1,16 @@
 """Run each GPU kernel once on the standard shapes, for Nsight Compute to profile.
 
-`ncu --metrics ... python bench/profile_kernels.py` (see bench/NOTES.md for the command).
+`ncu --metrics ... python3 -m bench.profile_kernels` (see bench/NOTES.md for the command).
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import cupy as cp
 
 import gpuops
-from gpuops.bench import STANDARD_SHAPES
+from bench.suite import STANDARD_SHAPES
 
 for s in STANDARD_SHAPES:
     x = cp.random.standard_normal((s.N, s.C, s.H, s.W), dtype=cp.float32)

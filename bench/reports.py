@@ -1,9 +1,11 @@
-"""Benchmark results: the committed runs in bench/results/*.json, compared with their peers.
+"""Benchmark reports: the curated runs in bench/results/*.json, compared with their peers.
 
-A run is one report of `python -m gpuops.bench` (a JSON object with "backend", "started",
-"repeat" and a "results" list of records {shape, op, impl, median_ms, gbps, tflops, extra}).
-Records are read generically by (shape, op, impl): whatever ops and impls a run holds are
-shown, so new ops or shape classes of the benchmark need no change here.
+A report is what `python3 -m bench.suite --out FILE` writes: a JSON object with "schema" (SCHEMA),
+"commit" (the code measured), "device", "versions" (python, numpy, cupy, cuda, torch, cudnn; null
+where not installed), then "backend", "started", "repeat" and a "results" list of records
+{shape, op, impl, median_ms, gbps, tflops, extra}. Records are read generically by (shape, op,
+impl): whatever ops and impls a run holds are shown, so new ops or shape classes of the benchmark
+need no change here.
 
 - `impl` names starting with "ours" are this project's kernels ("ours", "ours:tiled"); every
   other impl of the same shape and op is a peer measured in the same run ("torch:cudnn",
@@ -11,7 +13,9 @@ shown, so new ops or shape classes of the benchmark need no change here.
 - The op "copy" is the bandwidth ceiling of the run (a device-to-device copy): memory-bound
   records are also given as a fraction of it.
 - A lease: runs on the same device and software, started within LEASE_WINDOW_S of each other
-  (the committed H100 runs come in pairs from one lease, so run-to-run spread is visible).
+  (the committed H100 runs come in pairs, so run-to-run spread is visible).
+- The folder is read once per process (`load_runs`): the reports are committed data, not files
+  that change while the app runs.
 - The size sweep (`size_sweep`) times conv2d per image size and algorithm, repeated, and
   summarises each point as a `Spread` (median, quartiles, min-max; noisy over NOISY).
 """
@@ -21,13 +25,15 @@ from __future__ import annotations
 import functools
 import json
 import statistics
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-RESULTS_DIR = Path(__file__).resolve().parent.parent / "bench" / "results"
+SCHEMA = 1  # the report format this module reads and bench.suite writes
+REPORTS_DIR = Path(__file__).resolve().parent / "results"
 LEASE_WINDOW_S = 600  # runs started within 10 minutes on the same device and software: one lease
 NOISY = 0.30  # a point whose min-max spread exceeds 30% of its median is called noisy
 COPY = "copy"
@@ -64,6 +70,11 @@ class Run:
     seconds: float | None
     records: tuple[dict[str, Any], ...]
     python: str | None = None
+    schema: int | None = None
+    commit: str | None = None  # the code measured ("unknown" where it was not recorded)
+    device_name: str | None = None  # the report's "device"
+    versions: dict[str, str | None] = field(default_factory=dict)
+    note: str | None = None  # what the report says about its own fields
 
     @property
     def gpu(self) -> bool:
@@ -71,6 +82,8 @@ class Run:
 
     @property
     def device(self) -> str:
+        if self.device_name:
+            return self.device_name
         return str(self.backend.get("device") or "GPU") if self.gpu else "CPU (NumPy)"
 
     @property
@@ -94,6 +107,8 @@ class Run:
         out.append(f"PyTorch {self.torch}" if self.torch else "no PyTorch")
         if cudnn_text(self.cudnn):
             out.append(f"cuDNN {cudnn_text(self.cudnn)}")
+        if self.commit and self.commit != "unknown":
+            out.append(f"commit {self.commit}")
         return out
 
     def date(self) -> str:
@@ -113,9 +128,13 @@ class Run:
 
 
 def parse_run(data: Any, name: str) -> Run:
-    """A Run from a report object; ValueError if it is not a benchmark report."""
+    """A Run from a report object; ValueError if it is not a benchmark report of a schema this
+    module reads (reports from before the schema are read as they are)."""
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise ValueError(f"{name} is not a benchmark report (no results list)")
+    schema = data.get("schema")
+    if schema is not None and (not isinstance(schema, int) or isinstance(schema, bool) or schema > SCHEMA):
+        raise ValueError(f"{name}: report schema {schema!r}, this version reads schema {SCHEMA} and older")
     records = []
     for r in data["results"]:
         if not isinstance(r, dict) or not {"shape", "op", "impl", "median_ms"} <= set(r):
@@ -133,6 +152,7 @@ def parse_run(data: Any, name: str) -> Run:
         except ValueError:
             started = None
     backend = data.get("backend") if isinstance(data.get("backend"), dict) else {}
+    versions = data.get("versions") if isinstance(data.get("versions"), dict) else {}
     return Run(
         name,
         started,
@@ -143,28 +163,48 @@ def parse_run(data: Any, name: str) -> Run:
         data.get("seconds"),
         tuple(records),
         data.get("python"),
+        schema,
+        _text(data.get("commit")),
+        _text(data.get("device")),
+        {str(k): _text(v) for k, v in versions.items()},
+        _text(data.get("note")),
     )
 
 
-@functools.lru_cache(maxsize=64)
-def _read(path: str, mtime_ns: int, size: int) -> Run | None:
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def read_report(path: Path) -> Run | None:
+    """One report file as a Run; None for a file that is not a readable benchmark report."""
     try:
-        return parse_run(json.loads(Path(path).read_text()), Path(path).name)
+        return parse_run(json.loads(path.read_text()), path.name)
     except (OSError, ValueError):  # json.JSONDecodeError is a ValueError
         return None
 
 
+_LOADED: dict[Path, tuple[Run, ...]] = {}  # folder -> its reports, newest first
+_LOADING = threading.Lock()
+
+
 def load_runs(folder: Path | None = None) -> list[Run]:
-    """Every benchmark report in `folder` (default RESULTS_DIR), newest first; other JSON files
-    (latency and load-test results) are skipped."""
-    runs = []
-    for path in sorted(Path(folder or RESULTS_DIR).glob("*.json")):
-        st = path.stat()
-        run = _read(str(path), st.st_mtime_ns, st.st_size)
-        if run is not None:
-            runs.append(run)
-    oldest = datetime.min.replace(tzinfo=UTC)
-    return sorted(runs, key=lambda r: (r.started or oldest, r.name), reverse=True)
+    """Every benchmark report in `folder` (default REPORTS_DIR), newest first, read once per
+    process and folder (every session of the app shares them); other JSON files are skipped."""
+    where = Path(folder or REPORTS_DIR).resolve()
+    with _LOADING:
+        runs = _LOADED.get(where)
+        if runs is None:
+            found = (read_report(path) for path in sorted(where.glob("*.json")))
+            oldest = datetime.min.replace(tzinfo=UTC)
+            runs = tuple(
+                sorted(
+                    (r for r in found if r is not None),
+                    key=lambda r: (r.started or oldest, r.name),
+                    reverse=True,
+                )
+            )
+            _LOADED[where] = runs
+    return list(runs)
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,19 @@
-"""The benchmark command: `python -m gpuops.bench [--out FILE] [--shapes ...] [--repeat N]`.
+"""The benchmark command: `python3 -m bench.suite [--out FILE] [--shapes ...] [--repeat N]`.
 
-Times every operation and algorithm on the standard shapes of DESIGN.md, on the default
-backend, next to peers measured in the same run (a device-to-device copy for bandwidth;
-PyTorch / cuDNN / cuBLAS when torch imports), and prints a table and writes JSON.
+Times every operation and algorithm on the standard shapes, on the default backend, next to peers
+measured in the same run (a device-to-device copy for bandwidth; PyTorch / cuDNN / cuBLAS when
+torch imports), prints a table and writes a report: JSON with the fields `bench.reports` reads
+(schema, commit, device, versions, then the run and its records). The Benchmarks page runs the
+same suite through `run()`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -20,7 +24,10 @@ from typing import Any
 import numpy as np
 
 import gpuops
+from bench.reports import SCHEMA, cudnn_text
 from gpuops.timing import measure
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -113,8 +120,14 @@ class Suite:
         self.records.append(rec)
         return rec
 
-    def add_op(self, shape: str, op: str, flops: int, ours: dict[str, Callable[[], Any]],
-               torch_fn: Callable[[], Any] | None) -> None:  # fmt: skip
+    def add_op(
+        self,
+        shape: str,
+        op: str,
+        flops: int,
+        ours: dict[str, Callable[[], Any]],
+        torch_fn: Callable[[], Any] | None,
+    ) -> None:
         """Our implementations of one op (impl "ours:<name>"), then PyTorch's where it runs."""
         for name, fn in ours.items():
             self.add(shape, op, f"ours:{name}", fn, flops=flops)
@@ -236,8 +249,14 @@ class Suite:
                 error = (
                     self._rel_error(F.conv2d(tx, tw, **conv), reference) if reference is not None else None
                 )
-                self.add(s.name, "conv2d", "torch:cudnn_tf32", lambda: F.conv2d(tx, tw, **conv), flops=plan.flops,
-                         rel_error_vs_float64=error)  # fmt: skip
+                self.add(
+                    s.name,
+                    "conv2d",
+                    "torch:cudnn_tf32",
+                    lambda: F.conv2d(tx, tw, **conv),
+                    flops=plan.flops,
+                    rel_error_vs_float64=error,
+                )
                 self.torch.backends.cudnn.allow_tf32 = False
             if s.groups != 1:  # the unfold + GEMM peers below are for dense layers
                 return
@@ -302,9 +321,16 @@ class Suite:
             F and (lambda: F.conv_transpose2d(tdy, tw, None, s.stride, s.pad, output_padding)),
         )
         weight_algorithms = ("auto", *gpuops.GRAD_WEIGHT_ALGORITHMS) if self.gpu else ("auto",)
-        self.add_op(s.name, "conv2d_grad_weight", q.flops, {
-            a: lambda a=a: gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm=a, **conv) for a in weight_algorithms
-        }, grad and (lambda: grad(tdy, tx, tw, None, *aten_args, [False, True, False])))  # fmt: skip
+        self.add_op(
+            s.name,
+            "conv2d_grad_weight",
+            q.flops,
+            {
+                a: lambda a=a: gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm=a, **conv)
+                for a in weight_algorithms
+            },
+            grad and (lambda: grad(tdy, tx, tw, None, *aten_args, [False, True, False])),
+        )
         # reflect_pad_backward of the forward rows' reflect pad (P+2 on every side)
         p = min(s.pad + 2, s.H - 1, s.W - 1)
         go = xp.asarray(rng.standard_normal((s.N, s.C, s.H + 2 * p, s.W + 2 * p)).astype(np.float32))
@@ -450,11 +476,13 @@ def run(
     repeat: int = 20,
     progress: Callable[[float, str], None] | None = None,
     parts: Iterable[str] = ("forward",),
+    commit: str | None = None,
 ) -> dict[str, Any]:
     """Run the suite; `progress(fraction, text)` is called between shapes (the app's bar).
     parts: "forward" (reflect_pad, unfold, fold, conv2d) and / or "backward" (the gradients,
     conv_transpose2d, reflect_pad_backward). The command runs both by default; callers of
-    run() (the Benchmarks page) get the forward rows unless they ask for more."""
+    run() (the Benchmarks page) get the forward rows unless they ask for more.
+    commit: what the report names as the code measured (default: this checkout's, see git_commit)."""
     parts = tuple(parts)
     suite = Suite(repeat=repeat)
     shapes = list(shapes)
@@ -472,10 +500,23 @@ def run(
     if progress:
         progress(1.0, "done")
     torch = suite.torch
+    cudnn = None if torch is None or not suite.gpu else torch.backends.cudnn.version()
+    info = suite.info
     return {
-        "backend": suite.info.as_dict(),
+        "schema": SCHEMA,
+        "commit": commit or git_commit(),
+        "device": info.device if suite.gpu else f"CPU (NumPy), {platform.machine()}, {os.cpu_count()} cores",
+        "versions": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "cupy": info.cupy_version,
+            "cuda": info.cuda_runtime,
+            "torch": None if torch is None else torch.__version__,
+            "cudnn": cudnn_text(cudnn),
+        },
+        "backend": info.as_dict(),
         "torch": None if torch is None else torch.__version__,
-        "cudnn": None if torch is None or not suite.gpu else torch.backends.cudnn.version(),
+        "cudnn": cudnn,
         "python": platform.python_version(),
         "machine": platform.machine(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
@@ -484,6 +525,27 @@ def run(
         "shapes": [asdict(s) for s in shapes],
         "results": add_ratios(suite.records),
     }
+
+
+def git_commit() -> str:
+    """The commit of this checkout ("abc1234", "+" when gpuops/ or bench/ has uncommitted changes),
+    or "unknown" outside a git checkout."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "gpuops", "bench"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    if head.returncode != 0 or not head.stdout.strip():
+        return "unknown"
+    return head.stdout.strip() + ("+" if dirty.stdout.strip() else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -503,15 +565,18 @@ def main(argv: list[str] | None = None) -> int:
         help="forward ops, backward ops (default: both)",
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    parser.add_argument(
+        "--commit", default=None, help="the commit measured, where this tree is not a git checkout"
+    )
     args = parser.parse_args(argv)
     gpu = gpuops.backend_info().gpu
     names = args.shapes or [s.name for s in (STANDARD_SHAPES + CLASS_SHAPES if gpu else CPU_SHAPES)]
-    report = run([ALL_SHAPES[n] for n in names], repeat=args.repeat, parts=args.parts)
+    report = run([ALL_SHAPES[n] for n in names], repeat=args.repeat, parts=args.parts, commit=args.commit)
     print(f"# {gpuops.backend_info().label()}; torch {report['torch']}")
     print(format_table(report["results"]))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=1))
+        args.out.write_text(json.dumps(report, indent=1) + "\n")
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

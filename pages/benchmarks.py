@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 import gpuops
-from gpuops import bench, results
+from bench import reports, suite
 from ui import budget, navigation, shared, state
 from ui.common import backend_name, figure, shown_errors, style
 from ui.state import Param
@@ -19,15 +19,15 @@ from viz import benchmarks as viz
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 INFO = gpuops.backend_info()
-LEASES = {lease.id: lease for lease in results.group_leases(results.load_runs())}
-NEWEST_GPU = results.default_lease(list(LEASES.values()))
+LEASES = {lease.id: lease for lease in reports.group_leases(reports.load_runs())}
+NEWEST_GPU = reports.default_lease(list(LEASES.values()))
 GROUPS = {"standard": "the standard shapes", "classes": "the workload classes"}
 SHAPES = {
-    "standard": list(bench.STANDARD_SHAPES),
-    **({"classes": list(bench.CLASS_SHAPES)} if getattr(bench, "CLASS_SHAPES", ()) else {}),
-    **{name: [s] for name, s in bench.ALL_SHAPES.items()},
+    "standard": list(suite.STANDARD_SHAPES),
+    **({"classes": list(suite.CLASS_SHAPES)} if getattr(suite, "CLASS_SHAPES", ()) else {}),
+    **{name: [s] for name, s in suite.ALL_SHAPES.items()},
 }
-PARTS = tuple(getattr(bench, "PARTS", ()))  # forward / backward, where the benchmark offers them
+PARTS = tuple(getattr(suite, "PARTS", ()))  # forward / backward, where the benchmark offers them
 SWEEP_SIZES = [64, 128, 256, 512, 1024, 2048] if INFO.gpu else [64, 128, 256, 512, 1024]
 
 RUN = Param(
@@ -39,7 +39,7 @@ RUN = Param(
 )
 SHAPE = Param(
     "bm_shape",
-    "standard" if INFO.gpu else bench.CPU_SHAPES[0].name,
+    "standard" if INFO.gpu else suite.CPU_SHAPES[0].name,
     "Shapes",
     "select",
     choices=tuple(SHAPES),
@@ -67,13 +67,13 @@ sty = style()
 st.title("Benchmarks")
 
 
-def section_auto(runs: list[results.Run], op: str) -> None:
+def section_auto(runs: list[reports.Run], op: str) -> None:
     """Which algorithm 'auto' ran, next to the fastest one measured in the same run."""
-    checks = results.auto_checks(runs, op)
+    checks = reports.auto_checks(runs, op)
     if not checks:
         return
     st.dataframe(
-        pd.DataFrame(results.auto_rows(checks)),
+        pd.DataFrame(reports.auto_rows(checks)),
         hide_index=True,
         column_config={k: MS for k in ("its ms", "fastest ms", "auto's own ms")},
     )
@@ -102,10 +102,10 @@ def section_auto(runs: list[results.Run], op: str) -> None:
         )
 
 
-def section_op(runs: list[results.Run], op: str, key: str) -> None:
+def section_op(runs: list[reports.Run], op: str, key: str) -> None:
     """One operation: speed relative to its first peer (chart), auto's choice, and the full table."""
-    peers = results.peers(runs, op)
-    rows = results.compare(runs, op)
+    peers = reports.peers(runs, op)
+    rows = reports.compare(runs, op)
     gpu = runs[0].gpu
     if peers:
         ref = peers[0]
@@ -115,16 +115,16 @@ def section_op(runs: list[results.Run], op: str, key: str) -> None:
             [r.impl for r in shown],
             [r.vs[ref] for r in shown],
             ref,
-            results.run_labels(runs),
+            reports.run_labels(runs),
             f"{op}: speed relative to {ref}, per shape",
             sty,
         )
         others = [p for p in peers if p != ref]
         caption = (
-            f"Reference: {results.describe_peer(ref, gpu)}, measured in the same run; right of the dashed line is "
+            f"Reference: {reports.describe_peer(ref, gpu)}, measured in the same run; right of the dashed line is "
             "faster."
             + (
-                " Other peers: " + ", ".join(results.describe_peer(p, gpu) for p in others) + "."
+                " Other peers: " + ", ".join(reports.describe_peer(p, gpu) for p in others) + "."
                 if others
                 else ""
             )
@@ -139,7 +139,7 @@ def section_op(runs: list[results.Run], op: str, key: str) -> None:
     with st.expander(
         f"Table: {op}, median ms, rates and every ratio (peer time ÷ this time)", expanded=not peers
     ):
-        table = pd.DataFrame(results.table_rows(runs, op))
+        table = pd.DataFrame(reports.table_rows(runs, op))
         numbers = {c: MS for c in table.columns if c not in ("shape", "impl")}
         st.dataframe(table, hide_index=True, key=f"table_{key}_{op}", column_config=numbers)
         copy = [r.copy_gbps for r in runs]
@@ -151,21 +151,21 @@ def section_op(runs: list[results.Run], op: str, key: str) -> None:
             )
 
 
-def section_runs(runs: list[results.Run], key: str) -> None:
-    ops = results.ops(runs)
+def section_runs(runs: list[reports.Run], key: str) -> None:
+    ops = reports.ops(runs)
     if not ops:
         st.info("This run holds no operation records.")
         return
-    richest = max(ops, key=lambda op: len(results.compare(runs, op)))  # the op with the most to compare
+    richest = max(ops, key=lambda op: len(reports.compare(runs, op)))  # the op with the most to compare
     for op, tab in zip(ops, st.tabs(ops, default=richest), strict=True):
         with tab:
             section_op(runs, op, key)
 
 
 def section_committed() -> None:
-    """The committed runs (bench/results/*.json): one lease at a time, newest first."""
+    """The committed reports (bench/results/*.json): one lease at a time, newest first."""
     if not LEASES:
-        st.info("No benchmark reports in bench/results/ (written by `python3 -m gpuops.bench --out ...`).")
+        st.info("No benchmark reports in bench/results/ (written by `python3 -m bench.suite --out ...`).")
         return
     lease = LEASES[state.widget(RUN, format_func=lambda i: LEASES[i].label())]
     first = lease.first
@@ -191,7 +191,7 @@ def section_committed() -> None:
 def shape_text(name: str) -> str:
     if name in GROUPS:
         return f"{GROUPS[name]} (" + ", ".join(s.name for s in SHAPES[name]) + ")"
-    shape = bench.ALL_SHAPES[name]
+    shape = suite.ALL_SHAPES[name]
     dims = [
         f"{f.name}={getattr(shape, f.name)}"
         for f in dataclasses.fields(shape)
@@ -200,13 +200,13 @@ def shape_text(name: str) -> str:
     return f"{name} ({', '.join(dims)})"
 
 
-def conv_plan(s: bench.Shape) -> gpuops.ConvPlan:
+def conv_plan(s: suite.Shape) -> gpuops.ConvPlan:
     groups = getattr(s, "groups", 1)
     x, w = (s.N, s.C, s.H, s.W), (s.M, s.C // groups, s.K, s.K)
     return gpuops.plan_conv2d(x, w, stride=s.stride, padding=s.pad, groups=groups)
 
 
-def memory_refusal(shape: bench.Shape) -> str | None:
+def memory_refusal(shape: suite.Shape) -> str | None:
     """Why this shape cannot run here (the largest extra memory is im2col's X_unroll), or None."""
     try:
         cost = budget.conv2d_cost(conv_plan(shape).problem, "im2col")
@@ -218,7 +218,7 @@ def memory_refusal(shape: bench.Shape) -> str | None:
     return None
 
 
-def estimate_seconds(shapes: list[bench.Shape], repeat: int) -> float:
+def estimate_seconds(shapes: list[suite.Shape], repeat: int) -> float:
     """A rough upper estimate of the run (the budget's slow-end CPU rates; ~1.5 s a shape on a GPU)."""
     if INFO.gpu:
         return 1.5 * len(shapes) + 1
@@ -285,7 +285,7 @@ def section_run_here() -> None:
             run_benchmark(shapes, repeat, parts, estimate)
 
 
-def run_benchmark(shapes: list[bench.Shape], repeat: int, parts: str | None, estimate: float) -> None:
+def run_benchmark(shapes: list[suite.Shape], repeat: int, parts: str | None, estimate: float) -> None:
     with shared.measuring() as ours:
         if not ours:
             st.warning(
@@ -298,7 +298,7 @@ def run_benchmark(shapes: list[bench.Shape], repeat: int, parts: str | None, est
         extra = {} if parts is None else {"parts": PARTS if parts == "all" else (parts,)}
         with shown_errors("The benchmark"):  # students' millisecond kernels run beside it
             st.session_state[REPORT] = with_progress(
-                lambda progress: bench.run(shapes, repeat=repeat, progress=progress, **extra),
+                lambda progress: suite.run(shapes, repeat=repeat, progress=progress, **extra),
                 bar,
                 estimate,
                 "measuring",
@@ -312,7 +312,7 @@ def section_this_run() -> None:
     if report is None:
         return
     try:
-        run = results.parse_run(report, "this machine")
+        run = reports.parse_run(report, "this machine")
     except ValueError as exc:
         st.error(f"The run's report cannot be read: {exc}")
         return
@@ -345,8 +345,8 @@ def section_this_run() -> None:
 
 def sweep_refusal(size: int, algorithm: str) -> str | None:
     """The compute budget's verdict on one call of the sweep (None: it may run)."""
-    x_shape, w_shape = results.sweep_shapes(size)
-    plan = gpuops.plan_conv2d(x_shape, w_shape, padding=results.SWEEP_PAD)
+    x_shape, w_shape = reports.sweep_shapes(size)
+    plan = gpuops.plan_conv2d(x_shape, w_shape, padding=reports.SWEEP_PAD)
     try:
         budget.check(budget.conv2d_cost(plan.problem, algorithm), f"{algorithm} at {size} px", "")
     except budget.OverBudgetError as exc:
@@ -354,7 +354,7 @@ def sweep_refusal(size: int, algorithm: str) -> str | None:
     return None
 
 
-def calls_text(sweep: results.Sweep) -> str:
+def calls_text(sweep: reports.Sweep) -> str:
     calls = sorted({p.calls for a in sweep.algorithms for p in sweep.points[a] if p is not None})
     if not calls:
         return ""
@@ -364,9 +364,9 @@ def calls_text(sweep: results.Sweep) -> str:
 
 def section_sweep() -> None:
     st.subheader("Time vs image size")
-    k, c, m = results.SWEEP_K, results.SWEEP_C, results.SWEEP_M
+    k, c, m = reports.SWEEP_K, reports.SWEEP_C, reports.SWEEP_M
     st.caption(
-        f"{k} x {k} convolution of a {c}-channel image into {m} maps, stride 1, padding {results.SWEEP_PAD}, "
+        f"{k} x {k} convolution of a {c}-channel image into {m} maps, stride 1, padding {reports.SWEEP_PAD}, "
         f"each algorithm, at {', '.join(map(str, SWEEP_SIZES))} px. Every point is measured several times, "
         "round-robin over the points, so a burst of load on a shared machine shows as spread."
     )
@@ -379,7 +379,7 @@ def section_sweep() -> None:
             else:
                 bar = st.progress(0.0, text="sweeping")
                 with shown_errors("The size sweep"):
-                    st.session_state[SWEEP] = results.size_sweep(
+                    st.session_state[SWEEP] = reports.size_sweep(
                         SWEEP_SIZES,
                         list(gpuops.ALGORITHMS),
                         repeats,
@@ -398,14 +398,14 @@ def section_sweep() -> None:
         viz.sweep_figure(sweep.sizes, series, sweep.clock, sty),
         "bench_sweep",
         f"Markers: median of the repeated runs; bars: fastest to slowest run; hollow: noisy (spread > "
-        f"{results.NOISY:.0%} of the median). {calls_text(sweep)}",
+        f"{reports.NOISY:.0%} of the median). {calls_text(sweep)}",
     )
     noisy = sorted(sweep.noisy(), key=lambda n: -n[2].relative)
     if noisy:
         measured = sum(p is not None for a in sweep.algorithms for p in sweep.points[a])
         st.warning(
             f"**Noisy measurements on {where}**: {len(noisy)} of {measured} points spread over "
-            f"{results.NOISY:.0%} of their median; the worst: "
+            f"{reports.NOISY:.0%} of their median; the worst: "
             + ", ".join(f"{a} at {s} px ({p.relative:.0%})" for a, s, p in noisy[:4])
             + ". Other sessions or programs were using the machine: trust those medians less, or run again.",
             icon=":material/ssid_chart:",
@@ -413,7 +413,7 @@ def section_sweep() -> None:
     for (a, s), why in sweep.skipped.items():
         st.caption(f"Not measured: {a} at {s} px. {why}")
     with st.expander("Table: every point's runs"):
-        st.dataframe(pd.DataFrame(results.sweep_rows(sweep)), hide_index=True, key="table_sweep")
+        st.dataframe(pd.DataFrame(reports.sweep_rows(sweep)), hide_index=True, key="table_sweep")
 
 
 if sty.presentation:  # fewer sections per screen: one column

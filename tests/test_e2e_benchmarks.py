@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser import PROJECTOR, no_exception, reopened, shot, wait_idle
-from tests.test_pages_benchmarks import newest_gpu_pair
+from tests.test_pages_benchmarks import bench_files, newest_gpu_pair
 
 pytestmark = pytest.mark.e2e
 
@@ -35,7 +35,7 @@ def test_committed_results_on_the_first_screen_and_the_file_in_the_url(server, b
     wait_idle(page)
     no_exception(page)
     assert "bm_run=cpu_2core" in page.url
-    assert "CPU (NumPy) · NumPy" in page.inner_text("body")
+    assert f"{bench_files()['cpu_2core']['device']} · NumPy" in page.inner_text("body")
     url = page.url
     page.close()
 

@@ -2,7 +2,7 @@
 shown at once with the values of their JSON files, only measured peers named, linear axes unless
 the range demands log, the sweep's spread, auto's choice, the run on this machine, URL settings.
 
-Expected values are computed here from the JSON files with plain loops, not with gpuops.results.
+Expected values are computed here from the JSON files with plain loops, not with bench.reports.
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ def test_committed_results_appear_without_pressing_run():
         f"PyTorch {first['torch']}",
         f"cuDNN {v // 10000}.{v % 10000 // 100}.{v % 100}",
         started(first).strftime("%Y-%m-%d %H:%M"),
+        f"commit {first['commit']}",
     ):
         assert text in label, (text, label)
     assert at.selectbox(key="w_bm_run").value == pair[0]
@@ -217,11 +218,11 @@ def median_of(samples) -> float:
 def test_the_sweep_shows_median_and_spread_and_flags_noise(monkeypatch):
     """The sweep runs (small sizes here) and its figure draws each point's median with error bars
     from its fastest to its slowest run; a point spread over 30% of its median is flagged."""
-    from gpuops import results
+    from bench import reports
 
-    original = results.size_sweep
+    original = reports.size_sweep
     monkeypatch.setattr(
-        results,
+        reports,
         "size_sweep",
         lambda sizes, algorithms, repeats, **kw: original([16, 32], algorithms[:2], repeats, **kw),
     )
@@ -260,7 +261,7 @@ def test_the_sweep_shows_median_and_spread_and_flags_noise(monkeypatch):
 
 
 def test_a_noisy_sweep_point_is_named_and_drawn_hollow():
-    from gpuops.results import Spread, Sweep
+    from bench.reports import Spread, Sweep
 
     sweep = Sweep([64, 128], ["direct", "im2col"], "perf_counter", 1)
     sweep.points = {
@@ -310,7 +311,7 @@ def write_run(folder: Path, name: str, when: str, records: list[dict], gpu: bool
 def test_auto_that_missed_the_fastest_says_why_and_new_ops_appear(tmp_path, monkeypatch):
     """A synthetic lease: auto chose tiled while im2col measured faster (flagged with the reason),
     and an op the page has never heard of is shown like any other (records are read generically)."""
-    from gpuops import results
+    from bench import reports
 
     def recs(auto_ms: float, im2col_ms: float) -> list[dict]:
         r = [
@@ -328,12 +329,12 @@ def test_auto_that_missed_the_fastest_says_why_and_new_ops_appear(tmp_path, monk
     write_run(tmp_path, "lease_a_repeat", "2030-01-01T10:00:30Z", recs(1.01, 1.1))
     write_run(tmp_path, "older", "2029-01-01T10:00:00Z", recs(1.0, 2.0))
     (tmp_path / "not_a_run.json").write_text(json.dumps({"rerun_median_ms": 3}))
-    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(reports, "REPORTS_DIR", tmp_path)
     at = app()
     assert at.selectbox(key="w_bm_run").value == "lease_a"
     assert at.selectbox(key="w_bm_run").options[:2] == [
-        results.group_leases(results.load_runs())[0].label(),
-        results.group_leases(results.load_runs())[1].label(),
+        reports.group_leases(reports.load_runs())[0].label(),
+        reports.group_leases(reports.load_runs())[1].label(),
     ]
     assert [t.label for t in at.tabs][:2] == ["conv2d", "conv9d_grad"]
     auto = table_with(at, "auto ran")
@@ -360,7 +361,9 @@ def test_settings_come_from_the_url_and_bad_values_are_refused():
     assert at.selectbox(key="w_bm_run").value == "cpu_2core"
     assert at.slider(key="w_bm_repeat").value == 7 and at.slider(key="w_bm_reps").value == 4
     assert at.selectbox(key="w_bm_shape").value == "cpu_image1024"
-    assert any(m.value.startswith("**CPU (NumPy)**") for m in at.markdown), "the CPU run is shown"
+    assert any(m.value.startswith(f"**{bench_files()['cpu_2core']['device']}**") for m in at.markdown), (
+        "the CPU run is shown, with the machine it ran on"
+    )
     assert any("CPU numbers" in c.value for c in at.caption)
     at = app(query={"bm_run": "<script>", "bm_repeat": "999"})
     assert at.selectbox(key="w_bm_run").value == newest_gpu_pair()[0]
@@ -371,10 +374,10 @@ def test_settings_come_from_the_url_and_bad_values_are_refused():
 def test_benchmark_page_runs_on_the_cpu(monkeypatch):
     """Moved from tests/test_pages.py: the run on this machine records results and shows the
     results table (here on a small shape, so the test stays fast), with CSV/JSON downloads."""
-    from gpuops import bench
+    from bench import suite
 
-    small = dataclasses.replace(bench.CPU_SHAPES[0], name="tiny_cpu", H=64, W=64)
-    monkeypatch.setitem(bench.ALL_SHAPES, "tiny_cpu", small)
+    small = dataclasses.replace(suite.CPU_SHAPES[0], name="tiny_cpu", H=64, W=64)
+    monkeypatch.setitem(suite.ALL_SHAPES, "tiny_cpu", small)
     at = app(query={"bm_shape": "tiny_cpu"})
     assert any("CPU numbers are CPU numbers" in i.value for i in at.info), "the CPU notice"
     at.slider(key="w_bm_repeat").set_value(3)
