@@ -2,8 +2,8 @@
 the backward pass: conv2d_backward, conv_transpose2d, reflect_pad_backward.
 
 Each call runs on the backend of its input: CuPy arrays on the GPU kernels in gpuops/kernels,
-NumPy arrays on their NumPy twins. Every operation goes check -> plan -> run (README,
-"Architecture"). `asarray` moves data to the default backend.
+NumPy arrays on their NumPy twins. Every operation goes check -> plan -> run
+(docs/architecture.md). `asarray` moves data to the default backend.
 """
 
 from gpuops.backend import asarray, backend_info, default_xp, reset_backend, to_numpy

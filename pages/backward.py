@@ -462,7 +462,7 @@ def section_runtimes(g: gpuops.WindowGeometry, pads: tuple[int, int, int, int]) 
                      for op, fns in groups.items()}  # fmt: skip
             figure(viz.runtime_groups(found, backend_name(), sty), "bw_times", download=False)
     st.markdown("PyTorch's backward kernels (`aten.convolution_backward`, `reflection_pad2d_backward`) are not timed "
-                "here: the benchmark command (`python -m gpuops.bench`) times them next to ours in the same run on "
+                "here: the benchmark command (`python3 -m bench.suite`) times them next to ours in the same run on "
                 "the GPU. See the measured results on the Benchmarks page.")  # fmt: skip
     st.page_link("pages/benchmarks.py", label="Benchmarks", icon=":material/speed:")
 

@@ -2,6 +2,7 @@
 """Set up a local virtual environment (.venv) and run the app or the tests in it.
 
     python3 scripts/dev.py app  [streamlit options]   # requirements.txt, then `streamlit run app.py`
+    python3 scripts/dev.py serve [--workers N --port P] # a class: N workers, Redis, nginx (scripts/serve.py)
     python3 scripts/dev.py test [pytest options]      # requirements-dev.txt, then `pytest` on every core
     python3 scripts/dev.py run CMD [ARGS]             # requirements-dev.txt, then CMD inside .venv
     python3 scripts/dev.py setup                      # requirements-dev.txt only
@@ -267,15 +268,17 @@ def main(argv: list[str]) -> None:
             return
         else:
             fail(f"unknown option {opt}\n{USAGE}")
-    if not argv or argv[0] not in ("app", "test", "run", "setup"):
+    if not argv or argv[0] not in ("app", "serve", "test", "run", "setup"):
         fail(f"say what to do\n{USAGE}")
     what, args = argv[0], argv[1:]
     if what == "run" and not args:
         fail("`run` needs a command, e.g. `python3 scripts/dev.py run ruff check .`")
 
-    ensure("app" if what == "app" else "dev", gpu, reinstall)
+    ensure("app" if what in ("app", "serve") else "dev", gpu, reinstall)
     if what == "app":
         run_in_venv(["python", "-m", "streamlit", "run", "app.py", *args])
+    elif what == "serve":
+        run_in_venv(["python", "scripts/serve.py", *args])
     elif what == "test":
         run_in_venv(["python", "-m", "pytest", *parallel(args), *args])
     elif what == "run":

@@ -106,7 +106,7 @@ class StClient:
 
     def __init__(self, url: str, path: str = "", query: str = "", *, timeout: float = 60.0,
                  on_run: Callable[[StClient, Run], None] | None = None, keep_runs: int = 200,
-                 tag: Any = None) -> None:  # fmt: skip
+                 tag: Any = None, cookie: str | None = None) -> None:  # fmt: skip
         parts = urlsplit(url)
         self.base = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
         self.page_name = path.strip("/")
@@ -135,12 +135,44 @@ class StClient:
         self.session_id = ""
         self._file_urls: dict[str, Any] = {}  # request id -> FileURLsResponse
         self._xsrf: str | None = None
+        self.cookie = cookie  # e.g. "ce_worker=..." (the proxy's sticky-session cookie)
+        self.reconnects = 0
+        self._open()
+
+    def _open(self) -> None:
+        """Connect the websocket and ask for the first run, as a browser's page load does."""
         ws_url = "ws" + self.base[4:] + "/_stcore/stream"
+        headers = {"Cookie": self.cookie} if self.cookie else None
         self._ws = connect(ws_url, subprotocols=["streamlit"], max_size=None, max_queue=None,
-                           open_timeout=timeout, close_timeout=2, compression=None)  # fmt: skip
-        self._reader = threading.Thread(target=self._read, name=f"st-client {path}", daemon=True)
+                           open_timeout=self.timeout, close_timeout=2, compression=None,
+                           additional_headers=headers)  # fmt: skip
+        self._reader = threading.Thread(target=self._read, name=f"st-client {self.page_name}", daemon=True)
         self._reader.start()
         self._request(fragment_id="", first=True)
+
+    def reconnect(self) -> None:
+        """After the server closed the connection (a worker died), connect again as the browser
+        does: a new session on the address it shows (the page and its query string), whose widget
+        states start from the page's defaults and the URL."""
+        with contextlib.suppress(Exception):
+            self._ws.close()
+        self._reader.join(timeout=5)
+        with self._changed:
+            self._closed = False
+            self.page_name = self._current_path()
+            self.page_script_hash = ""
+            self._elements.clear()
+            self._written = set()
+            self._widgets.clear()
+            self._timers.clear()
+            self._active = None
+            self.stats.full_runs = 0
+            self.reconnects += 1
+        self._open()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # ------------------------------------------------------------------ reading the page
     def texts(self, main_only: bool = False) -> list[str]:
@@ -481,8 +513,10 @@ class StClient:
 
 def _page_keys(app_pages: Any) -> dict[str, str]:
     """page_script_hash by URL path and by title."""
-    keys = {p.page_name: p.page_script_hash for p in app_pages if p.page_name}
-    keys.update({p.url_pathname: p.page_script_hash for p in app_pages if p.url_pathname})
+    keys = {p.url_pathname: p.page_script_hash for p in app_pages if p.url_pathname}  # paths first
+    for p in app_pages:
+        if p.page_name:
+            keys.setdefault(p.page_name, p.page_script_hash)
     return keys
 
 
