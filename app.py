@@ -23,12 +23,13 @@ PAGES = navigation.pages()
 page = st.navigation(PAGES)
 budget.note_session()
 state.show_notices(state.init_params(SIDEBAR_PARAMS))
-# classroom: join from a link, follow a room (may switch page), its sidebar part and mode line
-shared = classroom_ui.before_page(page, PAGES, SIDEBAR_PARAMS)
-st.session_state[state.PAGE_KEY] = []  # the page registers its own settings (state.use)
-st.session_state["image"] = render_sidebar(shared)
 try:
+    # classroom: join from a link, follow a room (may switch page), its sidebar part and mode line
+    shared = classroom_ui.before_page(page, PAGES, SIDEBAR_PARAMS)
+    st.session_state[state.PAGE_KEY] = []  # the page registers its own settings (state.use)
+    st.session_state["image"] = render_sidebar(shared)
     with navigation.app_run(), classroom_ui.after_page(page, SIDEBAR_PARAMS):
         page.run()  # publish (instructor) / own change? (follower) afterwards
-finally:  # also when the page stops early (st.stop): the link always shows what is on screen
+finally:  # also when the run stops early (st.stop, st.rerun): the link shows what is on screen
+    classroom_ui.run_ended()
     state.sync_query(SIDEBAR_PARAMS)

@@ -1,7 +1,8 @@
 """A classroom server under a hostile mix: heavy sessions beside light ones, no browser needed.
 
-`python bench/hostile_load.py [--sessions 30] [--seconds 60] [--heavy 10] [--backend numpy|cupy]
-[--light-pause LO HI] [--out FILE]` starts the app on loopback (or drives `--url`), measures a
+`python3 -m bench.hostile_load [--sessions 30] [--seconds 60] [--heavy 10] [--backend numpy|cupy]
+[--light-pause LO HI] [--workers N] [--out FILE]` starts the app on loopback (with --workers N: the
+deployment of scripts/serve.py, each session with a sticky cookie of its own; or drives `--url`), measures a
 light session alone (the quiet baseline, 30 reruns), then runs every session at once for
 `--seconds`, each its own Streamlit session over the websocket (tests/st_client.py), and prints a
 JSON report. The light sessions' clients run in a process of their own (students' browsers are
@@ -38,6 +39,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -46,13 +48,13 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import tests.conftest  # noqa: F401 (tests.browser imports it first)
+from tests.browser import _free_port, start_server
+from tests.load_test import gpu_memory_mib, rss_mib
+from tests.st_client import StClient
+from tests.support_serve import Deployment
 
-import tests.conftest  # noqa: E402, F401 (tests.browser imports it first)
-from tests.browser import _free_port, start_server  # noqa: E402
-from tests.load_test import gpu_memory_mib, rss_mib  # noqa: E402
-from tests.st_client import StClient  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 REFUSED = "would take"  # the words of ui.budget's refusal
 # what an exploring student moves on the Direct page: 4 x 4 x 4 x 2 settings, few of them shared
@@ -82,6 +84,7 @@ class Session(threading.Thread):
                  pause: tuple[float, float] = (2.0, 6.0)) -> None:  # fmt: skip
         super().__init__(daemon=True, name=f"{kind}-{seed}")
         self.url, self.kind, self.stop, self.rng = url, kind, stop, random.Random(seed)
+        self.cookie = f"ce_worker=s{seed}"  # behind the proxy: a browser of its own
         self.pause = pause  # a light session's seconds between moves (drawn uniformly)
         self.latencies: list[float] = []
         self.finished_at: list[float] = []  # time.time() when each measured rerun finished
@@ -114,7 +117,7 @@ class Session(threading.Thread):
             "rapid": ("direct", "cap=1024"),
         }[self.kind]
         try:
-            with StClient(self.url, page, query, timeout=300) as c:
+            with StClient(self.url, page, query, timeout=300, cookie=self.cookie) as c:
                 c.wait_idle()
                 n = 0
                 while not self.stop.is_set():
@@ -196,7 +199,7 @@ def light_crowd_main() -> None:
 def start_light_crowd(url: str, kind: str, seeds: list[int], pause: tuple[float, float], start_at: float,
                       seconds: float) -> subprocess.Popen:  # fmt: skip
     """Start the light sessions' process (a fresh interpreter, not a fork of this one)."""
-    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from bench.hostile_load import light_crowd_main; light_crowd_main()"
+    code = "from bench.hostile_load import light_crowd_main; light_crowd_main()"  # run in ROOT
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)  # fmt: skip
     args = {
@@ -242,7 +245,7 @@ def cpu_seconds(pid: int) -> float:
 def quiet_baseline(url: str, light: str, reruns: int = 30) -> list[float]:
     """The light scenario alone on the server: what 'no worse than 3x' is measured against."""
     rng = random.Random(1000)
-    with StClient(url, "direct", timeout=300) as c:
+    with StClient(url, "direct", timeout=300, cookie="ce_worker=quiet") as c:
         c.wait_idle()
         if light == "follow":
             return [c.set("Stride S", 2 if i % 2 == 0 else 1) for i in range(reruns)]
@@ -265,10 +268,12 @@ def main() -> int:
                         help="seconds after which light reruns are also reported apart (light_after_warmup)")  # fmt: skip
     parser.add_argument("--backend", default="numpy", choices=["numpy", "cupy", "auto"])
     parser.add_argument("--url", help="drive a running server instead of starting one")
+    parser.add_argument("--workers", type=int, default=0, help="start scripts/serve.py with this many workers")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     report = load(args.sessions, args.seconds, args.heavy, args.url, args.backend, args.light,
-                  tuple(args.heavy_kinds), light_pause=tuple(args.light_pause), warmup=args.warmup)  # fmt: skip
+                  tuple(args.heavy_kinds), light_pause=tuple(args.light_pause), warmup=args.warmup,
+                  workers=args.workers)  # fmt: skip
     print(json.dumps(report, indent=1))
     if args.out:
         args.out.write_text(json.dumps(report, indent=1) + "\n")
@@ -280,10 +285,15 @@ HEAVY_KINDS = ("direct_heavy", "unfold_heavy", "benchmark", "uploader", "rapid")
 
 def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: str, light: str = "follow",
          heavy_kinds: tuple[str, ...] = HEAVY_KINDS, photo_px: tuple[int, int] = (3000, 2000),
-         light_pause: tuple[float, float] = (2.0, 6.0), warmup: float = 10.0, quiet_reruns: int = 30) -> dict:  # fmt: skip
+         light_pause: tuple[float, float] = (2.0, 6.0), warmup: float = 10.0, quiet_reruns: int = 30,
+         workers: int = 0) -> dict:  # fmt: skip
     """Run the mix and return the report (the CI test runs a small one: tests/test_hostile_small.py)."""
-    proc = None
-    if url is None:
+    proc = deployment = None
+    if url is None and workers:
+        deployment = Deployment(workers, Path(tempfile.mkdtemp(prefix="ce-serve-")),
+                                env={"CONV_EXPLORER_BACKEND": backend})  # fmt: skip
+        url = deployment.url
+    elif url is None:
         port = _free_port()
         proc = start_server(port, env={"CONV_EXPLORER_BACKEND": backend})
         url = f"http://127.0.0.1:{port}"
@@ -293,6 +303,8 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
         "seconds": seconds,
         "backend": backend if proc else "remote",
         "light": light,
+        "workers": workers or 1,
+        "cpus": os.cpu_count(),
         "light_pause_s": list(light_pause),
         "heavy_kinds": list(heavy_kinds),
     }
@@ -392,6 +404,8 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
         if proc:
             proc.terminate()
             proc.wait(timeout=30)
+        if deployment:
+            deployment.stop()
     return report
 
 

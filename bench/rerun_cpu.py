@@ -16,11 +16,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import tests.conftest  # noqa: E402, F401 (tests.browser imports it first)
-from tests.browser import _free_port, start_server  # noqa: E402
-from tests.st_client import StClient  # noqa: E402
+import tests.conftest  # noqa: F401 (tests.browser imports it first)
+from tests.browser import _free_port, start_server
+from tests.st_client import StClient
 
 
 def process_cpu_s(pid: int) -> float:

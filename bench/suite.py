@@ -10,6 +10,7 @@ same suite through `run()`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -423,7 +424,6 @@ def _import_torch(gpu: bool) -> Any:
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
-    torch.set_grad_enabled(False)
     return torch
 
 
@@ -489,14 +489,17 @@ def run(
     started = time.time()
     if progress:
         progress(0.0, "copy bandwidth")
-    suite.copy_bandwidth()
-    for i, s in enumerate(shapes):
-        if progress:
-            progress(i / len(shapes), s.name)
-        if "forward" in parts:
-            suite.run_shape(s)
-        if "backward" in parts:
-            suite.run_backward_shape(s)
+    # PyTorch's peers time inference; no_grad only here (set globally, it stayed off for the
+    # caller's thread afterwards: a test process's autograd checks saw no graph)
+    with contextlib.nullcontext() if suite.torch is None else suite.torch.no_grad():
+        suite.copy_bandwidth()
+        for i, s in enumerate(shapes):
+            if progress:
+                progress(i / len(shapes), s.name)
+            if "forward" in parts:
+                suite.run_shape(s)
+            if "backward" in parts:
+                suite.run_backward_shape(s)
     if progress:
         progress(1.0, "done")
     torch = suite.torch

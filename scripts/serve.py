@@ -181,7 +181,8 @@ def plan(args: argparse.Namespace) -> tuple[list[Child], str]:
         env = {**base_env, "CONV_EXPLORER_REDIS_URL": redis_url, "CONV_EXPLORER_TRUST_PROXY": "1",
                "STREAMLIT_SERVER_COOKIE_SECRET": cookie_secret}  # fmt: skip
         argv = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(wport),
-                "--server.address", "127.0.0.1", "--server.headless", "true", *args.streamlit]  # fmt: skip
+                "--server.address", "127.0.0.1", "--server.headless", "true",
+                "--global.developmentMode", "false", *args.streamlit]  # fmt: skip
         children.append(Child(f"worker{i}", argv, env, state / f"worker{i}.log", ready_port=wport))
     conf = state / "nginx.conf"
     conf.write_text(nginx_config(args.host, args.port, worker_ports, state))

@@ -38,7 +38,8 @@ def _free_port() -> int:
 def start_server(port: int, env: dict | None = None, app: Path | None = None) -> subprocess.Popen:
     """The app as a student's browser meets it (CPU backend unless the caller says otherwise)."""
     cmd = [sys.executable, "-m", "streamlit", "run", str(app or ROOT / "app.py"), "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
+           "--server.address", "127.0.0.1", "--server.headless", "true",
+           "--global.developmentMode", "false"]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "CONV_EXPLORER_BACKEND": "numpy", **(env or {})},
                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)  # fmt: skip
     deadline = time.time() + 60

@@ -18,10 +18,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import tests.conftest  # noqa: E402, F401 (tests.browser imports it first)
-from tests.browser import CHROMIUM_ARGS, _free_port, _png, chromium_path, start_server, upload_file, warm_up  # noqa: E402
+import tests.conftest  # noqa: F401 (tests.browser imports it first)
+from tests.browser import CHROMIUM_ARGS, _free_port, _png, chromium_path, start_server, upload_file, warm_up
 
 
 def rss_mib(pid: int) -> float:

@@ -255,7 +255,10 @@ class StClient:
     def _put(self, url: str, name: str, data: bytes, mime: str) -> None:
         """PUT one file as multipart form data, with the XSRF cookie and the same token as header."""
         if self._xsrf is None:  # the health check the browser makes first sets the cookie
-            with urllib.request.urlopen(self.base + "/_stcore/health", timeout=self.timeout) as r:
+            health = urllib.request.Request(
+                self.base + "/_stcore/health", headers={"Cookie": self.cookie or ""}
+            )
+            with urllib.request.urlopen(health, timeout=self.timeout) as r:
                 cookies = [c.split(";", 1)[0] for c in r.headers.get_all("Set-Cookie") or []]
             self._xsrf = next((c.split("=", 1)[1] for c in cookies if c.startswith(XSRF_COOKIE + "=")), "")
         boundary = uuid.uuid4().hex
@@ -268,8 +271,12 @@ class StClient:
             + f"\r\n--{boundary}--\r\n".encode()
         )
         headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+        cookies = [self.cookie] if self.cookie else []  # the proxy's sticky cookie: the session's worker
         if self._xsrf:
-            headers |= {"Cookie": f"{XSRF_COOKIE}={self._xsrf}", "X-Xsrftoken": self._xsrf}
+            cookies.append(f"{XSRF_COOKIE}={self._xsrf}")
+            headers["X-Xsrftoken"] = self._xsrf
+        if cookies:
+            headers["Cookie"] = "; ".join(cookies)
         target = url if url.startswith("http") else self.base + url
         req = urllib.request.Request(target, data=body, method="PUT", headers=headers)
         with urllib.request.urlopen(req, timeout=self.timeout) as r:

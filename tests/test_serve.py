@@ -98,7 +98,12 @@ def test_redis_not_answering_is_said_and_following_resumes(deployment, st_client
     try:
         d.pause_redis(True)
         try:
-            student.wait_for(lambda: "classroom store is not answering" in student.text(), 30, "the message")
+            try:
+                student.wait_for(
+                    lambda: "classroom store is not answering" in student.text(), 30, "the message"
+                )
+            except TimeoutError as exc:
+                raise AssertionError(f"{exc}: the follower shows {student.text()[-600:]!r}") from exc
             assert f"Following room {code}" in student.text()  # still in the room, waiting
         finally:
             d.pause_redis(False)

@@ -35,6 +35,7 @@ import json
 import os
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -65,6 +66,8 @@ PRESENT_EVERY_S = 10.0  # a follower's poll counts it as present at most this of
 HEARTBEAT_S = 5.0  # the instructor's tab keeps the room alive and counts followers this often
 TRUST_PROXY_ENV = "CONV_EXPLORER_TRUST_PROXY"  # 1: the client address is the proxy's X-Real-Ip
 RESUME_COOKIE = "ce_room"  # the instructor's browser: code and secret, to resume after a restart
+FOLLOW_TURNS = int(os.environ.get("CONV_EXPLORER_FOLLOW_TURNS", "2"))  # follower runs at once per process
+FOLLOW_WAIT_S = 10.0  # the longest a follower's run waits for a turn
 KEY_ENV = "CONV_EXPLORER_INSTRUCTOR_KEY"  # when set, starting a room asks for this passphrase
 URL_ENV = "CONV_EXPLORER_PUBLIC_URL"  # the address students use (a reverse proxy's), if not the browser's
 LOCAL_ONLY = frozenset({"pres"})  # display preferences each student keeps (large projector text)
@@ -85,6 +88,7 @@ _SEEN = "_room_seen"  # when this follower last counted itself as present
 _IN_RUN = "_room_in_run"  # True during a full run of the app (a fragment's own rerun leaves it False)
 _COOKIE = "_room_cookie"  # the resume cookie's value this session last wrote ("" after clearing)
 _TRIED = "_room_tried_cookie"  # this session has looked at the resume cookie
+_TURN = "_room_turn"  # this run holds one of the process's follow turns
 _PNG = "_room_png"  # (image key, SharedImage): the instructor's re-encoded working image
 _SIDEBAR: list[Param] = []  # the sidebar's Params (the same for every session), for the poll
 SHARE_KEY = "room_share"  # the instructor's "Share my image" checkbox
@@ -436,6 +440,7 @@ def _follow(page: Any, pages: Sequence[Any], sidebar: Sequence[Param]) -> Snapsh
         return None
     unknown: dict[str, str] = {}
     if snap.version != ss.get(_VERSION):
+        _take_turn()
         unknown = _apply(snap, sidebar)
     if snap.page != page.url_path:
         target = next((p for p in pages if p.url_path == snap.page), None)
@@ -685,8 +690,29 @@ def after_page(page: Any, sidebar: Sequence[Param]) -> Iterator[None]:
         raise
     else:
         _after(page, sidebar)
-    finally:
-        _ss()[_IN_RUN] = False
+
+
+def run_ended() -> None:
+    """app.py's last word on every full run, however it ended: the fragment reruns until the next
+    full run are polls (ui._fragment_run), and a follow turn taken by this run is given back."""
+    _ss()[_IN_RUN] = False
+    if _ss().pop(_TURN, False):
+        _follow_turns().release()
+
+
+@st.cache_resource(show_spinner=False)
+def _follow_turns() -> threading.BoundedSemaphore:
+    return threading.BoundedSemaphore(FOLLOW_TURNS)
+
+
+def _take_turn() -> None:
+    """A run that shows the instructor's change waits for one of FOLLOW_TURNS places of this
+    process (at most FOLLOW_WAIT_S). When the whole class reruns at once, the process's one
+    interpreter otherwise shares itself among all of them and every follower is as late as the
+    last; in turns, the first ones are done early. Only these runs take turns: a student's own
+    clicks never wait here, and a run waits once."""
+    if not _ss().get(_TURN) and _follow_turns().acquire(timeout=FOLLOW_WAIT_S):
+        _ss()[_TURN] = True
 
 
 def _after(page: Any, sidebar: Sequence[Param]) -> None:
