@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 import tests.conftest  # noqa: F401 (tests.browser imports it first)
 from tests.browser import _free_port, start_server
 from tests.st_client import StClient
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def process_cpu_s(pid: int) -> float:

@@ -17,9 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 import tests.conftest  # noqa: F401 (tests.browser imports it first)
 from tests.browser import CHROMIUM_ARGS, _free_port, _png, chromium_path, start_server, upload_file, warm_up
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def rss_mib(pid: int) -> float:
