@@ -98,6 +98,7 @@ def test_redis_not_answering_is_said_and_following_resumes(deployment, st_client
     try:
         d.pause_redis(True)
         try:
+            student.rerun(wait=False)  # as a browser's reload would; its poll says the same
             try:
                 student.wait_for(
                     lambda: "classroom store is not answering" in student.text(), 30, "the message"
