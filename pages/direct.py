@@ -219,11 +219,16 @@ CHARTS_OUT = ("conv_output", "dc_threads")
 CHARTS_IN = ("conv_input", "dc_zoom", "dc_tile")
 
 
-def click_to_cell(click: pick.Click | None, conv: Conv) -> Cell | None:
+def click_to_cell(click: pick.Click | None, conv: Conv, detail: tuple[int, int]) -> Cell | None:
     """The cell a click picks (None: not a cell of ours). A padding cell of the zoomed figure picks
-    the input cell it copies (reflect), or nothing (zeros)."""
+    the input cell it copies (reflect), or nothing (zeros). A step of the sliding window (paused
+    or dragged there) picks the output it shows: the animation's crop around `detail`."""
     if click is None:
         return None
+    if click.chart == "dc_window" and click.panel == "step":
+        oh, ow = maps.animation_crop(conv.g, *detail).outputs
+        i = min(max(click.row, 0), len(oh) - 1)
+        return Cell("out", int(oh[i]), int(ow[i]))
     if click.chart in CHARTS_OUT:
         return Cell("out", *maps.clamp_cell("out", click.row, click.col, conv.g))
     if click.chart in CHARTS_IN:
@@ -235,22 +240,28 @@ def click_to_cell(click: pick.Click | None, conv: Conv) -> Cell | None:
     return None
 
 
+def detail_of(cell: Cell, conv: Conv) -> tuple[int, int]:
+    """The output pixel the details follow: the pick, or for a picked input cell the output
+    centred nearest to it."""
+    if cell.space == "out":
+        return cell.row, cell.col
+    return maps.output_for_input(conv.g, cell.row, cell.col, conv.mode)
+
+
 def resolve_pick(conv: Conv) -> tuple[Cell, tuple[int, int]]:
     """(the pick, the output pixel the details follow). No pick yet: an output where the image
     has detail. A picked input cell: the details follow the output centred nearest to it."""
-    clicked = click_to_cell(pick.pending(), conv)
-    if clicked is not None:
-        state.put(PICK, clicked)
     cell = state.get(PICK)
     if cell is None:
         plane = session_cached(("dc_detail", image.key), lambda: maps.detail_pixel(image.planes.mean(axis=0)))
-        cell = Cell("out", *maps.output_near(conv.g, *plane))
+        current = Cell("out", *maps.output_near(conv.g, *plane))
     else:
-        cell = Cell(cell.space, *maps.clamp_cell(cell.space, cell.row, cell.col, conv.g))
-        state.put(PICK, cell)
-    if cell.space == "out":
-        return cell, (cell.row, cell.col)
-    return cell, maps.output_for_input(conv.g, cell.row, cell.col, conv.mode)
+        current = Cell(cell.space, *maps.clamp_cell(cell.space, cell.row, cell.col, conv.g))
+    clicked = click_to_cell(pick.pending(), conv, detail_of(current, conv))
+    if clicked is not None or cell is not None:
+        current = clicked or current
+        state.put(PICK, current)
+    return current, detail_of(current, conv)
 
 
 def _set_pick_from_inputs() -> None:
@@ -421,7 +432,8 @@ def section_sliding_window(conv: Conv, detail: tuple[int, int], ch: int) -> None
         f"channel {ch}", conv.weight.shape[1] * g.KH * g.KW,
     )  # fmt: skip
     show(fig, "dc_window", f"{len(oh)} steps, one per output, starting at the pick. Play, pause, or drag the "
-           "slider; grey outputs are not computed yet. A GPU computes them all at once, one thread each (below).")  # fmt: skip
+           "slider; grey outputs are not computed yet. A GPU computes them all at once, one thread each (below). "
+           "Where you pause is the pick.", pickable=True)  # fmt: skip
 
 
 # ---- which block and thread computed it ---------------------------------------------------------------------------
@@ -612,7 +624,9 @@ if conv is None:
 
 cell, detail = resolve_pick(conv)
 zoom = zoom_region(conv, detail)
-clicked = click_to_cell(pick.bridge(hover=hover_maps(conv, detail, zoom), style=look.outline_style()), conv)
+clicked = click_to_cell(
+    pick.bridge(hover=hover_maps(conv, detail, zoom), style=look.outline_style()), conv, detail
+)
 if clicked is not None and clicked != cell:  # the same click as pending_click; kept as a safety net
     state.put(PICK, clicked)
     cell, detail = resolve_pick(conv)

@@ -99,21 +99,27 @@ class Browser:
 
 
 @pytest.fixture(scope="session")
-def browser(server, tmp_path_factory):
+def playwright():
+    """One Playwright per test process (a second sync_playwright in the same process is refused)."""
     sync_api = require("playwright.sync_api", "browser tests")
+    with sync_api.sync_playwright() as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def browser(server, playwright, tmp_path_factory):
     exe = chromium_path()
     profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_api.sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            profile,
-            executable_path=exe,
-            args=CHROMIUM_ARGS,
-            viewport={"width": LAPTOP[0], "height": LAPTOP[1]},
-        )
-        b = Browser(context)
-        warm_up(b, server + "/")
-        yield b
-        context.close()
+    context = playwright.chromium.launch_persistent_context(
+        profile,
+        executable_path=exe,
+        args=CHROMIUM_ARGS,
+        viewport={"width": LAPTOP[0], "height": LAPTOP[1]},
+    )
+    b = Browser(context)
+    warm_up(b, server + "/")
+    yield b
+    context.close()
 
 
 # Streamlit marks its root element with the script's state: "notRunning" once a run has finished

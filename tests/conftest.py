@@ -74,7 +74,7 @@ def gpu_available() -> tuple[bool, str]:
 # benchmarks 34, home and upload 28, reflect padding 18, pick 14; the other 164 s, Direct 51,
 # unfold 42, im2col 39, backward 31). Whole app and one page each had been 101 s and 230 s: the
 # page group alone was most of the suite's wall time.
-BROWSER_GROUP_A = ("test_e2e.py", "test_e2e_classroom.py", "test_e2e_benchmarks.py", "test_e2e_reflect_pad.py",
+BROWSER_GROUP_A = ("test_e2e.py", "test_e2e_classroom.py", "test_e2e_serve.py", "test_e2e_reflect_pad.py",
                    "test_e2e_pick.py")  # fmt: skip
 
 
@@ -176,5 +176,5 @@ def host(a) -> np.ndarray:
 
 # The browser tests' fixtures (one server and one Chromium for the whole session), available to
 # every test module; imported last because tests/browser.py uses IN_CI and require from here.
-from tests.browser import browser, server  # noqa: E402, F401
+from tests.browser import browser, playwright, server  # noqa: E402, F401
 from tests.support_redis import redis_server, redis_url  # noqa: E402, F401

@@ -1,7 +1,7 @@
 """The classroom through the proxy, in real browsers: scripts/serve.py with 3 workers, Redis and
 nginx. The instructor and two followers, each a Chromium context of its own (its own cookies),
 are pinned by the proxy's sticky cookie to three different workers; the followers follow a
-slider, a pick and a page change that reach them only through Redis. Then the instructor's
+slider, a pick, an animation step and a page change that reach them only through Redis. Then the instructor's
 worker is killed: the instructor's tab reconnects to another worker and resumes the same room
 from its cookie, and the followers follow its next change.
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 import pytest
 
 from tests.browser import CHROMIUM_ARGS, chromium_path, no_exception, shot, wait_idle
-from tests.conftest import require
 from tests.support_serve import Deployment
 from tests.test_e2e_classroom import slider_value, start_room, title, until
 
@@ -30,12 +29,11 @@ def three_workers(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    sync_api = require("playwright.sync_api", "browser tests")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+def chromium(playwright):
+    """A browser whose contexts are separate people (the shared `browser` fixture is one profile)."""
+    b = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+    yield b
+    b.close()
 
 
 def person(chromium, d: Deployment, worker: int, path: str, viewport: dict = LAPTOP):
@@ -65,14 +63,42 @@ def test_followers_on_other_workers_follow_and_the_instructor_survives_its_worke
     for f in (a, b):
         until(lambda f=f: slider_value(f, "Stride S") == "2", what="the stride")
     wait_idle(teacher)
-    row = teacher.get_by_label("Row")
+    row = teacher.get_by_role("spinbutton", name="Row")
     row.fill("5")
     row.press("Enter")  # the pick, by its keyboard path
     for f in (a, b):
-        until(lambda f=f: f.get_by_label("Row").input_value() == "5", what="the pick")
+        until(lambda f=f: f.get_by_role("spinbutton", name="Row").input_value() == "5", what="the pick")
         wait_idle(f)
         no_exception(f)
     shot(a, "serve_follower_1366x768")
+
+    # the animation step: the instructor pauses the sliding window on another step (as the slider's
+    # steps and Pause do, through Plotly.animate); the step's output becomes everyone's pick
+    wait_idle(teacher)
+    before = (
+        teacher.get_by_role("spinbutton", name="Row").input_value(),
+        teacher.get_by_role("spinbutton", name="Column").input_value(),
+    )
+    teacher.locator(".st-key-pick-dc_window").scroll_into_view_if_needed()
+    teacher.evaluate(
+        """() => {
+        const gd = document.querySelector('.st-key-pick-dc_window .js-plotly-plot');
+        const steps = gd.layout.sliders[0].steps, active = gd.layout.sliders[0].active || 0;
+        const label = steps[(active + 3) % steps.length].label;
+        return window.Plotly.animate(gd, [label], {mode: 'immediate', frame: {duration: 0, redraw: true},
+                                                   transition: {duration: 0}});
+        }"""
+    )
+    until(lambda: (teacher.get_by_role("spinbutton", name="Row").input_value(), teacher.get_by_role("spinbutton", name="Column").input_value()) != before,
+          what="the instructor's pick moving to the step")  # fmt: skip
+    wait_idle(teacher)
+    step_pick = (
+        teacher.get_by_role("spinbutton", name="Row").input_value(),
+        teacher.get_by_role("spinbutton", name="Column").input_value(),
+    )
+    for f in (a, b):
+        until(lambda f=f: (f.get_by_role("spinbutton", name="Row").input_value(), f.get_by_role("spinbutton", name="Column").input_value()) == step_pick,
+              what="the animation step")  # fmt: skip
 
     wait_idle(teacher)
     teacher.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Reflect padding").click()

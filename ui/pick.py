@@ -6,6 +6,9 @@ listens to those events on every chart the page shows through `pick.chart(fig, n
 
 - a click becomes a one-run trigger {chart, panel, row, col}: the cell under the mouse, from the
   axes' own pixel-to-data conversion, so it is exact even on a zoomed or subsampled image;
+- an animation that stops (paused, played to its end, its slider released) becomes the trigger
+  {chart, panel: "step", row: the step's index}: the page picks what that step shows, so the pick
+  (and a classroom following it) is the step on screen;
 - hovering a cell of a small grid outlines the cells it maps to (given as `hover` maps from
   Python), in the same or another chart, without a rerun (layout shapes, drawn by Plotly.relayout).
 
@@ -81,6 +84,17 @@ export default function (component) {
       paint(hit ? { ...hit, [name]: [[c.panel, c.row, c.col], ...(hit[name] || [])] } : {});
     });
     gd.on("plotly_unhover", () => { if ((reg.data.hover || {})[name]) { last = ""; paint({}); } });
+    // an animation paused, played to its end or its slider released: the step it shows is a pick
+    // {chart, panel: "step", row: step index}, so a classroom follows the instructor's step
+    let frame = null;
+    gd.on("plotly_animatingframe", (ev) => { frame = ev && ev.name; });
+    gd.on("plotly_sliderchange", (ev) => { if (ev && ev.step) frame = ev.step.label; });
+    const stepped = () => {
+      const steps = ((gd.layout.sliders || [])[0] || {}).steps || [];
+      const i = steps.findIndex((s) => s.label === frame);
+      if (i >= 0) reg.setTriggerValue("click", { chart: name, panel: "step", row: i, col: 0 });
+    };
+    for (const ev of ["plotly_animationinterrupted", "plotly_animated", "plotly_sliderend"]) gd.on(ev, stepped);
   };
   const scan = () => {
     for (const el of document.querySelectorAll(`[class*="${PREFIX}"]`)) {
