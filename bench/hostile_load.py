@@ -268,7 +268,9 @@ def main() -> int:
                         help="seconds after which light reruns are also reported apart (light_after_warmup)")  # fmt: skip
     parser.add_argument("--backend", default="numpy", choices=["numpy", "cupy", "auto"])
     parser.add_argument("--url", help="drive a running server instead of starting one")
-    parser.add_argument("--workers", type=int, default=0, help="start scripts/serve.py with this many workers")
+    parser.add_argument(
+        "--workers", type=int, default=0, help="start scripts/serve.py with this many workers"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     report = load(args.sessions, args.seconds, args.heavy, args.url, args.backend, args.light,
