@@ -153,7 +153,10 @@ def test_a_follower_cannot_drive_it_breaks_away_and_rejoins_with_one_click():
     assert a.session_state["_room_follow"] is None and "You left room" in messages(a)
 
 
-def test_wrong_codes_get_a_message_the_app_works_and_guessing_is_rate_limited():
+def test_wrong_codes_get_a_message_the_app_works_and_guessing_is_rate_limited(monkeypatch):
+    store = classroom_ui.registry()
+    now = store._clock()
+    monkeypatch.setattr(store, "_clock", lambda: now)  # one rate-limit window for the whole test
     teacher = session()
     code = start_room(teacher)
     wrong = code[:-1] + ("2" if code[-1] != "2" else "3")
