@@ -584,8 +584,8 @@ def _following_line(code: str, titles: dict[str, str]) -> None:
     )
     if snap is not None and not snap.instructor_here:
         minutes = registry().end_after_s / 60
-        st.warning(f"The instructor has left: room {code} ends {minutes:g} minutes after they left, unless "
-                   "they come back.", icon=":material/person_off:")  # fmt: skip
+        st.warning(f"The instructor has left: room {code} ends {minutes:g} minute{'' if minutes == 1 else 's'} "
+                   "after they left, unless they come back.", icon=":material/person_off:")  # fmt: skip
     if snap is not None and snap.settings.get("source") == "upload" and snap.image_key is None:
         st.caption("The instructor uses an uploaded image that is not shared: you see your own image, so sizes "
                    "and picks may differ.")  # fmt: skip
