@@ -116,6 +116,7 @@ http {{
       proxy_read_timeout 1d;
       proxy_send_timeout 1d;
       proxy_buffering off;
+      proxy_request_buffering off;  # uploads stream through: no temp files (nginx's workers may not own them)
       proxy_next_upstream error timeout http_502 http_503;
       add_header Set-Cookie $set_route always;
       add_header X-Conv-Worker $upstream_addr always;

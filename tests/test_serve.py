@@ -62,6 +62,33 @@ def test_followers_on_every_worker_follow_an_instructor_on_one(deployment, st_cl
             c.close()
 
 
+def test_an_upload_through_the_proxy_reaches_its_sessions_worker(deployment, st_client):  # noqa: F811
+    """A photo larger than nginx's in-memory body buffer, uploaded as a browser does (its sticky
+    cookie on the PUT): it reaches the worker holding the session (nginx, run as root, had given
+    the request body to a temp file its workers could not write: HTTP 500)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    d = deployment
+    rgb = np.random.default_rng(7).integers(0, 255, (300, 400, 3), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, "PNG")
+    assert len(buf.getvalue()) > 64 * 1024
+    for worker in (0, 1):
+        c = st_client(d.url, "direct", cookie=d.cookies[worker], timeout=120)
+        try:
+            c.wait_idle()
+            c.set("Image source", "Upload")
+            label = next(x for x in c.labels() if x.startswith("Upload an image"))
+            c.upload(label, "photo.png", buf.getvalue(), "image/png")
+            assert any("your upload:" in t for t in c.texts()), c.texts()
+            assert not c.errors, c.errors
+        finally:
+            c.close()
+
+
 def test_a_killed_worker_comes_back_and_its_students_keep_following(deployment, st_client):  # noqa: F811
     d = deployment
     teacher, code = start_room(st_client, d, 0)
