@@ -2,8 +2,9 @@
 
 `python3 -m bench.hostile_load [--sessions 30] [--seconds 60] [--heavy 10] [--backend numpy|cupy]
 [--light-pause LO HI] [--workers N] [--out FILE]` starts the app on loopback (with --workers N: the
-deployment of scripts/serve.py, each session with a sticky cookie of its own; or drives `--url`), measures a
-light session alone (the quiet baseline, 30 reruns), then runs every session at once for
+deployment of scripts/serve.py, each session with a sticky cookie of its own, every worker warmed
+by one visit; or drives `--url`), measures a light session alone (the quiet baseline, 30 reruns),
+then runs every session at once for
 `--seconds`, each its own Streamlit session over the websocket (tests/st_client.py), and prints a
 JSON report. The light sessions' clients run in a process of their own (students' browsers are
 other machines: beside the heavy sessions' clients their replies also waited for this process's
@@ -257,6 +258,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def warm_workers(url: str, cookies: list[str]) -> None:
+    """Every worker runs the Direct page once (its CUDA context, kernels and imports), as a
+    lecture's workers have after its first minute: the mix measures sharing, not cold starts."""
+
+    def visit(cookie: str) -> None:
+        with StClient(url, "direct", timeout=300, cookie=cookie) as c:
+            c.wait_idle()
+
+    threads = [threading.Thread(target=visit, args=(c,)) for c in cookies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def quiet_baseline(url: str, light: str, reruns: int = 30) -> list[float]:
     """The light scenario alone on the server: what 'no worse than 3x' is measured against."""
     rng = random.Random(1000)
@@ -362,6 +378,8 @@ def load(
     try:
         with StClient(url, "") as warm:  # a fresh server learns its pages on its first run
             warm.wait_idle()
+        if deployment:
+            warm_workers(url, list(deployment.cookies.values()))
         if proc:
             report["rss_mib_before"] = rss_mib(proc.pid)
         report["gpu_mib_before"] = gpu_memory_mib()
