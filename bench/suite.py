@@ -572,6 +572,46 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def tensor_core_sweep(shapes: Iterable[Shape], repeat: int = 10) -> str:
+    """The TF32 pipeline on each shape with every block tile and k split of interest (the one
+    pipelined_splits picks, none, and twice and half the pick), next to cuDNN-TF32: the
+    measurements behind pipelined_tile and pipelined_splits. One line per (shape, tile, split)."""
+    import cupy
+    import torch
+
+    from gpuops.conv2d import PIPE_TILES, check_conv2d, pipelined_splits
+
+    F = torch.nn.functional
+    torch.backends.cudnn.benchmark = True
+    lines = [f"{'shape':<14}{'tile':>9}{'splits':>9}{'ms':>9}{'TFLOP/s':>9}{'cuDNN-TF32':>11}{'x cuDNN':>9}"]
+    for s in shapes:
+        rng = np.random.default_rng(0)
+        x = cupy.asarray(rng.standard_normal((s.N, s.C, s.H, s.W)).astype(np.float32))
+        w = cupy.asarray(rng.standard_normal((s.M, s.C // s.groups, s.K, s.K)).astype(np.float32))
+        conv = dict(stride=s.stride, padding=s.pad, groups=s.groups)
+        p = check_conv2d(x.shape, w.shape, None, s.stride, s.pad, 1, s.groups)
+        torch.backends.cudnn.allow_tf32 = True
+        tx, tw = torch.as_tensor(x, device="cuda"), torch.as_tensor(w, device="cuda")
+        peer = measure(
+            lambda tx=tx, tw=tw, conv=conv: F.conv2d(tx, tw, **conv), gpu=True, warmup=3, repeat=repeat
+        ).median_ms
+        torch.backends.cudnn.allow_tf32 = False
+        for tile in PIPE_TILES:
+            blocks = -(-p.N * p.geometry.L // tile[1]) * p.groups * -(-(p.M // p.groups) // tile[0])
+            pick = pipelined_splits(p, blocks)
+            for splits in sorted({1, pick, 2 * pick, max(1, pick // 2)}):
+                launch = pipelined_launch(p, "pipelined_tf32", tile=tile, k_splits=splits)
+                call = Call(p.out_shape, launch, zeroed=launch.grid[2] > 1)
+                ms = measure(
+                    lambda c=call, x=x, w=w: c(x, w, None), gpu=True, warmup=3, repeat=repeat
+                ).median_ms
+                cells = (f"{tile[0]}x{tile[1]}", launch.grid[2], f"{ms:.3f}", f"{p.flops / ms / 1e9:.1f}")
+                lines.append(
+                    f"{s.name:<14}" + "".join(f"{c:>9}" for c in cells) + f"{peer:>11.3f}{ms / peer:>9.2f}"
+                )
+    return "\n".join(lines)
+
+
 PARTS = ("forward", "backward")
 
 
@@ -673,10 +713,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
     parser.add_argument(
+        "--sweep", action="store_true", help="only the TF32 pipeline's tiles and k splits on the shapes (GPU)"
+    )
+    parser.add_argument(
         "--commit", default=None, help="the commit measured, where this tree is not a git checkout"
     )
     args = parser.parse_args(argv)
     gpu = gpuops.backend_info().gpu
+    if args.sweep:
+        print(tensor_core_sweep([ALL_SHAPES[n] for n in args.shapes or GEMM_CLASSES], repeat=args.repeat))
+        return 0
     names = args.shapes or [s.name for s in (STANDARD_SHAPES + CLASS_SHAPES if gpu else CPU_SHAPES)]
     report = run([ALL_SHAPES[n] for n in names], repeat=args.repeat, parts=args.parts, commit=args.commit)
     print(f"# {gpuops.backend_info().label()}; torch {report['torch']}")

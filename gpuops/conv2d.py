@@ -92,7 +92,9 @@ PIPE_TILES = {  # v7-v9 block tiles: (BM, BN) -> (warps along filters, along pix
     (128, 128): (2, 4),
     (64, 64): (2, 2),
 }
-PIPE_SMS = 132  # the H100's multiprocessors: the large tile needs two blocks for each to be chosen
+PIPE_SMS = 132  # the H100's multiprocessors
+PIPE_SPLIT_BELOW = 2  # v7-v9 split K only where the grid gives fewer blocks than this per SM,
+PIPE_SPLIT_STAGES = 32  # into splits of about this many stages of k (bench.suite --sweep, H100)
 PIPE_PREFIX = {"pipelined_tf32": "tf32", "pipelined_bf16": "bf16", "pipelined_fp16": "fp16"}
 
 
@@ -513,6 +515,7 @@ class WarpTileMap:
     warp_m: int = 32
     warp_n: int = 64
     operands: str = "TF32"  # what the tensor cores multiply
+    k_splits: int = 1  # v7-v9: blocks along z that add their share of k into the same outputs
 
     def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
         n, m, oh, ow = index
@@ -537,6 +540,11 @@ class WarpTileMap:
             f"tensor cores: a block computes {self.BM} filters x {self.BN} pixels of the batch; each of its "
             f"{warps} warps computes {self.warp_m} x {self.warp_n} outputs as {self.warp_m // 16} x "
             f"{self.warp_n // 8} {self.operands} mma tiles of 16 x 8"
+            + (
+                f"; k is split over {self.k_splits} blocks along z, which add into y"
+                if self.k_splits > 1
+                else ""
+            )
         )
 
 
@@ -554,12 +562,11 @@ def implicit_gemm_tf32_launch(p: ConvProblem) -> Launch:
 
 
 def pipelined_tile(p: ConvProblem) -> tuple[int, int]:
-    """v7-v9's block tile: 128 x 128 where a group has more than 64 filters and the layer still
-    gives every SM two such blocks; else 64 x 64 (few filters, or few pixels: a late layer of
-    7 x 7 pixels would leave most SMs idle with the large tile)."""
-    Mg = p.M // p.groups
-    large = -(-p.N * p.geometry.L // 128) * p.groups * -(-Mg // 128)
-    return (128, 128) if Mg > 64 and large >= 2 * PIPE_SMS else (64, 64)
+    """v7-v9's block tile: 128 x 128 where a group has more than 64 filters, else 64 x 64 (half
+    of a large tile's filter rows would be empty). Measured on the H100 (bench.suite --sweep):
+    the large tile won on every layer with 128+ filters, small grids too (late 14x14x256: 0.25
+    ms against 0.31 with 64 x 64, 4x the blocks); small grids split k instead (pipelined_splits)."""
+    return (128, 128) if p.M // p.groups > 64 else (64, 64)
 
 
 def pipelined_launch(
@@ -568,10 +575,12 @@ def pipelined_launch(
     *,
     wide_copies: bool | None = None,
     tile: tuple[int, int] | None = None,
+    k_splits: int | None = None,
 ) -> Launch:
     """v7-v9: tile from pipelined_tile; TF32 takes v8 (16-byte input copies) where rows are
     contiguous (stride_w 1, no reflect) and v7 elsewhere; 16-bit operands always run v9 (v8's
-    gather). `wide_copies` and `tile` override the choice (the benchmark and tests run each)."""
+    gather); k split over gridDim.z by pipelined_splits. `wide_copies`, `tile` and `k_splits`
+    override the choices (the benchmark and tests run each)."""
     g = p.geometry
     _check_pixels(p, algorithm)
     _check_plane(g, algorithm)
@@ -586,14 +595,32 @@ def pipelined_launch(
     Mg = p.M // p.groups
     m_blocks = -(-Mg // BM)
     grid = (max(1, -(-(p.N * g.L) // BN)), p.groups * m_blocks, 1)
+    splits = pipelined_splits(p, grid[0] * grid[1], k_splits)
+    grid = (grid[0], grid[1], splits)
     check_grid(grid, f"the {algorithm} kernel")
     a_pitch, b_pitch = (PIPE_BK + 4, BN + 8) if precision == "tf32" else (PIPE_BK + 8, BN + 4)
     shared = 4 * PIPE_STAGES * (BM * a_pitch + PIPE_BK * b_pitch)
-    threads = WarpTileMap(BM, BN, Mg, g.H_out, g.W_out, BM // warps_m, BN // warps_n, precision.upper())
+    threads = WarpTileMap(
+        BM, BN, Mg, g.H_out, g.W_out, BM // warps_m, BN // warps_n, precision.upper(), splits
+    )
     kernel = f"conv2d_{version}_{precision}_{BM}x{BN}"
     block = (32 * warps_m * warps_n, 1, 1)
-    args = _geometry_args(p) + ints(m_blocks=m_blocks)
+    args = _geometry_args(p) + ints(m_blocks=m_blocks, k_splits=splits)
     return Launch(kernel, SOURCE, grid, block, shared, ARRAYS, args, threads, "(n, m, oh, ow) of y")
+
+
+def pipelined_splits(p: ConvProblem, blocks: int, k_splits: int | None = None) -> int:
+    """Blocks along gridDim.z that share the k range of v7-v9 (adding into a zeroed y): where
+    the grid gives fewer than PIPE_SPLIT_BELOW blocks per SM, splits of about PIPE_SPLIT_STAGES
+    stages each; `k_splits` asks for a count instead. Never an empty split. Measured on the
+    H100 (bench.suite --sweep, 128 x 128 tiles): late 7x7x512, 52 blocks of 144 stages: 0.52 ms
+    unsplit, 0.24 in 5 splits, 0.27 in 11; 7x7x1024 (104 blocks of 288): 1.03, 0.54 in 10;
+    grids of 2+ blocks per SM lost 3-65% when split (VGG-like, 1x1, 5x5, grouped)."""
+    stages = -(-(p.C // p.groups) * p.geometry.KH * p.geometry.KW // PIPE_BK)
+    if k_splits is None:
+        k_splits = stages // PIPE_SPLIT_STAGES if blocks < PIPE_SPLIT_BELOW * PIPE_SMS else 1
+    k_splits = max(1, min(k_splits, stages))
+    return -(-stages // -(-stages // k_splits))  # per split ceil(stages / k), then no empty one
 
 
 LAUNCHERS = {
@@ -793,7 +820,7 @@ def conv2d(
             _ready.put(stored, (call, batched))
         y = call(x4, w, b)
     else:
-        call = Call(p.out_shape, plan.launch)
+        call = Call(p.out_shape, plan.launch, zeroed=dict(plan.launch.args).get("k_splits", 1) > 1)
         stored = _ready_key(x, weight, bias, key)
         if stored is not None:  # auto too: its choice is fixed per shape once measured
             _ready.put(stored, (call, batched))

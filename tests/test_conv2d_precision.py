@@ -103,12 +103,24 @@ def test_every_pipelined_launch_matches_a_kernel_with_a_header(algorithm, tile, 
     assert f"_{tile[0]}x{tile[1]}" in launch.kernel
 
 
+def test_k_splits_fill_the_gpu_and_leave_no_split_empty():
+    late = _problem(32, 512, 7, 7, 512, 3, padding=1)  # 52 blocks of 128 x 128, 144 stages of k
+    assert pipelined_launch(late).grid == (13, 4, 4)
+    assert pipelined_launch(_problem(32, 512, 14, 14, 512, 1)).grid[2] == 1  # 16 stages: no split
+    assert pipelined_launch(_problem(8, 128, 112, 112, 128, 3, padding=1)).grid[2] == 1  # 784 blocks
+    assert pipelined_launch(_problem(1, 3, 48, 48, 3, 3, padding=1, groups=3)).grid[2] == 1  # 1 stage
+    for stages_wanted in (1, 2, 5, 7, 50):  # Kdim 40 * 9 = 360: 12 stages of 32
+        grid = pipelined_launch(_problem(1, 40, 9, 9, 8, 3), k_splits=stages_wanted).grid
+        per = -(-12 // grid[2])
+        assert grid[2] <= min(stages_wanted, 12) and (grid[2] - 1) * per < 12  # the last split has work
+
+
 def test_tile_and_version_choice():
     vgg = _problem(8, 128, 112, 112, 128, 3, padding=1)
     late = _problem(32, 512, 7, 7, 512, 3, padding=1)
     few_filters = _problem(16, 32, 64, 64, 64, 5, padding=2)
     assert pipelined_tile(vgg) == (128, 128)
-    assert pipelined_tile(late) == (64, 64)  # 52 large blocks would leave most SMs idle
+    assert pipelined_tile(late) == (128, 128)  # a small grid: k is split instead
     assert pipelined_tile(few_filters) == (64, 64)
     assert "_v8_" in pipelined_launch(vgg).kernel  # stride 1: 16-byte input copies
     assert "_v7_" in pipelined_launch(_problem(8, 16, 40, 40, 16, 3, stride=2)).kernel
@@ -158,7 +170,7 @@ def test_every_tile_and_gather_against_torch_with_poisoned_output(shape, tile, w
     b = rng.standard_normal(M).astype(np.float32)
     conv = dict(stride=S, padding=P, dilation=D, groups=G, padding_mode=mode)
     p = check_conv2d(x.shape, w.shape, b.shape, S, P, D, G, mode)
-    launch = pipelined_launch(p, algorithm, tile=tile, wide_copies=wide)
+    launch = pipelined_launch(p, algorithm, tile=tile, wide_copies=wide, k_splits=1)  # one writer each
     y = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
     launch_module.run(launch, cp.asarray(x), cp.asarray(w), cp.asarray(b), y)
     rounding = ROUNDING[PRECISIONS[algorithm]]
@@ -172,6 +184,28 @@ def test_every_tile_and_gather_against_torch_with_poisoned_output(shape, tile, w
     got = y.get()
     assert not np.isnan(got).any(), f"{launch.kernel}: outputs never written"
     np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-4 * np.sqrt(C // G * K * K))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("algorithm", PIPELINED)
+@pytest.mark.parametrize("k_splits", [2, 3, 7])
+def test_split_k_adds_every_part_once(k_splits, algorithm, rng, torch):
+    """Blocks along z add their share of k into a zeroed y: a share added twice or never would
+    move the result by whole partial sums, far past fp32 rounding. Kdim 45 * 9 = 405: 13 stages,
+    so 7 splits leave a short last one; bias from split 0 only."""
+    import cupy as cp
+
+    x = rng.standard_normal((2, 45, 13, 11)).astype(np.float32)
+    w = rng.standard_normal((70, 45, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(70).astype(np.float32)
+    p = check_conv2d(x.shape, w.shape, b.shape, 1, 1)
+    launch = pipelined_launch(p, algorithm, k_splits=k_splits)
+    assert launch.grid[2] == k_splits
+    y = cp.zeros(p.out_shape, dtype=cp.float32)
+    launch_module.run(launch, cp.asarray(x), cp.asarray(w), cp.asarray(b), y)
+    rounding = ROUNDING[PRECISIONS[algorithm]]
+    expected = _torch_ref(torch, rounding(x), rounding(w), b, padding=1)
+    np.testing.assert_allclose(y.get(), expected, rtol=2e-4, atol=2e-3)
 
 
 @pytest.mark.gpu
@@ -199,7 +233,7 @@ def test_thread_of_names_the_thread_that_wrote_each_output(algorithm, tile, rng)
     x = rng.standard_normal((2, 4, 11, 9)).astype(np.float32)
     w = rng.standard_normal((70, 2, 3, 3)).astype(np.float32)
     p = check_conv2d(x.shape, w.shape, None, 1, 1, 1, 2)
-    launch = pipelined_launch(p, algorithm, tile=tile)
+    launch = pipelined_launch(p, algorithm, tile=tile, k_splits=1)
     out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
     writer, dims = launch_module.traced(launch, cp.asarray(x), cp.asarray(w), None, out)
     assert not np.isnan(out.get()).any() and (writer > 0).all()

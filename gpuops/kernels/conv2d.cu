@@ -723,7 +723,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v6_depthwise(
 //      read as 32-bit values that is an 8 x 4 block of floats, lane 4g + t receiving (g, t),
 //      exactly where m16n8k8 wants a0..a3), 4 instructions instead of 16 for MT = 4;
 //   5. shared rows padded so that every fragment load and every copy is free of bank
-//      conflicts (pitches 36 and BN + 8 floats for TF32; 40 and BN + 4 for 16-bit operands).
+//      conflicts (pitches 36 and BN + 8 floats for TF32; 40 and BN + 4 for 16-bit operands);
+//   6. SPLIT K for small layers: a late layer of 7 x 7 pixels gives each SM one or two blocks
+//      that walk thousands of k one stage after the other, too few warps to hide each
+//      stage's latency. The host then splits the k range over gridDim.z = k_splits blocks;
+//      each adds its partial sums into y (zeroed first) with atomicAdd, bias from split 0.
+//      Measured (H100, bench.suite --sweep, 128 x 128 tiles): late 7x7x512 0.52 -> 0.24 ms in
+//      5 splits, 7x7x1024 1.03 -> 0.54 in 10; layers with 2+ blocks per SM lose when split.
 // Unchanged from v5: weights arrive by 16-byte cp.async where rows are 16-byte aligned; the
 // input gather uses 4-byte cp.async, zero-filling padding cells (v8 widens it); values are
 // rounded to TF32 (cvt.rna) as a warp reads its fragments, so the result is the exact sum of
@@ -738,13 +744,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v6_depthwise(
 //
 // The same body serves v8 (VEC = 4) and v9 (16-bit operands, PREC): the template
 // parameters are the deltas, the extern "C" kernels below each header name one choice.
-// grid = (ceil(N*L / BN), groups * m_blocks), block = 32 * WARPS_M * WARPS_N threads.
+// grid = (ceil(N*L / BN), groups * m_blocks, k_splits), block = 32 * WARPS_M * WARPS_N threads.
 // Measured (H100, one run, bench/results/h100_tensor_cores.json), v5 -> v7 in ms:
 //   VGG-like 3x3 1.18 -> 0.81, 1x1 0.20 -> 0.12, 5x5 0.28 -> 0.26, grouped 0.65 -> 0.56,
 //   late 14x14x256 0.39 -> 0.35, 7x7x512 0.73 -> 0.66, 7x7x1024 1.34 -> 1.19.
-// Still 3-9x cuDNN-TF32 on 3x3 and late layers: every input value costs a thread ~20
-// instructions of gather (v8 shares the walk over 4 pixels), and a small layer gives each SM
-// one or two blocks, too few warps to hide the latency of each stage.
+// Still 3-9x cuDNN-TF32 on 3x3 and late layers (3-4x with split K): every input value costs a
+// thread ~20 instructions of gather (v8 shares the walk over 4 pixels), and a small layer
+// gives each SM one or two blocks, too few warps to hide the latency of each stage (6.).
 // =======================================================================================
 #define PIPE_BK 32         // k per shared-memory stage
 #define PIPE_STAGES 3      // shared-memory stages in flight
@@ -778,6 +784,11 @@ __device__ __forceinline__ void mma_16bit(float* c, const unsigned* a, const uns
                      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+// Split K: a block's partial sum, added to what the other splits add (out zeroed first).
+__device__ __forceinline__ void store_add(float* out, long long i, float v) {
+    atomicAdd(out + i, v);
+    trace_store(i);
+}
 // Two neighbouring outputs with one 8-byte store (out + i 8-byte aligned).
 __device__ __forceinline__ void store2(float* out, long long i, float a, float b) {
     *reinterpret_cast<float2*>(out + i) = make_float2(a, b);
@@ -789,7 +800,7 @@ template <int BM, int BN, int WARPS_M, int WARPS_N, int VEC, int PREC>
 __device__ __forceinline__ void tensor_core_conv(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
-    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     constexpr int THREADS = 32 * WARPS_M * WARPS_N;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;      // one warp's outputs
@@ -817,6 +828,11 @@ __device__ __forceinline__ void tensor_core_conv(
     const int g = blockIdx.y / m_blocks;
     const int m0 = (blockIdx.y % m_blocks) * BM;     // first filter of the block, within the group
     const int p0 = blockIdx.x * BN;                  // first pixel of the block
+    // this block's stages of k: split blockIdx.z of k_splits (the host leaves none empty)
+    const int all_tiles = (Kdim + PIPE_BK - 1) / PIPE_BK;
+    const int per_split = (all_tiles + k_splits - 1) / k_splits;
+    const int tile0 = blockIdx.z * per_split;
+    const int tiles = min(all_tiles - tile0, per_split);
     const float* __restrict__ w_g = w + (long long)g * Mg * Kdim;
     // weight rows 16-byte aligned (Kdim a multiple of 4, w itself aligned): 16-byte copies
     const bool vec_a = (Kdim & 3) == 0 && (reinterpret_cast<unsigned long long>(w) & 15) == 0;
@@ -845,7 +861,7 @@ __device__ __forceinline__ void tensor_core_conv(
     // the next k this thread gathers, as (kc, ki, kj) and the offsets they stand for
     int kc, ki, kj;
     {
-        const int k = part * KP;
+        const int k = tile0 * PIPE_BK + part * KP;
         kc = k / KK; ki = (k % KK) / KW; kj = k % KW;
     }
     int k_ih = ki * dil_h, k_iw = kj * dil_w;
@@ -923,10 +939,9 @@ __device__ __forceinline__ void tensor_core_conv(
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
-    const int tiles = (Kdim + PIPE_BK - 1) / PIPE_BK;
 #pragma unroll
     for (int s = 0; s < PIPE_STAGES - 1; ++s) {        // the pipeline fills: stages 0 and 1 in flight
-        if (s < tiles) load_stage(s, s * PIPE_BK);
+        if (s < tiles) load_stage(s, (tile0 + s) * PIPE_BK);
         else asm volatile("cp.async.commit_group;\n" ::);   // empty groups keep the count uniform
     }
     for (int tile = 0; tile < tiles; ++tile) {
@@ -935,7 +950,7 @@ __device__ __forceinline__ void tensor_core_conv(
         asm volatile("cp.async.wait_group %0;\n" :: "n"(PIPE_STAGES - 2));
         __syncthreads();
         const int next = tile + PIPE_STAGES - 1;
-        if (next < tiles) load_stage(next % PIPE_STAGES, next * PIPE_BK);
+        if (next < tiles) load_stage(next % PIPE_STAGES, (tile0 + next) * PIPE_BK);
         else asm volatile("cp.async.commit_group;\n" ::);
         const int s = tile % PIPE_STAGES;
         if constexpr (PREC == PREC_TF32) {
@@ -1007,10 +1022,14 @@ __device__ __forceinline__ void tensor_core_conv(
                     const int m = m0 + wm + i * 16 + gr + h * 8;
                     if (m >= Mg) continue;
                     const int mm = g * Mg + m;
-                    const float b_m = bias ? bias[mm] : 0.0f;
+                    const float b_m = (bias && blockIdx.z == 0) ? bias[mm] : 0.0f;
                     const float v0 = acc[i][j][2 * h] + b_m, v1 = acc[i][j][2 * h + 1] + b_m;
                     const long long o = ((long long)n_j * M + mm) * L + l_j;
-                    if (l_j + 1 < L && p + 1 < P && (o & 1) == 0) {
+                    if (k_splits > 1) {                      // partial sums: add
+                        store_add(y, o, v0);
+                        if (p + 1 < P)
+                            store_add(y, l_j + 1 < L ? o + 1 : ((long long)(n_j + 1) * M + mm) * L, v1);
+                    } else if (l_j + 1 < L && p + 1 < P && (o & 1) == 0) {
                         store2(y, o, v0, v1);
                     } else {
                         store(y, o, v0);
@@ -1032,18 +1051,18 @@ __device__ __forceinline__ void tensor_core_conv(
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v7_tf32_128x128(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
-    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<128, 128, 2, 4, 1, PREC_TF32>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v7_tf32_64x64(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
-    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<64, 64, 2, 2, 1, PREC_TF32>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 
 // =======================================================================================
@@ -1061,18 +1080,18 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v7_tf32_64x64(
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v8_tf32_128x128(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
-    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<128, 128, 2, 4, 4, PREC_TF32>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v8_tf32_64x64(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
-    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<64, 64, 2, 2, 4, PREC_TF32>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 
 // =======================================================================================
@@ -1095,32 +1114,32 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v8_tf32_64x64(
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v9_bf16_128x128(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
-    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<128, 128, 2, 4, 4, PREC_BF16>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_bf16_64x64(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
-    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<64, 64, 2, 2, 4, PREC_BF16>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v9_fp16_128x128(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
-    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<128, 128, 2, 4, 4, PREC_FP16>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_fp16_64x64(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
-    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<64, 64, 2, 2, 4, PREC_FP16>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
