@@ -1054,7 +1054,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v7_tf32_128x128(
     int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<128, 128, 2, 4, 1, PREC_TF32>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
+        stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v7_tf32_64x64(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
@@ -1062,7 +1062,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v7_tf32_64x64(
     int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<64, 64, 2, 2, 1, PREC_TF32>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
+        stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 
 // =======================================================================================
@@ -1083,7 +1083,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v8_tf32_128x128(
     int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<128, 128, 2, 4, 4, PREC_TF32>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
+        stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v8_tf32_64x64(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
@@ -1091,7 +1091,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v8_tf32_64x64(
     int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<64, 64, 2, 2, 4, PREC_TF32>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
+        stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 
 // =======================================================================================
@@ -1117,7 +1117,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v9_bf16_128x128(
     int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<128, 128, 2, 4, 4, PREC_BF16>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
+        stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_bf16_64x64(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
@@ -1125,7 +1125,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_bf16_64x64(
     int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<64, 64, 2, 2, 4, PREC_BF16>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
+        stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v9_fp16_128x128(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
@@ -1133,7 +1133,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v9_fp16_128x128(
     int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<128, 128, 2, 4, 4, PREC_FP16>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
+        stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
 extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_fp16_64x64(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
@@ -1141,5 +1141,5 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_fp16_64x64(
     int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits)
 {
     tensor_core_conv<64, 64, 2, 2, 4, PREC_FP16>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
-                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
+        stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
 }
