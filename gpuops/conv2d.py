@@ -27,7 +27,7 @@ import numpy as np
 
 from gpuops import autotune, im2col
 from gpuops.backend import array_module
-from gpuops.cache import Memo, memoised
+from gpuops.cache import memoised
 from gpuops.checks import (
     Layer,
     WindowGeometry,
@@ -40,8 +40,18 @@ from gpuops.checks import (
     window_args,
 )
 from gpuops.cublas import MIN_BUDGET
-from gpuops.index_math import tap_slices
-from gpuops.launch import SHARED_LIMIT, Call, Launch, ThreadRef, check_grid, ints
+from gpuops.index_math import INT32_MAX, tap_slices
+from gpuops.launch import (
+    SHARED_LIMIT,
+    Call,
+    Launch,
+    ThreadRef,
+    check_grid,
+    ints,
+    keep_ready,
+    ready_call,
+    ready_key,
+)
 from gpuops.reflect_pad import reflect_pad
 
 ALGORITHMS = ("direct", "tiled_basic", "tiled", "im2col", "implicit_gemm")  # fp32 throughout
@@ -71,7 +81,6 @@ DW_BLOCKS = ((32, 8), (16, 16), (16, 8), (32, 4), (8, 16), (8, 8), (8, 4), (4, 4
 MAX_CHANNELS_PER_STAGE = 8  # v3
 IG_BM, IG_BN = 64, 128  # v4 block tile: filters x pixels
 IG_THREADS = (IG_BM // 8) * (IG_BN // 8)  # each thread owns 8 filters x 8 pixels
-PIXEL_LIMIT = 2**31 - 1  # v4 and v5 number the batch's pixels with 32-bit ints
 TC_BM, TC_BN = 64, 128  # v5 block tile: filters x pixels, in warps of 32 x 64
 TC_THREADS = 32 * (TC_BM // 32) * (TC_BN // 64)
 
@@ -300,15 +309,13 @@ def _halo(tile: int, k: int, stride: int, dilation: int) -> int:
     return (tile - 1) * stride + (k - 1) * dilation + 1
 
 
-PLANE_LIMIT = 2**31 - 1  # v2/v3 index inside an input plane with 32-bit ints (faster tile loads)
-
-
 def _check_int32(count: int, counted: str, what: str) -> None:
-    """Refuse up front what a kernel would index past 32 bits (instead of a wrong answer)."""
-    if count > PLANE_LIMIT:
+    """Refuse up front what a kernel would index past 32 bits (instead of a wrong answer): v2/v3
+    index inside an input plane with ints (faster tile loads), v4/v5 number the batch's pixels."""
+    if count > INT32_MAX:
         raise ValueError(
             f"the {what} kernel numbers {counted} with 32-bit ints: {count:,} is over the limit "
-            f"{PLANE_LIMIT:,}; split the batch or use algorithm='direct'"
+            f"{INT32_MAX:,}; split the batch or use algorithm='direct'"
         )
 
 
@@ -501,13 +508,6 @@ class WarpTileMap:
         lane = (r % 8) * 4 + (q % 8) // 2
         return ThreadRef((p // self.BN, group * m_blocks + within // self.BM, 0), (warp * 32 + lane, 0, 0))
 
-    def pixels_of_warp(self, n: int, oh: int, ow: int) -> np.ndarray:
-        """(n, oh, ow) of the 64 batch pixels of the warp tile that holds pixel (n, oh, ow)."""
-        L = self.H_out * self.W_out
-        p = n * L + oh * self.W_out + ow
-        q = p - p % 64 + np.arange(64)
-        return np.stack([q // L, (q % L) // self.W_out, q % self.W_out], axis=1)
-
     def describe(self) -> str:
         return (
             f"tensor cores: a block computes {self.BM} filters x {self.BN} pixels of the batch; each of its 4 "
@@ -551,6 +551,10 @@ class ConvPlan:
     out_shape = property(lambda self: self.problem.out_shape)
     flops = property(lambda self: self.problem.flops)
     x_unroll_bytes_per_sample = property(lambda self: self.problem.x_unroll_bytes_per_sample)
+
+    @property
+    def launches(self) -> tuple[Launch, ...]:
+        return () if self.launch is None else (self.launch,)
 
 
 @memoised("conv2d_plans", 1024)
@@ -614,9 +618,6 @@ def padded_input(x: Any, p: ConvProblem) -> Any:
     return xp.pad(x, ((0, 0), (0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)))
 
 
-_ready = Memo("conv2d_ready_calls", 4096)
-
-
 def resolve_algorithm(x: Any, w: Any, bias: Any = None, *conv: Any, **conv_kw: Any) -> str:
     """The algorithm that "auto" runs for conv2d(x, w, bias, *conv, **conv_kw) (stride, padding,
     dilation, groups, padding_mode as in conv2d).
@@ -658,8 +659,8 @@ def conv2d(
     nn.Conv2d(padding_mode="reflect"), with "same" too. im2col_budget_bytes caps X_unroll on
     the GPU (default: half of the free device memory).
     """
-    key = (stride, padding, dilation, groups, padding_mode, algorithm)
-    ready = _ready.get(_ready_key(x, weight, bias, key)) if im2col_budget_bytes is None else None
+    key = ready_key("conv2d", (x, weight, bias), (stride, padding, dilation, groups, padding_mode, algorithm))
+    ready = ready_call(key) if im2col_budget_bytes is None else None
     if ready is not None:  # the same shapes and arguments passed every check before
         call, batched = ready
         y = call(x if batched else x[None], weight, bias)
@@ -692,15 +693,12 @@ def conv2d(
         call = functools.partial(
             _im2col_call, p, im2col_budget_bytes, im2col.batch_chunk(p) if fits else None
         )
-        stored = _ready_key(x, weight, bias, key) if im2col_budget_bytes is None else None
-        if stored is not None:
-            _ready.put(stored, (call, batched))
+        if im2col_budget_bytes is None:
+            keep_ready(key, (call, batched))
         y = call(x4, w, b)
     else:
         call = Call(p.out_shape, plan.launch)
-        stored = _ready_key(x, weight, bias, key)
-        if stored is not None:  # auto too: its choice is fixed per shape once measured
-            _ready.put(stored, (call, batched))
+        keep_ready(key, (call, batched))  # auto too: its choice is fixed per shape once measured
         y = call(x4, w, b)
     return y if batched else y[0]
 
@@ -717,14 +715,3 @@ def _im2col_call(p: ConvProblem, budget_bytes: int | None, chunk: int | None, x:
     if b is not None:
         y += b.reshape(1, -1, 1, 1)
     return y
-
-
-def _ready_key(x: Any, w: Any, bias: Any, key: tuple) -> tuple | None:
-    """The ready-call key of a repeat GPU call; None unless every array is a C-contiguous float32
-    CuPy array (anything else goes through the full checks and conversions)."""
-    from gpuops.launch import ready_device
-
-    device = ready_device(x, w, bias)
-    if device is None:
-        return None
-    return (device, x.shape, w.shape, None if bias is None else bias.shape, repr(key))

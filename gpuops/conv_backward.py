@@ -44,7 +44,7 @@ from gpuops.checks import (
 from gpuops.conv2d import AUTO, ConvProblem, PixelRowMap, check_conv2d
 from gpuops.cublas import check_gemm_sides, gemm_strided, samples_per_chunk
 from gpuops.im2col import is_pointwise
-from gpuops.index_math import output_coord, tap_slice, tap_slices
+from gpuops.index_math import INT32_MAX, ceil_div, output_coord, tap_slice, tap_slices
 from gpuops.launch import Call, Launch, ThreadRef, check_grid, ints, row_launch
 from gpuops.reflect_pad import reflect_pad, reflect_pad_backward
 from gpuops.unfold_fold import fold, fold_launch, fold_numpy, unfold_into, unfold_launch, unfold_numpy
@@ -59,7 +59,6 @@ KERNELS = {
 }
 SCATTER_MAX_THREADS = 256  # v1: threads per block (fewer for small output planes)
 REDUCE_BLOCK = (32, 8, 1)  # v3; a CPU test checks it against the #defines of the .cu file
-INT_LIMIT = 2**31 - 1
 FOLD_VARIANT = "gather"  # gemm_fold's col2im: deterministic, and the launch the plan names
 
 
@@ -239,7 +238,7 @@ def input_scatter_launch(q: GradProblem) -> Launch:
     """v1: grid (pixel blocks, M, N) over dy; dx must be zeroed."""
     L = q.H_dy * q.W_dy
     bx = _scatter_pixels(L)
-    grid = (max(1, -(-L // bx)), q.M, q.N)
+    grid = (max(1, ceil_div(L, bx)), q.M, q.N)
     check_grid(grid, "the scatter kernel")
     does = "one thread per output gradient dy (n, m, oh, ow): it atomically adds dy x w onto every input cell its window read"
     threads = PixelRowMap(bx, 1, q.W_dy, does)
@@ -264,10 +263,10 @@ def input_gather_launch(q: GradProblem) -> Launch:
 def weight_reduce_launch(q: GradProblem) -> Launch:
     """v3: one block per weight; the block's rows are the N*H_out output rows (32-bit)."""
     rows = q.N * q.H_dy
-    if rows > INT_LIMIT:
+    if rows > INT32_MAX:
         raise ValueError(
             f"the direct weight-gradient kernel counts output rows N x H_out = {rows:,} with 32-bit ints "
-            f"(limit {INT_LIMIT:,}); split the batch or use weight_algorithm='gemm'"
+            f"(limit {INT32_MAX:,}); split the batch or use weight_algorithm='gemm'"
         )
     Cg = q.C // q.groups
     grid = (max(1, q.M * Cg * q.geometry.KH * q.geometry.KW), 1, 1)
@@ -314,6 +313,10 @@ class BackwardPlan:
     weight_algorithm: str | None = None
     weight_launch: Launch | None = None
     pads: tuple[int, int, int, int] | None = None  # reflect mode: (left, right, top, bottom)
+
+    @property
+    def launches(self) -> tuple[Launch, ...]:
+        return tuple(launch for launch in (self.input_launch, self.weight_launch) if launch is not None)
 
 
 @memoised("conv_transpose2d_plans", 1024)

@@ -302,6 +302,46 @@ def test_the_launch_that_ran_is_the_planned_one(algorithm, rng):
     assert (ran[0].grid, ran[0].block) == (plan.launch.grid, plan.launch.block)
 
 
+def test_every_plan_holds_the_launches_of_its_kernels():
+    """check -> plan for unfold, fold, reflect_pad and its backward: the plan (shapes only, no
+    array) holds exactly the launch its kernel builder makes; "auto" (chosen per call) and an
+    empty output hold none; the GEMM step runs cuBLAS, no kernel of ours."""
+    from gpuops import plan_fold, plan_gemm, plan_reflect_pad, plan_reflect_pad_backward, plan_unfold
+
+    g = gpuops.window_geometry(17, 13, 3, 2, 1)
+    unfold = plan_unfold((2, 3, 17, 13), 3, 1, 1, 2)
+    assert unfold.launches == (unfold_launch(g, 2, 3),) and unfold.out_shape == (2, 27, g.L)
+    assert plan_unfold((3, 17, 13), 3, 1, 1, 2).out_shape == (27, g.L)
+    for variant in ("gather", "scatter"):
+        fold = plan_fold((2, 27, g.L), (17, 13), 3, 1, 1, 2, variant)
+        assert fold.launches == (fold_launch(g, 2, 3, variant),) and fold.out_shape == (2, 3, 17, 13)
+    assert plan_fold((27, g.L), (17, 13), 3, 1, 1, 2).launches == ()  # auto: measured per call
+    pad = plan_reflect_pad((2, 3, 17, 13), (1, 2, 3, 4))
+    assert pad.launches == (reflect_pad_launch(6, 17, 13, (1, 2, 3, 4)),) and pad.out_shape == (2, 3, 24, 16)
+    assert plan_reflect_pad((0, 3, 17, 13), 1).launches == ()
+    for algorithm in ("scatter", "gather"):
+        back = plan_reflect_pad_backward((2, 3, 24, 16), (1, 2, 3, 4), algorithm)
+        assert back.launches == (reflect_pad_backward_launch(6, 17, 13, (1, 2, 3, 4), algorithm),)
+        assert back.in_shape == (2, 3, 17, 13)
+    gemm = plan_gemm((8, 27), (2, 27, 40))
+    assert (gemm.out_shape, gemm.launches) == ((2, 8, 40), ())
+
+
+@pytest.mark.parametrize(
+    "plan,message",
+    [
+        (lambda: gpuops.plan_unfold((3, 17), 3), "input must have 3 or 4 dimensions"),
+        (lambda: gpuops.plan_fold((27, 10), (5, 5), 3, variant="sum"), "variant 'sum' must be"),
+        (lambda: gpuops.plan_reflect_pad((3, 4, 4), 4), "reflect padding 4 .left. must be smaller"),
+        (lambda: gpuops.plan_reflect_pad_backward((3, 9, 9), 1, "sum"), "algorithm 'sum' must be"),
+        (lambda: gpuops.plan_gemm((8, 27), (26, 40)), "x_unroll has 26 rows, but filter_matrix has 27"),
+    ],
+)
+def test_plans_refuse_bad_arguments_before_any_array_exists(plan, message):
+    with pytest.raises(ValueError, match=message):
+        plan()
+
+
 @pytest.mark.gpu
 def test_unfold_fold_and_reflect_run_their_planned_launches(rng):
     import cupy as cp

@@ -256,3 +256,10 @@ def test_reflect_pad_backward_rejects_bad_arguments(shape, pads, message):
 def test_reflect_pad_backward_rejects_unknown_algorithm():
     with pytest.raises(ValueError, match="algorithm 'atomic' must be one of"):
         gpuops.reflect_pad_backward(np.zeros((5, 5), np.float32), 1, algorithm="atomic")
+
+
+def test_gemm_refuses_matrices_that_do_not_multiply():
+    with pytest.raises(ValueError, match="x_unroll has 26 rows, but filter_matrix has 27 columns"):
+        gpuops.gemm(np.zeros((8, 27), np.float32), np.zeros((26, 40), np.float32))
+    with pytest.raises(ValueError, match=r"filter_matrix must have 2 dimensions \(\(M, K\)\), got 3"):
+        gpuops.gemm(np.zeros((1, 8, 27), np.float32), np.zeros((27, 40), np.float32))

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuops.checks import WindowGeometry
-from gpuops.index_math import input_coord, output_coord, reflect_index
+from gpuops.index_math import ceil_div, input_coord, output_coord, reflect_index
 from gpuops.launch import Launch, ThreadRef
+from gpuops.maps.limits import largest_dilation, largest_kernel
 
 
 @dataclass(frozen=True)
@@ -182,10 +183,9 @@ def setting_limits(H: int, W: int, k: int, pad: int, dil: int, padding_mode: str
     """Each setting's range given the others (the page clamps pad, then dilation, then K)."""
     side = min(H, W)
     pad_hi = max_pad if padding_mode != "reflect" else max(0, min(max_pad, side - 1))
-    room = side + 2 * pad - 1  # D*(K-1) may be at most this
-    dil_hi = max_dil if k <= 1 else max(1, min(max_dil, room // (k - 1)))
-    k_hi = max(1, min(max_k, room // max(1, dil) + 1))
-    pad_lo = max(0, -(-(dil * (k - 1) + 1 - side) // 2))
+    dil_hi = largest_dilation(side, k, pad, max_dil)
+    k_hi = largest_kernel(side, pad, dil, max_k)
+    pad_lo = max(0, ceil_div(dil * (k - 1) + 1 - side, 2))
     return SettingLimits(k_hi, min(pad_lo, pad_hi), pad_hi, dil_hi)
 
 
@@ -388,7 +388,7 @@ def computed_by(launch: Launch, g: WindowGeometry, oh: int, ow: int, m: int = 0,
         mine = threads.pixels_of_thread(0, oh, ow)
         mine = mine[mine[:, 0] == 0][:, 1:]
         Mg = threads.filters_per_group
-        m_blocks = -(-Mg // threads.BM)
+        m_blocks = ceil_div(Mg, threads.BM)
         group, mb = divmod(ref.block[1], m_blocks)
         start = group * Mg + mb * threads.BM
         block_filters = range(start, min(start + threads.BM, (group + 1) * Mg))

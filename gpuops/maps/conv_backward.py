@@ -13,6 +13,8 @@ from gpuops.checks import WindowGeometry
 from gpuops.conv_backward import TransposeGeometry, transpose_geometry
 from gpuops.index_math import input_coord, output_coord, reflect_index
 from gpuops.maps.conv2d import readers_of, receptive_field
+from gpuops.maps.limits import largest_dilation as largest_dilation  # the page's slider ranges
+from gpuops.maps.limits import largest_kernel as largest_kernel
 from gpuops.maps.reflect_pad import copies_of as reflect_copies_of
 from gpuops.reflect_pad import reflect_source_rows
 
@@ -140,19 +142,6 @@ def reflect_backward_count(H: int, W: int, pads: tuple[int, int, int, int]) -> n
 
 
 # ---- the page's settings: ranges that follow the geometry ------------------------------------------------
-def largest_kernel(side: int, pad: int, dilation: int, cap: int) -> int:
-    """The largest kernel size k <= cap whose window, dilation*(k-1) + 1 cells, fits a side of
-    `side` cells padded by `pad` on each end (at least 1)."""
-    return max(1, min(cap, (side + 2 * pad - 1) // max(1, dilation) + 1))
-
-
-def largest_dilation(side: int, k: int, pad: int, cap: int) -> int:
-    """The largest dilation <= cap for which a k-tap window fits side + 2*pad cells (at least 1)."""
-    if k <= 1:
-        return cap
-    return max(1, min(cap, (side + 2 * pad - 1) // (k - 1)))
-
-
 def largest_padding(k: int, dilation: int, cap: int) -> int:
     """Padding beyond the window's reach minus one (dilation*(k-1)) would add windows that read
     padding only; the page stops there (and at cap)."""
