@@ -2,16 +2,16 @@
 
 grad_input and conv_transpose2d are one computation (the adjoint of the forward convolution),
 with three algorithms:
-  scatter    v1 (kernels/conv_backward.cu): one thread per output gradient adds dy * w onto the
+  scatter    grad_input_v1 (kernels/conv_backward.cu): one thread per output gradient adds dy * w onto the
              input cells its window read (atomicAdd)
-  gather     v2: one thread per input cell sums the output gradients that read it (the flipped
+  gather     grad_input_v2: one thread per input cell sums the output gradients that read it (the flipped
              filter, PMPP fig. 16.9-16.10); deterministic
   gemm_fold  cols = W^T @ dY through cuBLAS, then col2im with gpuops.fold (its gather kernel)
   auto       on the GPU the fastest for the shape, measured once (gpuops.autotune); on the CPU
              scatter (one strided slice per tap, no K*K-times larger cols)
 grad_weight has two:
   gemm       unfold(x), then dW = dY @ cols^T through cuBLAS per sample, summed over the batch
-  direct     v3: one block per weight sums dy * x, a shared-memory tree reduction; deterministic
+  direct     grad_weight_v1: one block per weight sums dy * x, a shared-memory tree reduction; deterministic
   auto       on the GPU measured; on the CPU direct
 Reflect padding: the forward pass is a convolution of the reflect-padded input, so the backward
 pass works on the padded input and folds the mirrored cells back with reflect_pad_backward.
@@ -53,12 +53,12 @@ SOURCE = "conv_backward.cu"
 GRAD_INPUT_ALGORITHMS = ("scatter", "gather", "gemm_fold")
 GRAD_WEIGHT_ALGORITHMS = ("gemm", "direct")
 KERNELS = {
-    "scatter": "conv_backward_v1_input_scatter",
-    "gather": "conv_backward_v2_input_gather",
-    "direct": "conv_backward_v3_weight_reduce",
+    "scatter": "grad_input_v1_scatter",
+    "gather": "grad_input_v2_gather",
+    "direct": "grad_weight_v1_reduce",
 }
-SCATTER_MAX_THREADS = 256  # v1: threads per block (fewer for small output planes)
-REDUCE_BLOCK = (32, 8, 1)  # v3; a CPU test checks it against the #defines of the .cu file
+SCATTER_MAX_THREADS = 256  # grad_input_v1: threads per block (fewer for small output planes)
+REDUCE_BLOCK = (32, 8, 1)  # grad_weight_v1; a CPU test checks it against the #defines of the .cu file
 FOLD_VARIANT = "gather"  # gemm_fold's col2im: deterministic, and the launch the plan names
 
 
@@ -208,7 +208,7 @@ def _geometry_args(q: GradProblem) -> tuple[tuple[str, Any], ...]:
 
 @dataclass(frozen=True)
 class WeightBlockMap:
-    """v3: block ((m*Cg + c)*KH + ki)*KW + kj sums weight (m, c, ki, kj); thread 0 stores it."""
+    """grad_weight_v1: block ((m*Cg + c)*KH + ki)*KW + kj sums weight (m, c, ki, kj); thread 0 stores it."""
 
     Cg: int
     KH: int
@@ -227,7 +227,7 @@ class WeightBlockMap:
 
 
 def _scatter_pixels(L: int) -> int:
-    """Threads per block of v1: a power of two, 32..256, no more than the plane needs."""
+    """Threads per block of grad_input_v1: a power of two, 32..256, no more than the plane needs."""
     bx = 32
     while bx < min(L, SCATTER_MAX_THREADS):
         bx *= 2
@@ -235,7 +235,7 @@ def _scatter_pixels(L: int) -> int:
 
 
 def input_scatter_launch(q: GradProblem) -> Launch:
-    """v1: grid (pixel blocks, M, N) over dy; dx must be zeroed."""
+    """grad_input_v1: grid (pixel blocks, M, N) over dy; dx must be zeroed."""
     L = q.H_dy * q.W_dy
     bx = _scatter_pixels(L)
     grid = (max(1, ceil_div(L, bx)), q.M, q.N)
@@ -247,7 +247,7 @@ def input_scatter_launch(q: GradProblem) -> Launch:
 
 
 def input_gather_launch(q: GradProblem) -> Launch:
-    """v2: a row kernel over dx (N, C, H, W), rows of W cells."""
+    """grad_input_v2: a row kernel over dx (N, C, H, W), rows of W cells."""
     g = q.geometry
     return row_launch(
         KERNELS["gather"],
@@ -261,7 +261,7 @@ def input_gather_launch(q: GradProblem) -> Launch:
 
 
 def weight_reduce_launch(q: GradProblem) -> Launch:
-    """v3: one block per weight; the block's rows are the N*H_out output rows (32-bit)."""
+    """grad_weight_v1: one block per weight; the block's rows are the N*H_out output rows (32-bit)."""
     rows = q.N * q.H_dy
     if rows > INT32_MAX:
         raise ValueError(
@@ -295,7 +295,7 @@ def input_launch(q: GradProblem, algorithm: str) -> Launch | None:
 
 
 def weight_launch(q: GradProblem, algorithm: str) -> Launch | None:
-    """The kernel launch of a weight-gradient algorithm: v3, or gemm's unfold (the GEMM is
+    """The kernel launch of a weight-gradient algorithm: grad_weight_v1, or gemm's unfold (the GEMM is
     cuBLAS; None for a pointwise problem, which unfolds nothing)."""
     if algorithm == "direct":
         return weight_reduce_launch(q)
@@ -359,7 +359,7 @@ def _grouped(q: GradProblem, dy: np.ndarray, w: np.ndarray) -> tuple[np.ndarray,
 
 
 def input_scatter_numpy(dy: np.ndarray, w: np.ndarray, q: GradProblem) -> np.ndarray:
-    """Twin of v1: per tap (ki, kj), every output gradient times w[:, :, ki, kj] (a product over
+    """Twin of grad_input_v1: per tap (ki, kj), every output gradient times w[:, :, ki, kj] (a product over
     the group's filters) lands on the strided slice of the padded input that tap read; then the
     padding is cropped off."""
     g, G, Cg = q.geometry, q.groups, q.C // q.groups
@@ -377,7 +377,7 @@ def input_scatter_numpy(dy: np.ndarray, w: np.ndarray, q: GradProblem) -> np.nda
 
 
 def input_gather_numpy(dy: np.ndarray, w: np.ndarray, q: GradProblem) -> np.ndarray:
-    """Twin of v2: per tap (ki, kj), every input cell takes the output gradient output_coord
+    """Twin of grad_input_v2: per tap (ki, kj), every input cell takes the output gradient output_coord
     names (rows and columns where it is -1 take nothing), times w[:, :, ki, kj]."""
     g, G, Cg = q.geometry, q.groups, q.C // q.groups
     dyg, wg = _grouped(q, dy, w)
@@ -440,7 +440,7 @@ def weight_gemm_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.ndarr
 
 
 def weight_direct_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.ndarray:
-    """Twin of v3: per tap (ki, kj), the strided slice of the padded input that tap read, times
+    """Twin of grad_weight_v1: per tap (ki, kj), the strided slice of the padded input that tap read, times
     dy, summed over the samples and the output pixels (one matrix product per group)."""
     g, G = q.geometry, q.groups
     Mg, Cg = q.M // G, q.C // G

@@ -107,7 +107,7 @@ def reflect_pad(x: Any, padding: Any) -> Any:
 
 # ---- backward: the gradient of every padded cell goes back to the input cell it copied ---------------
 BACKWARD_ALGORITHMS = ("scatter", "gather")
-BACKWARD_KERNELS = {"scatter": "reflect_pad_v2_backward_scatter", "gather": "reflect_pad_v3_backward_gather"}
+BACKWARD_KERNELS = {"scatter": "reflect_pad_backward_v1_scatter", "gather": "reflect_pad_backward_v2_gather"}
 
 
 @memoised("reflect_pad_backward_checks", 1024)
@@ -144,8 +144,8 @@ def check_backward_algorithm(algorithm: str) -> None:
 def reflect_pad_backward_launch(
     planes: int, H: int, W: int, pads: tuple[int, int, int, int], algorithm: str
 ) -> Launch:
-    """v2 scatter walks the rows of grad_output (planes, H_out, W_out), one cell per thread and
-    step; v3 gather the rows of grad_input (planes, H, W)."""
+    """v1 scatter walks the rows of grad_output (planes, H_out, W_out), one cell per thread and
+    step; v2 gather the rows of grad_input (planes, H, W)."""
     left, right, top, bottom = pads
     H_out, W_out = H + top + bottom, W + left + right
     args = ints(H=H, W=W, H_out=H_out, W_out=W_out, pad_top=top, pad_left=left)
@@ -167,7 +167,7 @@ def reflect_pad_backward_launch(
 
 
 def reflect_pad_backward_scatter_numpy(dy: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
-    """Twin of v2: fold one axis at a time. The middle of the padded axis goes to the input
+    """Twin of backward v1 (scatter): fold one axis at a time. The middle of the padded axis goes to the input
     as it is, the margin before it is added back mirrored onto input cells 1..pad_before, the
     margin after it onto cells size-1-pad_after..size-2."""
     left, right, top, bottom = pads
@@ -192,7 +192,7 @@ def _fold_axis(a: np.ndarray, size: int, before: int, after: int, axis: int) -> 
 
 
 def reflect_pad_backward_gather_numpy(dy: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
-    """Twin of v3: every input cell sums the padded cells reflect_copies names, one of the
+    """Twin of backward v2 (gather): every input cell sums the padded cells reflect_copies names, one of the
     3 x 3 (row copy, column copy) pairs at a time."""
     left, right, top, bottom = pads
     H, W = dy.shape[-2] - top - bottom, dy.shape[-1] - left - right
@@ -258,7 +258,8 @@ def reflect_pad_backward(grad_output: Any, padding: Any, *, algorithm: str = "au
     given the gradient of its output: every padded cell's gradient goes back to the input cell
     it copied, so border cells collect up to 3 x 3 of them.
 
-    algorithm: "scatter" (v1, atomicAdd, as PyTorch), "gather" (v2, deterministic) or "auto":
+    algorithm: "scatter" (reflect_pad_backward_v1, atomicAdd, as PyTorch), "gather" (v2,
+    deterministic) or "auto":
     on the GPU the faster for the shape, measured once; on the CPU scatter (slices per axis).
     """
     key = ready_key("reflect_pad_backward", (grad_output,), (padding, algorithm))

@@ -232,9 +232,12 @@ def test_launch_arguments_match_the_kernel_signature(name):
 
 @pytest.mark.parametrize("name", ALL_LAUNCHES)
 def test_every_kernel_has_a_version_header_that_states_its_delta(name):
+    """The header names the version the kernel's name carries (`grad_input_v2_gather`: "v2"):
+    in a file, vN numbers the successive versions of one operation."""
     launch = ALL_LAUNCHES[name]()
     header = kernel_span(launch.source, launch.kernel).text.split("extern")[0]
-    assert re.search(r"// v\d+ ", header), header
+    version = re.search(r"_v(\d+)", launch.kernel).group(1)
+    assert re.search(rf"// (\w+ )?v{version}\b", header), header
 
 
 # ---- on the GPU: what ran, and who wrote each output -------------------------------------------

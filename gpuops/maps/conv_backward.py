@@ -157,7 +157,7 @@ def clamp_cell(row: int, col: int, shape: tuple[int, int]) -> tuple[int, int]:
 def scatter_targets(g: WindowGeometry, oh: int, ow: int) -> np.ndarray:
     """(k, 4) rows (ih, iw, ki, kj): the input cells output gradient dy[oh, ow] is added into
     (times w[ki, kj]): the cells its forward window read, padding left out. One thread of the
-    scatter kernel (v1) does exactly these atomicAdds."""
+    scatter kernel (grad_input_v1) does exactly these atomicAdds."""
     rf = receptive_field(g, oh, ow)
     ki, kj = np.nonzero(rf.inside)
     return np.stack([rf.rows[ki, kj], rf.cols[ki, kj], ki, kj], axis=1).astype(np.int64).reshape(-1, 4)
