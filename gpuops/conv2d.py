@@ -126,9 +126,15 @@ def check_conv2d(
     if padding_mode not in PADDING_MODES:
         raise ValueError(f"padding_mode {padding_mode!r} must be one of {PADDING_MODES}")
     groups = check_groups(groups)
-    N, C, H, W, M, Cg, KH, KW = layer_shapes(x_shape, w_shape, "(C, H, W) or (N, C, H, W)",
-                                             "(out_channels, in_channels/groups, kh, kw)", bias_shape,
-                                             lambda m, _: m, "filter")  # fmt: skip
+    N, C, H, W, M, Cg, KH, KW = layer_shapes(
+        x_shape,
+        w_shape,
+        bias_shape,
+        x_meaning="(C, H, W) or (N, C, H, W)",
+        w_meaning="(out_channels, in_channels/groups, kh, kw)",
+        bias_count=lambda m, _: m,
+        bias_meaning="filter",
+    )
     if C % groups:
         raise ValueError(f"groups {groups} must divide the input channels {C}")
     if M % groups:

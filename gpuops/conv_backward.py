@@ -132,13 +132,23 @@ class TransposeGeometry:
 
 
 @memoised("transpose_geometries", 1024)
-def transpose_geometry(H_in: int, W_in: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                       output_padding: Any = 0, dilation: Any = 1) -> TransposeGeometry:  # fmt: skip
+def transpose_geometry(
+    H_in: int,
+    W_in: int,
+    kernel_size: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    dilation: Any = 1,
+) -> TransposeGeometry:
     """Check a transposed convolution's window arguments and return its geometry."""
     (kh, kw), (sh, sw), (dh, dw), (ph, pw), (oph, opw) = checked_pairs(
-        kernel_size=(kernel_size, 1), stride=(stride, 1), dilation=(dilation, 1), padding=(padding, 0),
+        kernel_size=(kernel_size, 1),
+        stride=(stride, 1),
+        dilation=(dilation, 1),
+        padding=(padding, 0),
         output_padding=(output_padding, 0),
-    )  # fmt: skip
+    )
     sizes = []
     for axis, size, k, s, p, op, d in zip(
         AXES, (H_in, W_in), (kh, kw), (sh, sw), (ph, pw), (oph, opw), (dh, dw), strict=True
@@ -159,15 +169,27 @@ def transpose_geometry(H_in: int, W_in: int, kernel_size: Any, stride: Any = 1, 
 
 
 @memoised("conv_transpose2d_checks", 1024)
-def check_conv_transpose2d(x_shape: tuple[int, ...], w_shape: tuple[int, ...], bias_shape: tuple[int, ...] | None = None,
-                           stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: Any = 1,
-                           dilation: Any = 1) -> GradProblem:  # fmt: skip
+def check_conv_transpose2d(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    bias_shape: tuple[int, ...] | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: Any = 1,
+    dilation: Any = 1,
+) -> GradProblem:
     """Validate conv_transpose2d's arguments by shape alone; ValueError names parameter and limit."""
     groups = check_groups(groups)
     N, C_in, H_in, W_in, rows, Cg_out, KH, KW = layer_shapes(
-        x_shape, w_shape, "(C_in, H, W) or (N, C_in, H, W)", "(in_channels, out_channels/groups, kh, kw)",
-        bias_shape, lambda _, cg_out: cg_out * groups, "output channel",
-    )  # fmt: skip
+        x_shape,
+        w_shape,
+        bias_shape,
+        x_meaning="(C_in, H, W) or (N, C_in, H, W)",
+        w_meaning="(in_channels, out_channels/groups, kh, kw)",
+        bias_count=lambda _, cg_out: cg_out * groups,
+        bias_meaning="output channel",
+    )
     if C_in % groups:
         raise ValueError(f"groups {groups} must divide the input channels {C_in}")
     if rows != C_in:
@@ -242,8 +264,17 @@ def input_scatter_launch(q: GradProblem) -> Launch:
     check_grid(grid, "the scatter kernel")
     does = "one thread per output gradient dy (n, m, oh, ow): it atomically adds dy x w onto every input cell its window read"
     threads = PixelRowMap(bx, 1, q.W_dy, does)
-    return Launch(KERNELS["scatter"], SOURCE, grid, (bx, 1, 1), 0, ("dy", "w", "dx"), _geometry_args(q), threads,
-                  "(n, m, oh, ow) of dy")  # fmt: skip
+    return Launch(
+        KERNELS["scatter"],
+        SOURCE,
+        grid,
+        (bx, 1, 1),
+        0,
+        ("dy", "w", "dx"),
+        _geometry_args(q),
+        threads,
+        "(n, m, oh, ow) of dy",
+    )
 
 
 def input_gather_launch(q: GradProblem) -> Launch:
@@ -645,8 +676,18 @@ def weight_grad(dy: Any, x: Any, q: GradProblem, algorithm: str = AUTO) -> Any:
     return _gradient("weight", dy, x, q, algorithm)
 
 
-def conv_transpose2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
-                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1, *, algorithm: str = AUTO) -> Any:  # fmt: skip
+def conv_transpose2d(
+    x: Any,
+    weight: Any,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+    *,
+    algorithm: str = AUTO,
+) -> Any:
     """F.conv_transpose2d: x (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out/groups, kh, kw).
 
     Every input cell stamps its channel's filters, scaled by its value, onto the output, stride
@@ -681,8 +722,18 @@ def _backward_arrays(grad_output: Any, x: Any, weight: Any) -> tuple[Any, Any, A
     return xp, dy, x, w
 
 
-def conv2d_grad_input(grad_output: Any, input_shape: tuple[int, ...], weight: Any, stride: Any = 1, padding: Any = 0,
-                      dilation: Any = 1, groups: int = 1, padding_mode: str = "zeros", *, algorithm: str = AUTO) -> Any:  # fmt: skip
+def conv2d_grad_input(
+    grad_output: Any,
+    input_shape: tuple[int, ...],
+    weight: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+    *,
+    algorithm: str = AUTO,
+) -> Any:
     """grad_input of F.conv2d alone (torch.nn.grad.conv2d_input): needs the input's shape only."""
     xp, dy = as_float32(grad_output, "grad_output")
     _, w = as_float32(weight, "weight", xp)
@@ -702,15 +753,32 @@ def conv2d_grad_input(grad_output: Any, input_shape: tuple[int, ...], weight: An
     return dx if batched else dx[0]
 
 
-def conv2d_grad_weight(grad_output: Any, x: Any, weight_shape: tuple[int, ...], stride: Any = 1, padding: Any = 0,
-                       dilation: Any = 1, groups: int = 1, padding_mode: str = "zeros", *, algorithm: str = AUTO) -> Any:  # fmt: skip
+def conv2d_grad_weight(
+    grad_output: Any,
+    x: Any,
+    weight_shape: tuple[int, ...],
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+    *,
+    algorithm: str = AUTO,
+) -> Any:
     """grad_weight of F.conv2d alone (torch.nn.grad.conv2d_weight): needs the weight's shape only."""
     xp, dy = as_float32(grad_output, "grad_output")
     _, x = as_float32(x, "input", xp)
     plan = plan_conv2d_backward(
-        dy.shape, x.shape, tuple(weight_shape), stride, padding, dilation, groups, padding_mode,
+        dy.shape,
+        x.shape,
+        tuple(weight_shape),
+        stride,
+        padding,
+        dilation,
+        groups,
+        padding_mode,
         weight_algorithm=algorithm,
-    )  # fmt: skip
+    )
     batched = x.ndim == 4
     x4, dy4 = (x, dy) if batched else (x[None], dy[None])
     if plan.pads is not None:
@@ -718,9 +786,19 @@ def conv2d_grad_weight(grad_output: Any, x: Any, weight_shape: tuple[int, ...], 
     return weight_grad(dy4, x4, plan.problem, algorithm)
 
 
-def conv2d_backward(grad_output: Any, x: Any, weight: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
-                    groups: int = 1, padding_mode: str = "zeros", *, algorithm: str = AUTO,
-                    weight_algorithm: str = AUTO) -> tuple[Any, Any, Any]:  # fmt: skip
+def conv2d_backward(
+    grad_output: Any,
+    x: Any,
+    weight: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+    *,
+    algorithm: str = AUTO,
+    weight_algorithm: str = AUTO,
+) -> tuple[Any, Any, Any]:
     """(grad_input, grad_weight, grad_bias) of F.conv2d(x, weight, bias, ...) for the gradient
     grad_output of its output: what autograd computes. padding_mode "reflect" is the convolution
     of the reflect-padded input (nn.Conv2d(padding_mode="reflect")). padding takes conv2d's

@@ -39,9 +39,25 @@ def gemm_strided(a: Any, b: Any, out: Any, *, trans_a: bool = False, trans_b: bo
     (ldb, sb), (lda, sa), (ldo, so) = ld_and_stride(b), ld_and_stride(a), ld_and_stride(out)
     op = cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N
     cublas.sgemmStridedBatched(
-        device.get_cublas_handle(), op[not trans_b], op[not trans_a], N, M, K,
-        _ONE.ctypes.data, b.data.ptr, ldb, sb, a.data.ptr, lda, sa, _ZERO.ctypes.data, out.data.ptr, ldo, so, batch,
-    )  # fmt: skip
+        device.get_cublas_handle(),
+        op[not trans_b],
+        op[not trans_a],
+        N,
+        M,
+        K,
+        _ONE.ctypes.data,
+        b.data.ptr,
+        ldb,
+        sb,
+        a.data.ptr,
+        lda,
+        sa,
+        _ZERO.ctypes.data,
+        out.data.ptr,
+        ldo,
+        so,
+        batch,
+    )
 
 
 def check_gemm_sides(sides: dict[str, int], instead: str) -> None:

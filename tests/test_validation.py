@@ -42,8 +42,11 @@ def test_conv2d_rejects_bad_geometry(kwargs, message):
 
 
 def test_kernel_larger_than_padded_input():
-    with pytest.raises(ValueError, match=r"kernel width 7 with dilation 1 spans 7 cells, more than the padded "
-                       r"input width 5 \(input 5 \+ 2 x padding 0\)"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"kernel width 7 with dilation 1 spans 7 cells, more than the padded "
+        r"input width 5 \(input 5 \+ 2 x padding 0\)",
+    ):
         gpuops.conv2d(X, np.zeros((1, 4, 3, 7), np.float32))
 
 

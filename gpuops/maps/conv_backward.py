@@ -197,9 +197,14 @@ def transposed_of(g: WindowGeometry) -> TransposeGeometry:
     """The transposed convolution that takes the forward output's shape back to the input's:
     same kernel, stride, padding and dilation, with output_padding(g)."""
     return transpose_geometry(
-        g.H_out, g.W_out, (g.KH, g.KW), (g.stride_h, g.stride_w), (g.pad_top, g.pad_left),
-        output_padding(g), (g.dil_h, g.dil_w),
-    )  # fmt: skip
+        g.H_out,
+        g.W_out,
+        (g.KH, g.KW),
+        (g.stride_h, g.stride_w),
+        (g.pad_top, g.pad_left),
+        output_padding(g),
+        (g.dil_h, g.dil_w),
+    )
 
 
 def stamp_canvas(tg: TransposeGeometry) -> tuple[int, int, int, int]:
