@@ -40,7 +40,7 @@ from gpuops.checks import (
     window_args,
 )
 from gpuops.cublas import MIN_BUDGET
-from gpuops.index_math import INT32_MAX, tap_slices
+from gpuops.index_math import INT32_MAX, ceil_div, tap_slices
 from gpuops.launch import (
     SHARED_LIMIT,
     Call,
@@ -206,7 +206,7 @@ class TileMap:
 
     def block_y(self, m: int) -> int:
         group, within = divmod(m, self.filters_per_group)
-        m_blocks = -(-self.filters_per_group // self.filters_per_block)
+        m_blocks = ceil_div(self.filters_per_group, self.filters_per_block)
         return group * m_blocks + within // self.filters_per_block
 
     def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
@@ -221,7 +221,7 @@ class TileMap:
         return (oh // th) * th, (ow // tw) * tw
 
     def filters_of_block(self, block_y: int) -> range:
-        m_blocks = -(-self.filters_per_group // self.filters_per_block)
+        m_blocks = ceil_div(self.filters_per_group, self.filters_per_block)
         group, mb = divmod(block_y, m_blocks)
         start = group * self.filters_per_group + mb * self.filters_per_block
         return range(start, min(start + self.filters_per_block, (group + 1) * self.filters_per_group))
@@ -261,7 +261,7 @@ class GemmMap:
 
     def _thread(self, m: int, p: int) -> tuple[tuple[int, int, int], int]:
         group, within = divmod(m, self.filters_per_group)
-        m_blocks = -(-self.filters_per_group // self.BM)
+        m_blocks = ceil_div(self.filters_per_group, self.BM)
         q, r = p % self.BN, within % self.BM
         tn, tm = (q % (self.BN // 2)) // 4, (r % (self.BM // 2)) // 4
         return (p // self.BN, group * m_blocks + within // self.BM, 0), tm * (self.BN // 8) + tn
@@ -295,7 +295,7 @@ class GemmMap:
 def direct_launch(p: ConvProblem) -> Launch:
     """v1: grid (pixel blocks, filter blocks, batch)."""
     g, (bx, by, _) = p.geometry, DIRECT_BLOCK
-    grid = (max(1, -(-g.L // bx)), -(-p.M // by), p.N)
+    grid = (max(1, ceil_div(g.L, bx)), ceil_div(p.M, by), p.N)
     check_grid(grid, "the direct kernel")
     return Launch(
         KERNELS["direct"],
@@ -343,8 +343,8 @@ def tiled_basic_launch(p: ConvProblem) -> Launch:
             f"the tiled_basic kernel needs {shared:,} bytes of shared memory for this kernel size, "
             f"stride and dilation, more than the limit {SHARED_LIMIT:,}; use algorithm='direct'"
         )
-    tiles_w = -(-g.W_out // tile)
-    grid = (-(-g.H_out // tile) * tiles_w, p.M, p.N)
+    tiles_w = ceil_div(g.W_out, tile)
+    grid = (ceil_div(g.H_out, tile) * tiles_w, p.M, p.N)
     check_grid(grid, "the tiled_basic kernel")
     return Launch(
         KERNELS["tiled_basic"],
@@ -392,9 +392,9 @@ def tiled_launch(p: ConvProblem) -> Launch:
             "use algorithm='direct' or 'im2col'"
         )
     cb = max(1, min(Cg, MAX_CHANNELS_PER_STAGE, (SHARED_LIMIT - 16) // per_channel))
-    m_blocks = -(-Mg // FILTERS_PER_BLOCK)
-    tiles_w = -(-g.W_out // (tile * PIXELS_PER_THREAD))
-    grid = (-(-g.H_out // tile) * tiles_w, p.groups * m_blocks, p.N)
+    m_blocks = ceil_div(Mg, FILTERS_PER_BLOCK)
+    tiles_w = ceil_div(g.W_out, tile * PIXELS_PER_THREAD)
+    grid = (ceil_div(g.H_out, tile) * tiles_w, p.groups * m_blocks, p.N)
     check_grid(grid, "the tiled kernel")
     shared = 4 * ((cb * in_h * pitch + 3) // 4 * 4 + cb * FILTERS_PER_BLOCK * g.KH * g.KW)
     args = _geometry_args(p) + ints(
@@ -430,7 +430,7 @@ def _depthwise_tile(p: ConvProblem) -> tuple[int, int, int, int, int, int] | Non
             pitch = in_w + (tw - in_w % 32) % 32 if tw < 32 and g.stride_h == 1 else in_w
             if 4 * (in_h * pitch + Mg * g.KH * g.KW) > SHARED_LIMIT:
                 continue
-            tiles = -(-g.H_out // th) * -(-g.W_out // (tw * px))
+            tiles = ceil_div(g.H_out, th) * ceil_div(g.W_out, tw * px)
             cost = tiles * (th * tw * px * g.KH * g.KW * Mg + 4 * in_h * in_w + DW_BLOCK_COST)
             if best_cost is None or cost < best_cost:
                 best, best_cost = (tw, th, px, in_h, in_w, pitch), cost
@@ -449,8 +449,8 @@ def depthwise_launch(p: ConvProblem) -> Launch | None:
     if tile is None:
         return None
     tw, th, px, in_h, in_w, pitch = tile
-    tiles_w = -(-g.W_out // (tw * px))
-    grid = (-(-g.H_out // th) * tiles_w, p.groups, p.N)
+    tiles_w = ceil_div(g.W_out, tw * px)
+    grid = (ceil_div(g.H_out, th) * tiles_w, p.groups, p.N)
     check_grid(grid, "the tiled (depthwise) kernel")
     Mg = p.M // p.groups
     return Launch(
@@ -476,8 +476,8 @@ def implicit_gemm_launch(p: ConvProblem) -> Launch:
     _check_pixels(p, "implicit_gemm")
     pixels = p.N * g.L
     Mg = p.M // p.groups
-    m_blocks = -(-Mg // IG_BM)
-    grid = (max(1, -(-pixels // IG_BN)), p.groups * m_blocks, 1)
+    m_blocks = ceil_div(Mg, IG_BM)
+    grid = (max(1, ceil_div(pixels, IG_BN)), p.groups * m_blocks, 1)
     check_grid(grid, "the implicit_gemm kernel")
     return Launch(
         KERNELS["implicit_gemm"],
@@ -508,7 +508,7 @@ class WarpTileMap:
         n, m, oh, ow = index
         p = n * self.H_out * self.W_out + oh * self.W_out + ow
         group, within = divmod(m, self.filters_per_group)
-        m_blocks = -(-self.filters_per_group // self.BM)
+        m_blocks = ceil_div(self.filters_per_group, self.BM)
         r, q = within % self.BM, p % self.BN
         warp = (r // 32) * (self.BN // 64) + q // 64
         lane = (r % 8) * 4 + (q % 8) // 2
@@ -526,12 +526,20 @@ def implicit_gemm_tf32_launch(p: ConvProblem) -> Launch:
     g = p.geometry
     _check_pixels(p, "implicit_gemm_tf32")
     Mg = p.M // p.groups
-    m_blocks = -(-Mg // TC_BM)
-    grid = (max(1, -(-(p.N * g.L) // TC_BN)), p.groups * m_blocks, 1)
+    m_blocks = ceil_div(Mg, TC_BM)
+    grid = (max(1, ceil_div(p.N * g.L, TC_BN)), p.groups * m_blocks, 1)
     check_grid(grid, "the implicit_gemm_tf32 kernel")
-    return Launch(KERNELS["implicit_gemm_tf32"], SOURCE, grid, (TC_THREADS, 1, 1), 0, ARRAYS,
-                  _geometry_args(p) + ints(m_blocks=m_blocks), WarpTileMap(TC_BM, TC_BN, Mg, g.H_out, g.W_out),
-                  "(n, m, oh, ow) of y")  # fmt: skip
+    return Launch(
+        KERNELS["implicit_gemm_tf32"],
+        SOURCE,
+        grid,
+        (TC_THREADS, 1, 1),
+        0,
+        ARRAYS,
+        _geometry_args(p) + ints(m_blocks=m_blocks),
+        WarpTileMap(TC_BM, TC_BN, Mg, g.H_out, g.W_out),
+        "(n, m, oh, ow) of y",
+    )
 
 
 LAUNCHERS = {
