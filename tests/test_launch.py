@@ -360,3 +360,52 @@ def test_unfold_fold_and_reflect_run_their_planned_launches(rng):
         fold_launch(g, 2, 3, "gather"),
         reflect_pad_launch(6, 17, 13, (1, 2, 3, 4)),
     ]
+
+
+@pytest.mark.gpu
+def test_repeated_calls_reuse_their_ready_call_and_compute_the_new_values(rng):
+    """unfold, fold (each variant) and reflect_pad: after a call, the ready-call cache holds its
+    call for (op, device, shape, arguments); the repeat, with new values, runs one launch and
+    still equals the loop references."""
+    import cupy as cp
+
+    from gpuops.launch import ready_call, ready_key
+    from tests.references import fold_ref, reflect_pad_ref, unfold_ref
+
+    pads, window = (1, 2, 3, 4), (3, 1, 1, 2)  # kernel_size, dilation, padding, stride
+    pairs = [(v, v) for v in window]  # as the references take them
+    cases = [  # (op as the cache names it, input shape, its other arguments as given, call, reference)
+        (
+            "unfold",
+            (2, 3, 13, 11),
+            window,
+            lambda x: gpuops.unfold(x, *window),
+            lambda a: unfold_ref(a, *pairs),
+        ),
+        (
+            "reflect_pad",
+            (2, 3, 13, 11),
+            pads,
+            lambda x: gpuops.reflect_pad(x, pads),
+            lambda a: reflect_pad_ref(a, pads),
+        ),
+    ] + [
+        (
+            "fold",
+            (2, 27, 42),  # 3 channels x 3 x 3 taps, 7 x 6 windows
+            ((13, 11), *window, variant),
+            lambda x, v=variant: gpuops.fold(x, (13, 11), *window, variant=v),
+            lambda a: fold_ref(a, (13, 11), *pairs),
+        )
+        for variant in gpuops.FOLD_VARIANTS
+    ]
+    for op, shape, args, call, reference in cases:
+        for repeat in (False, True):
+            a = rng.standard_normal(shape).astype(np.float32)
+            x = cp.asarray(a)
+            with launch_module.recorded() as ran:
+                got = call(x)
+            np.testing.assert_allclose(got.get(), reference(a), rtol=1e-5, atol=1e-5, err_msg=f"{op} {args}")
+            assert ready_call(ready_key(op, (x,), args)) is not None, (op, args)
+            if repeat:  # the ready call: one launch, no measuring
+                assert len(ran) == 1, (op, args)
