@@ -216,7 +216,8 @@ def check_conv2d_backward(
     expected = p.out_shape if len(x_shape) == 4 else p.out_shape[1:]
     if tuple(grad_output_shape) != tuple(expected):
         raise ValueError(
-            f"grad_output shape {tuple(grad_output_shape)} must equal the forward output's shape {tuple(expected)}"
+            f"grad_output shape {tuple(grad_output_shape)} must equal the forward output's shape "
+            f"{tuple(expected)}"
         )
     g = p.geometry.unpadded() if p.reflect else p.geometry
     return p, GradProblem(p.N, p.C, p.M, p.groups, g, g.H_out, g.W_out)
@@ -262,7 +263,10 @@ def input_scatter_launch(q: GradProblem) -> Launch:
     bx = _scatter_pixels(L)
     grid = (max(1, ceil_div(L, bx)), q.M, q.N)
     check_grid(grid, "the scatter kernel")
-    does = "one thread per output gradient dy (n, m, oh, ow): it atomically adds dy x w onto every input cell its window read"
+    does = (
+        "one thread per output gradient dy (n, m, oh, ow): it atomically adds dy x w onto every input cell "
+        "its window read"
+    )
     threads = PixelRowMap(bx, 1, q.W_dy, does)
     return Launch(
         KERNELS["scatter"],

@@ -37,7 +37,8 @@ def test_direct_launch_maps_outputs_to_threads():
     p = problem(2, 3, 40, 70, 20, 3, padding=1)  # 40 x 70 output: 2800 pixels in blocks of 16
     launch = direct_launch(p)
     assert launch.grid == (175, 2, 2) and launch.block == (16, 16, 1)
-    # sample 1, filter 19, pixel (17, 69): p = 17*70 + 69 = 1259 -> block 78, thread 11; filter 19 -> block 1, thread 3
+    # sample 1, filter 19, pixel (17, 69): p = 17*70 + 69 = 1259 -> block 78, thread 11;
+    # filter 19 -> block 1, thread 3
     assert launch.thread_of(1, 19, 17, 69).block == (78, 1, 1)
     assert launch.thread_of(1, 19, 17, 69).thread == (11, 3, 0)
 

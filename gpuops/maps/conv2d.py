@@ -346,7 +346,7 @@ def receptive_fields(g: WindowGeometry, oh: np.ndarray, ow: np.ndarray) -> tuple
     return np.broadcast_to(rows, (oh.shape[0], g.KH, g.KW)), np.broadcast_to(cols, (oh.shape[0], g.KH, g.KW))
 
 
-# ---- which block and thread computed an output, for every launch pattern ------------------------------------
+# ---- which block and thread computed an output, for every launch pattern ---------------------------------
 @dataclass(frozen=True)
 class ThreadWork:
     """What the thread that computed output (oh, ow) of filter m computes, and what its block

@@ -154,7 +154,8 @@ def region_around(
 def region_values(
     planes: np.ndarray, g: WindowGeometry, region: tuple[int, int, int, int]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(values (C, h, w), inside (h, w)): the cells of a region of the padded image, zero where it is padding."""
+    """(values (C, h, w), inside (h, w)): the cells of a region of the padded image, zero where it is
+    padding."""
     r0, r1, c0, c1 = region
     C = planes.shape[0]
     values = np.zeros((C, r1 - r0 + 1, c1 - c0 + 1), dtype=np.float32)
