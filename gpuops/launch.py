@@ -315,8 +315,8 @@ def run(launch: Launch, *arrays: Any) -> None:
 
 class Call:
     """One planned call with its output: allocate it (zeroed when the kernel adds into it),
-    launch, return it. Plans build one after their checks; `ready` keeps it for the next call
-    with the same arguments (the hot path of a classroom that reruns the same settings)."""
+    launch, return it. Ops build one from their plan; the ready-call cache below keeps it for the
+    next call with the same arguments (the hot path of a classroom that reruns the same settings)."""
 
     def __init__(self, out_shape: tuple[int, ...], launch: Launch | None, zeroed: bool = False) -> None:
         import cupy

@@ -167,9 +167,9 @@ def reflect_pad_backward_launch(
 
 
 def reflect_pad_backward_scatter_numpy(dy: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
-    """Twin of backward v1 (scatter): fold one axis at a time. The middle of the padded axis goes to the input
-    as it is, the margin before it is added back mirrored onto input cells 1..pad_before, the
-    margin after it onto cells size-1-pad_after..size-2."""
+    """Twin of reflect_pad_backward_v1 (scatter): fold one axis at a time. The middle of the
+    padded axis goes to the input as it is, the margin before it is added back mirrored onto
+    input cells 1..pad_before, the margin after it onto cells size-1-pad_after..size-2."""
     left, right, top, bottom = pads
     rows = _fold_axis(dy, dy.shape[-2] - top - bottom, top, bottom, axis=-2)
     return _fold_axis(rows, dy.shape[-1] - left - right, left, right, axis=-1)
@@ -192,8 +192,8 @@ def _fold_axis(a: np.ndarray, size: int, before: int, after: int, axis: int) -> 
 
 
 def reflect_pad_backward_gather_numpy(dy: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
-    """Twin of backward v2 (gather): every input cell sums the padded cells reflect_copies names, one of the
-    3 x 3 (row copy, column copy) pairs at a time."""
+    """Twin of reflect_pad_backward_v2 (gather): every input cell sums the padded cells
+    reflect_copies names, one of the 3 x 3 (row copy, column copy) pairs at a time."""
     left, right, top, bottom = pads
     H, W = dy.shape[-2] - top - bottom, dy.shape[-1] - left - right
     ry, py = reflect_copies(np.arange(H), H, top, bottom)
@@ -245,10 +245,11 @@ def plan_reflect_pad_backward(
     check_backward_algorithm(algorithm)
     in_shape, pads = check_reflect_pad_backward(tuple(shape), padding)
     H, W = in_shape[-2:]
-    planes = int(np.prod(in_shape[:-2]))
-    empty = int(np.prod(shape)) == 0 or int(np.prod(in_shape)) == 0
+    planes = int(np.prod(in_shape[:-2]))  # 0: an empty batch, nothing to compute
     launch = (
-        None if algorithm == "auto" or empty else reflect_pad_backward_launch(planes, H, W, pads, algorithm)
+        None
+        if algorithm == "auto" or not planes
+        else reflect_pad_backward_launch(planes, H, W, pads, algorithm)
     )
     return ReflectPadBackwardPlan(in_shape, pads, algorithm, launch)
 
@@ -259,8 +260,8 @@ def reflect_pad_backward(grad_output: Any, padding: Any, *, algorithm: str = "au
     it copied, so border cells collect up to 3 x 3 of them.
 
     algorithm: "scatter" (reflect_pad_backward_v1, atomicAdd, as PyTorch), "gather" (v2,
-    deterministic) or "auto":
-    on the GPU the faster for the shape, measured once; on the CPU scatter (slices per axis).
+    deterministic) or "auto": on the GPU the faster for the shape, measured once; on the CPU
+    scatter (slices per axis).
     """
     key = ready_key("reflect_pad_backward", (grad_output,), (padding, algorithm))
     ready = ready_call(key)
@@ -269,7 +270,7 @@ def reflect_pad_backward(grad_output: Any, padding: Any, *, algorithm: str = "au
     check_backward_algorithm(algorithm)
     xp, dy = as_float32(grad_output, "grad_output")
     plan = plan_reflect_pad_backward(dy.shape, padding, algorithm)
-    if dy.size == 0 or plan.empty:
+    if plan.empty:
         return xp.zeros(plan.in_shape, dtype=np.float32)
     if xp is np:
         return BACKWARD_TWINS["scatter" if algorithm == "auto" else algorithm](dy, plan.pads)
