@@ -114,7 +114,8 @@ def plan_unfold(
     """check_unfold, then the output's shape and the launch."""
     N, C, g = check_unfold(tuple(x_shape), kernel_size, dilation, padding, stride)
     out_shape = (N, C * g.KH * g.KW, g.L)[0 if len(x_shape) == 4 else 1 :]
-    return UnfoldPlan(g, out_shape, unfold_launch(g, N, C) if N * C * g.KH * g.KW * g.L else None)
+    empty = N * C == 0  # KH, KW and L are at least 1 once checked
+    return UnfoldPlan(g, out_shape, None if empty else unfold_launch(g, N, C))
 
 
 def unfold(x: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Any:
@@ -219,7 +220,7 @@ def plan_fold(
     C, g = check_fold(cols_shape, output_size, kernel_size, dilation, padding, stride)
     N = cols_shape[0] if len(cols_shape) == 3 else 1
     out_shape = (N, C, g.H, g.W)[0 if len(cols_shape) == 3 else 1 :]
-    empty = not (N * C * g.H * g.W) or not int(np.prod(cols_shape))
+    empty = N * C == 0  # H, W and L are at least 1 once checked
     launch = None if variant == "auto" or empty else fold_launch(g, N, C, variant)
     return FoldPlan(C, g, out_shape, variant, launch)
 
