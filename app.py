@@ -27,9 +27,12 @@ try:
     # classroom: join from a link, follow a room (may switch page), its sidebar part and mode line
     shared = classroom_ui.before_page(page, PAGES, SIDEBAR_PARAMS)
     st.session_state[state.PAGE_KEY] = []  # the page registers its own settings (state.use)
-    st.session_state["image"] = render_sidebar(shared)
-    with navigation.app_run(), classroom_ui.after_page(page, SIDEBAR_PARAMS):
-        page.run()  # publish (instructor) / own change? (follower) afterwards
+    # a student exploring large images runs one such run at a time per process (ui.budget)
+    exploring = classroom_ui.mode() == "exploring"
+    with budget.heavy_lane(st.session_state["cap"], in_class=not exploring):
+        st.session_state["image"] = render_sidebar(shared)
+        with navigation.app_run(), classroom_ui.after_page(page, SIDEBAR_PARAMS):
+            page.run()  # publish (instructor) / own change? (follower) afterwards
 finally:  # also when the run stops early (st.stop, st.rerun): the link shows what is on screen
     classroom_ui.run_ended()
     state.sync_query(SIDEBAR_PARAMS)

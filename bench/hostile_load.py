@@ -2,8 +2,9 @@
 
 `python3 -m bench.hostile_load [--sessions 30] [--seconds 60] [--heavy 10] [--backend numpy|cupy]
 [--light-pause LO HI] [--workers N] [--out FILE]` starts the app on loopback (with --workers N: the
-deployment of scripts/serve.py, each session with a sticky cookie of its own; or drives `--url`), measures a
-light session alone (the quiet baseline, 30 reruns), then runs every session at once for
+deployment of scripts/serve.py, each session with a sticky cookie of its own, every worker warmed
+by one visit; or drives `--url`), measures a light session alone (the quiet baseline, 30 reruns),
+then runs every session at once for
 `--seconds`, each its own Streamlit session over the websocket (tests/st_client.py), and prints a
 JSON report. The light sessions' clients run in a process of their own (students' browsers are
 other machines: beside the heavy sessions' clients their replies also waited for this process's
@@ -58,8 +59,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 REFUSED = "would take"  # the words of ui.budget's refusal
 # what an exploring student moves on the Direct page: 4 x 4 x 4 x 2 settings, few of them shared
-EXPLORE = [("Stride S", [1, 2, 3, 4]), ("Size K", [1, 3, 5, 7]), ("Padding P", [0, 1, 2, 3]),
-           ("Dilation D", [1, 2])]  # fmt: skip
+EXPLORE = [
+    ("Stride S", [1, 2, 3, 4]),
+    ("Size K", [1, 3, 5, 7]),
+    ("Padding P", [0, 1, 2, 3]),
+    ("Dilation D", [1, 2]),
+]
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -80,8 +85,9 @@ def summary(latencies: list[float]) -> dict:
 class Session(threading.Thread):
     """One student: a scenario run in a loop until `stop` is set; latencies and refusals kept."""
 
-    def __init__(self, url: str, kind: str, stop: threading.Event, seed: int,
-                 pause: tuple[float, float] = (2.0, 6.0)) -> None:  # fmt: skip
+    def __init__(
+        self, url: str, kind: str, stop: threading.Event, seed: int, pause: tuple[float, float] = (2.0, 6.0)
+    ) -> None:
         super().__init__(daemon=True, name=f"{kind}-{seed}")
         self.url, self.kind, self.stop, self.rng = url, kind, stop, random.Random(seed)
         self.cookie = f"ce_worker=s{seed}"  # behind the proxy: a browser of its own
@@ -167,8 +173,9 @@ class Finished:
         return self.alive
 
 
-def light_crowd(url: str, kind: str, seeds: list[int], pause: tuple[float, float], start_at: float,
-                seconds: float) -> tuple[list[Finished], float]:  # fmt: skip
+def light_crowd(
+    url: str, kind: str, seeds: list[int], pause: tuple[float, float], start_at: float, seconds: float
+) -> tuple[list[Finished], float]:
     """The light sessions, run in a process of their own (as students' browsers are other
     machines): in one process with the heavy sessions' clients, their replies waited for that
     process's interpreter lock too. Returns the sessions and this process's CPU seconds."""
@@ -183,8 +190,10 @@ def light_crowd(url: str, kind: str, seeds: list[int], pause: tuple[float, float
     stop.set()
     for s in crowd:
         s.join(timeout=600)
-    return [Finished(s.name, s.kind, s.latencies, s.finished_at, s.errors, s.is_alive(), s.refusals, s.late)
-            for s in crowd], cpu  # fmt: skip
+    return [
+        Finished(s.name, s.kind, s.latencies, s.finished_at, s.errors, s.is_alive(), s.refusals, s.late)
+        for s in crowd
+    ], cpu
 
 
 def light_crowd_main() -> None:
@@ -196,12 +205,19 @@ def light_crowd_main() -> None:
     print(json.dumps({"sessions": [dataclasses.asdict(f) for f in finished], "cpu_s": cpu}))
 
 
-def start_light_crowd(url: str, kind: str, seeds: list[int], pause: tuple[float, float], start_at: float,
-                      seconds: float) -> subprocess.Popen:  # fmt: skip
+def start_light_crowd(
+    url: str, kind: str, seeds: list[int], pause: tuple[float, float], start_at: float, seconds: float
+) -> subprocess.Popen:
     """Start the light sessions' process (a fresh interpreter, not a fork of this one)."""
     code = "from bench.hostile_load import light_crowd_main; light_crowd_main()"  # run in ROOT
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     args = {
         "url": url,
         "kind": kind,
@@ -242,6 +258,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def warm_workers(url: str, cookies: list[str]) -> None:
+    """Every worker runs the Direct page once (its CUDA context, kernels and imports), as a
+    lecture's workers have after its first minute: the mix measures sharing, not cold starts."""
+
+    def visit(cookie: str) -> None:
+        with StClient(url, "direct", timeout=300, cookie=cookie) as c:
+            c.wait_idle()
+
+    threads = [threading.Thread(target=visit, args=(c,)) for c in cookies]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def quiet_baseline(url: str, light: str, reruns: int = 30) -> list[float]:
     """The light scenario alone on the server: what 'no worse than 3x' is measured against."""
     rng = random.Random(1000)
@@ -257,15 +288,29 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--heavy", type=int, default=10, help="how many of the sessions are heavy")
-    parser.add_argument("--light", choices=["follow", "explore"], default="follow",
-                        help="light sessions toggle the stride between 1 and 2 as a class following the "
-                        "instructor does (follow), or each tries settings of its own (explore)")  # fmt: skip
-    parser.add_argument("--light-pause", type=float, nargs=2, default=(2.0, 6.0), metavar=("LO", "HI"),
-                        help="a light session's pause between moves, drawn from LO..HI seconds")  # fmt: skip
+    parser.add_argument(
+        "--light",
+        choices=["follow", "explore"],
+        default="follow",
+        help="light sessions toggle the stride between 1 and 2 as a class following the "
+        "instructor does (follow), or each tries settings of its own (explore)",
+    )
+    parser.add_argument(
+        "--light-pause",
+        type=float,
+        nargs=2,
+        default=(2.0, 6.0),
+        metavar=("LO", "HI"),
+        help="a light session's pause between moves, drawn from LO..HI seconds",
+    )
     parser.add_argument("--heavy-kinds", nargs="+", default=list(HEAVY_KINDS), choices=HEAVY_KINDS)
     parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--warmup", type=float, default=10.0,
-                        help="seconds after which light reruns are also reported apart (light_after_warmup)")  # fmt: skip
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=10.0,
+        help="seconds after which light reruns are also reported apart (light_after_warmup)",
+    )
     parser.add_argument("--backend", default="numpy", choices=["numpy", "cupy", "auto"])
     parser.add_argument("--url", help="drive a running server instead of starting one")
     parser.add_argument(
@@ -273,9 +318,18 @@ def main() -> int:
     )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    report = load(args.sessions, args.seconds, args.heavy, args.url, args.backend, args.light,
-                  tuple(args.heavy_kinds), light_pause=tuple(args.light_pause), warmup=args.warmup,
-                  workers=args.workers)  # fmt: skip
+    report = load(
+        args.sessions,
+        args.seconds,
+        args.heavy,
+        args.url,
+        args.backend,
+        args.light,
+        tuple(args.heavy_kinds),
+        light_pause=tuple(args.light_pause),
+        warmup=args.warmup,
+        workers=args.workers,
+    )
     print(json.dumps(report, indent=1))
     if args.out:
         args.out.write_text(json.dumps(report, indent=1) + "\n")
@@ -285,15 +339,26 @@ def main() -> int:
 HEAVY_KINDS = ("direct_heavy", "unfold_heavy", "benchmark", "uploader", "rapid")
 
 
-def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: str, light: str = "follow",
-         heavy_kinds: tuple[str, ...] = HEAVY_KINDS, photo_px: tuple[int, int] = (3000, 2000),
-         light_pause: tuple[float, float] = (2.0, 6.0), warmup: float = 10.0, quiet_reruns: int = 30,
-         workers: int = 0) -> dict:  # fmt: skip
+def load(
+    sessions: int,
+    seconds: float,
+    heavy: int,
+    url: str | None,
+    backend: str,
+    light: str = "follow",
+    heavy_kinds: tuple[str, ...] = HEAVY_KINDS,
+    photo_px: tuple[int, int] = (3000, 2000),
+    light_pause: tuple[float, float] = (2.0, 6.0),
+    warmup: float = 10.0,
+    quiet_reruns: int = 30,
+    workers: int = 0,
+) -> dict:
     """Run the mix and return the report (the CI test runs a small one: tests/test_hostile_small.py)."""
     proc = deployment = None
     if url is None and workers:
-        deployment = Deployment(workers, Path(tempfile.mkdtemp(prefix="ce-serve-")),
-                                env={"CONV_EXPLORER_BACKEND": backend})  # fmt: skip
+        deployment = Deployment(
+            workers, Path(tempfile.mkdtemp(prefix="ce-serve-")), env={"CONV_EXPLORER_BACKEND": backend}
+        )
         url = deployment.url
     elif url is None:
         port = _free_port()
@@ -313,6 +378,8 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
     try:
         with StClient(url, "") as warm:  # a fresh server learns its pages on its first run
             warm.wait_idle()
+        if deployment:
+            warm_workers(url, list(deployment.cookies.values()))
         if proc:
             report["rss_mib_before"] = rss_mib(proc.pid)
         report["gpu_mib_before"] = gpu_memory_mib()
@@ -351,16 +418,23 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
         report["light_under_load"] = summary(lights)
         # the same after the first `warmup` seconds: thirty sessions opening the app in one second
         # (every first run at once) is reported above, the class at work here
-        steady = [x for s in crowd if s.kind == light_kind
-                  for x, t in zip(s.latencies, s.finished_at, strict=True) if t - x >= started + warmup]  # fmt: skip
+        steady = [
+            x
+            for s in crowd
+            if s.kind == light_kind
+            for x, t in zip(s.latencies, s.finished_at, strict=True)
+            if t - x >= started + warmup
+        ]
         report["warmup_s"] = warmup
         report["started_at"] = round(started, 3)  # time.time() when the mix began
         # every light rerun as (time.time() it was asked for, seconds to its end), to set beside
         # the server's own log of each run (CONV_EXPLORER_TURNS_LOG)
         report["light_reruns"] = sorted(
-            (round(t - x, 3), round(x, 4)) for s in crowd if s.kind == light_kind
+            (round(t - x, 3), round(x, 4))
+            for s in crowd
+            if s.kind == light_kind
             for x, t in zip(s.latencies, s.finished_at, strict=True)
-        )  # fmt: skip
+        )
         windows: dict[int, list[float]] = {}  # the light reruns by the 10 s window they started in
         for s in crowd:
             if s.kind == light_kind:
@@ -371,8 +445,11 @@ def load(sessions: int, seconds: float, heavy: int, url: str | None, backend: st
         ]
         report["light_after_warmup"] = summary(steady)
         late = [x for s in crowd if s.kind == light_kind for x in getattr(s, "late", [])]
-        report["light_pause_late_s"] = {"p50": percentile(late, 0.5), "p95": percentile(late, 0.95),
-                                        "max": round(max(late), 3) if late else None}  # fmt: skip
+        report["light_pause_late_s"] = {
+            "p50": percentile(late, 0.5),
+            "p95": percentile(late, 0.95),
+            "max": round(max(late), 3) if late else None,
+        }
         if quiet and lights:
             report["light_p95_ratio"] = round(percentile(lights, 0.95) / percentile(quiet, 0.95), 2)
         if quiet and steady:

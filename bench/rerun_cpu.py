@@ -46,8 +46,11 @@ def main() -> None:
                 cpu0 = process_cpu_s(proc.pid)
                 latencies = [client.set("Stride S", 2 if i % 2 == 0 else 1) for i in range(args.reruns)]
                 per_rerun = (process_cpu_s(proc.pid) - cpu0) / args.reruns
-                print(f"{page}: server CPU per rerun {per_rerun:.4f} s, median rerun "
-                      f"{statistics.median(latencies):.4f} s ({args.reruns} reruns)", flush=True)  # fmt: skip
+                print(
+                    f"{page}: server CPU per rerun {per_rerun:.4f} s, median rerun "
+                    f"{statistics.median(latencies):.4f} s ({args.reruns} reruns)",
+                    flush=True,
+                )
     finally:
         proc.terminate()
         proc.wait(timeout=20)

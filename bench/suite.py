@@ -26,6 +26,8 @@ import numpy as np
 
 import gpuops
 from bench.reports import SCHEMA, cudnn_text
+from gpuops.conv2d import PIPE_PREFIX, PRECISIONS, pipelined_launch
+from gpuops.launch import Call
 from gpuops.timing import measure
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +54,9 @@ STANDARD_SHAPES = (
     Shape("resnet56", 32, 64, 56, 56, 64, 3, 1, 1),
     Shape("stride2", 16, 64, 112, 112, 128, 3, 2, 1),
 )
-# Common workload classes of conv2d (issue 13), measured like the standard shapes, conv2d only.
+# Common workload classes of conv2d (issues 13 and 27), measured like the standard shapes, conv2d
+# only. The GEMM classes (issue 27's tensor-core targets): 1x1, 5x5, grouped, VGG-like 3x3, late
+# stages with many channels (14x14x256, 7x7x512, 7x7x1024).
 CLASS_SHAPES = (
     Shape("vgg_like", 8, 128, 112, 112, 128, 3, 1, 1, conv_only=True),
     Shape("pointwise_1x1", 32, 256, 28, 28, 256, 1, 1, 0, conv_only=True),
@@ -61,7 +65,13 @@ CLASS_SHAPES = (
     Shape("gray_large", 1, 1, 4096, 4096, 1, 3, 1, 1, conv_only=True),
     Shape("fullhd_rgb", 1, 3, 1080, 1920, 16, 3, 1, 1, conv_only=True),
     Shape("late_stage", 32, 512, 7, 7, 512, 3, 1, 1, conv_only=True),
+    Shape("grouped_g4", 32, 128, 56, 56, 128, 3, 1, 1, groups=4, conv_only=True),
+    Shape("late14_256", 32, 256, 14, 14, 256, 3, 1, 1, conv_only=True),
+    Shape("late7_1024", 16, 1024, 7, 7, 1024, 3, 1, 1, conv_only=True),
 )
+# The GEMM-class shapes the tensor-core targets are stated on (tensor_core_summary).
+GEMM_CLASSES = ("vgg_like", "pointwise_1x1", "k5", "grouped_g4", "late14_256", "late_stage", "late7_1024")
+HALF_DTYPES = ("bf16", "fp16")  # cuDNN's 16-bit peers, on tensors of that type (autocast's operands)
 CPU_SHAPES = (Shape("cpu_image1024", 1, 3, 1024, 1024, 3, 3, 1, 1),)
 ALL_SHAPES = {s.name: s for s in STANDARD_SHAPES + CLASS_SHAPES + CPU_SHAPES}
 
@@ -205,8 +215,9 @@ class Suite:
         self.run_conv(s, x, w, tx, tw, g)
 
     def run_conv(self, s: Shape, x: Any, w: Any, tx: Any, tw: Any, g: Any) -> None:
-        """conv2d: our algorithms (fp32, and TF32 with its error), cuDNN in fp32 and TF32, and
-        cuBLAS on the unfolded input."""
+        """conv2d: our algorithms (fp32, and the tensor-core ones with their error against float64;
+        the TF32 pipeline as v7 and v8 too), cuDNN in fp32, TF32, bf16 and fp16, and cuBLAS on
+        the unfolded input."""
         F = self.torch.nn.functional if self.torch is not None else None
         unf = dict(kernel_size=s.K, padding=s.pad, stride=s.stride)
         conv = dict(stride=s.stride, padding=s.pad, groups=s.groups)
@@ -225,10 +236,14 @@ class Suite:
             extra = {}
             if algorithm == "im2col" and self.gpu:
                 extra = self._im2col_memory(x, w, plan, conv)
-            if reference is not None and algorithm in ("implicit_gemm", "implicit_gemm_tf32"):
+            if reference is not None and (algorithm == "implicit_gemm" or PRECISIONS[algorithm] != "fp32"):
                 extra["rel_error_vs_float64"] = self._rel_error(
                     gpuops.conv2d(x, w, algorithm=algorithm, **conv), reference
                 )
+            if algorithm in PIPE_PREFIX:
+                extra["kernel"] = gpuops.plan_conv2d(
+                    x.shape, w.shape, **conv, algorithm=algorithm
+                ).launch.kernel
             self.add(
                 s.name,
                 "conv2d",
@@ -237,6 +252,8 @@ class Suite:
                 flops=plan.flops,
                 **extra,
             )
+        if self.gpu:
+            self._tf32_versions(s, x, w, plan)
         if F is not None:
             self.add(
                 s.name,
@@ -259,6 +276,8 @@ class Suite:
                     rel_error_vs_float64=error,
                 )
                 self.torch.backends.cudnn.allow_tf32 = False
+                for dtype in HALF_DTYPES if self.gpu else ():
+                    self._cudnn_half(s, tx, tw, conv, plan.flops, dtype, reference)
             if s.groups != 1:  # the unfold + GEMM peers below are for dense layers
                 return
             tcols = F.unfold(tx, **unf)
@@ -274,6 +293,32 @@ class Suite:
                 flops=plan.flops,
             )
             del tcols
+
+    def _tf32_versions(self, s: Shape, x: Any, w: Any, plan: Any) -> None:
+        """The TF32 pipeline as each of its versions (v7: 4-byte input copies, v8: 16-byte ones where
+        the rows allow), whichever pipelined_tf32 picks: the measured gain of v8's delta."""
+        for version, wide in (("v7", False), ("v8", True)):
+            launch = pipelined_launch(plan.problem, "pipelined_tf32", wide_copies=wide)
+            call = Call(plan.problem.out_shape, launch)
+            impl = f"ours:pipelined_tf32_{version}"
+            self.add(
+                s.name, "conv2d", impl, lambda c=call: c(x, w, None), flops=plan.flops, kernel=launch.kernel
+            )
+
+    def _cudnn_half(
+        self, s: Shape, tx: Any, tw: Any, conv: dict, flops: int, dtype: str, reference: Any
+    ) -> None:
+        """cuDNN on bf16 / fp16 tensors (what autocast runs, without its casts): fp32 sums inside,
+        the output rounded to the 16-bit type."""
+        torch = self.torch
+        half = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+        hx, hw = tx.to(half), tw.to(half)
+        F = torch.nn.functional
+        error = self._rel_error(F.conv2d(hx, hw, **conv), reference) if reference is not None else None
+        impl = f"torch:cudnn_{dtype}"
+        self.add(
+            s.name, "conv2d", impl, lambda: F.conv2d(hx, hw, **conv), flops=flops, rel_error_vs_float64=error
+        )
 
     def run_backward_shape(self, s: Shape) -> None:
         """The backward pass with the conv's geometry: grad_input per algorithm (and the same
@@ -434,8 +479,9 @@ def add_ratios(records: list[Record]) -> list[dict[str, Any]]:
     for r in records:
         row = asdict(r)
         peer_name = "torch:cudnn" if r.op == "conv2d" else "torch"
-        if "tf32" in r.impl:
-            peer_name = "torch:cudnn_tf32"
+        for precision in ("tf32", "bf16", "fp16"):  # a tensor-core kernel's peer: cuDNN in its precision
+            if r.op == "conv2d" and precision in r.impl:
+                peer_name = f"torch:cudnn_{precision}"
         peer = next(
             (
                 p
@@ -464,6 +510,64 @@ def format_table(rows: Iterable[dict[str, Any]]) -> str:
             f"{r['shape']:<14}{r['op']:<22}{r['impl']:<20}{r['median_ms']:>11.4f}"
             f"{fmt(r.get('gbps'), '.1f'):>9}{fmt(r.get('tflops'), '.2f'):>9}"
             f"{fmt(r.get('speedup_vs_torch'), '.2f'):>10}{fmt(r.get('fraction_of_copy_bw'), '.2f'):>9}"
+        )
+    return "\n".join(lines)
+
+
+def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
+    """Issue 27's targets on the GEMM classes, one line a shape: the TF32 pipeline against our fp32
+    auto (target >= 2x) and cuDNN-TF32 (target <= 1.5x its time), the 16-bit kernels against cuDNN
+    on 16-bit tensors, and each one's error against float64."""
+    ms = {(r["shape"], r["impl"]): r for r in rows if r["op"] == "conv2d"}
+    columns = (
+        "auto",
+        "v5",
+        "v7",
+        "v8",
+        "tf32",
+        "cuDNN",
+        "x auto",
+        "/cuDNN",
+        "bf16",
+        "/cuDNN",
+        "fp16",
+        "/cuDNN",
+    )
+    head = f"{'shape':<14}" + "".join(f"{c:>8}" for c in columns) + "  errors tf32 / bf16 / fp16"
+    lines = [
+        "ms (lower is better); x auto = our fp32 auto / tf32 (target >= 2); "
+        "/cuDNN = ours / cuDNN in the same precision (target <= 1.5)",
+        head,
+    ]
+    for shape in GEMM_CLASSES:
+
+        def t(impl: str, shape: str = shape) -> float | None:
+            r = ms.get((shape, impl))
+            return None if r is None else r["median_ms"]
+
+        def e(impl: str, shape: str = shape) -> str:
+            r = ms.get((shape, impl))
+            v = None if r is None else r["extra"].get("rel_error_vs_float64")
+            return "-" if v is None else f"{v:.1e}"
+
+        def f(v: float | None, spec: str = ".3f") -> str:
+            return "-" if v is None else format(v, spec)
+
+        def ratio(a: float | None, b: float | None) -> float | None:
+            return None if a is None or b is None else a / b
+
+        auto, tf32 = t("ours:auto"), t("ours:pipelined_tf32")
+        if auto is None:
+            continue
+        bf16, fp16 = t("ours:pipelined_bf16"), t("ours:pipelined_fp16")
+        lines.append(
+            f"{shape:<14}{f(auto):>8}{f(t('ours:implicit_gemm_tf32')):>8}{f(t('ours:pipelined_tf32_v7')):>8}"
+            f"{f(t('ours:pipelined_tf32_v8')):>8}{f(tf32):>8}{f(t('torch:cudnn_tf32')):>8}"
+            f"{f(ratio(auto, tf32), '.2f'):>8}{f(ratio(tf32, t('torch:cudnn_tf32')), '.2f'):>8}"
+            f"{f(bf16):>8}{f(ratio(bf16, t('torch:cudnn_bf16')), '.2f'):>8}"
+            f"{f(fp16):>8}{f(ratio(fp16, t('torch:cudnn_fp16')), '.2f'):>8}"
+            f"  {e('ours:pipelined_tf32')} / {e('ours:pipelined_bf16')} / {e('ours:pipelined_fp16')}"
+            f" (cuDNN {e('torch:cudnn_tf32')} / {e('torch:cudnn_bf16')} / {e('torch:cudnn_fp16')})"
         )
     return "\n".join(lines)
 
@@ -577,6 +681,8 @@ def main(argv: list[str] | None = None) -> int:
     report = run([ALL_SHAPES[n] for n in names], repeat=args.repeat, parts=args.parts, commit=args.commit)
     print(f"# {gpuops.backend_info().label()}; torch {report['torch']}")
     print(format_table(report["results"]))
+    if any(s in names for s in GEMM_CLASSES):
+        print(tensor_core_summary(report["results"]))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1) + "\n")

@@ -11,9 +11,15 @@ The algorithms, in the order a student meets them (kernels/conv2d.cu holds v1-v4
   auto           on the GPU the fastest of them for the shape, measured once (cuDNN's
                  benchmark mode); on the CPU, direct
 
-and, opt-in because it rounds the inputs to TF32 (10 mantissa bits, like PyTorch's
-allow_tf32; error ~1e-4 to 1e-3 relative instead of ~1e-7):
-  implicit_gemm_tf32  v5: v4 on the tensor cores. `auto` never picks it: auto keeps fp32.
+and, opt-in because they round the operands (sums stay fp32; `auto` never picks them):
+  implicit_gemm_tf32  v5: v4 on the tensor cores in TF32 (10 mantissa bits, like PyTorch's
+                      allow_tf32; error ~3e-4 relative instead of ~1e-7)
+  pipelined_tf32      v7 / v8: the tensor-core kernel that keeps the tensor cores busy (wide,
+                      3-deep cp.async stages, register-sized warp tiles, ldmatrix; v8 adds
+                      16-byte input copies where stride-1 rows allow)
+  pipelined_bf16      v9: v8 with bf16 operands and m16n8k16 (error ~2e-3 relative)
+  pipelined_fp16      v9: v8 with fp16 operands (error ~3e-4; values past 65504 overflow)
+PRECISIONS names each algorithm's operand precision.
 """
 
 from __future__ import annotations
@@ -55,8 +61,15 @@ from gpuops.launch import (
 from gpuops.reflect_pad import reflect_pad
 
 ALGORITHMS = ("direct", "tiled_basic", "tiled", "im2col", "implicit_gemm")  # fp32 throughout
-TF32_ALGORITHMS = ("implicit_gemm_tf32",)  # tensor cores: inputs rounded to TF32
-ALL_ALGORITHMS = ALGORITHMS + TF32_ALGORITHMS
+TF32_ALGORITHMS = ("implicit_gemm_tf32", "pipelined_tf32")  # tensor cores: inputs rounded to TF32
+HALF_ALGORITHMS = ("pipelined_bf16", "pipelined_fp16")  # tensor cores: 16-bit operands, fp32 sums
+ALL_ALGORITHMS = ALGORITHMS + TF32_ALGORITHMS + HALF_ALGORITHMS
+PRECISIONS = {  # what each algorithm multiplies: its operands' precision (sums are fp32 in all)
+    **dict.fromkeys(ALGORITHMS, "fp32"),
+    **dict.fromkeys(TF32_ALGORITHMS, "tf32"),
+    "pipelined_bf16": "bf16",
+    "pipelined_fp16": "fp16",
+}
 AUTO = "auto"
 PADDING_MODES = ("zeros", "reflect")
 SOURCE = "conv2d.cu"
@@ -83,6 +96,13 @@ IG_BM, IG_BN = 64, 128  # v4 block tile: filters x pixels
 IG_THREADS = (IG_BM // 8) * (IG_BN // 8)  # each thread owns 8 filters x 8 pixels
 TC_BM, TC_BN = 64, 128  # v5 block tile: filters x pixels, in warps of 32 x 64
 TC_THREADS = 32 * (TC_BM // 32) * (TC_BN // 64)
+PIPE_BK, PIPE_STAGES = 32, 3  # v7-v9: k per shared-memory stage, stages in flight
+PIPE_TILES = {  # v7-v9 block tiles: (BM, BN) -> (warps along filters, along pixels)
+    (128, 128): (2, 4),
+    (64, 64): (2, 2),
+}
+PIPE_SMS = 132  # the H100's multiprocessors: the large tile needs two blocks for each to be chosen
+PIPE_PREFIX = {"pipelined_tf32": "tf32", "pipelined_bf16": "bf16", "pipelined_fp16": "fp16"}
 
 
 # ---- check --------------------------------------------------------------------------------------
@@ -494,15 +514,18 @@ def implicit_gemm_launch(p: ConvProblem) -> Launch:
 
 @dataclass(frozen=True)
 class WarpTileMap:
-    """v5: a block computes BM filters x BN batch pixels with warps of 32 x 64 outputs, each
-    as 2 x 8 tensor-core tiles of 16 x 8; lane 4g + t holds sums (g, 2t), (g, 2t+1), (g+8, 2t),
-    (g+8, 2t+1) of every tile and writes them out itself."""
+    """v5, v7-v9: a block computes BM filters x BN batch pixels with warps of warp_m x warp_n
+    outputs (v5: 32 x 64), each as tensor-core tiles of 16 x 8; lane 4g + t holds sums
+    (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) of every tile and writes them out itself."""
 
     BM: int
     BN: int
     filters_per_group: int
     H_out: int
     W_out: int
+    warp_m: int = 32
+    warp_n: int = 64
+    operands: str = "TF32"  # what the tensor cores multiply
 
     def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
         n, m, oh, ow = index
@@ -510,14 +533,16 @@ class WarpTileMap:
         group, within = divmod(m, self.filters_per_group)
         m_blocks = ceil_div(self.filters_per_group, self.BM)
         r, q = within % self.BM, p % self.BN
-        warp = (r // 32) * (self.BN // 64) + q // 64
+        warp = (r // self.warp_m) * (self.BN // self.warp_n) + q // self.warp_n
         lane = (r % 8) * 4 + (q % 8) // 2
         return ThreadRef((p // self.BN, group * m_blocks + within // self.BM, 0), (warp * 32 + lane, 0, 0))
 
     def describe(self) -> str:
+        warps = (self.BM // self.warp_m) * (self.BN // self.warp_n)
         return (
-            f"tensor cores: a block computes {self.BM} filters x {self.BN} pixels of the batch; each of its 4 "
-            "warps computes 32 x 64 outputs as 2 x 8 TF32 mma tiles of 16 x 8"
+            f"tensor cores: a block computes {self.BM} filters x {self.BN} pixels of the batch; each of its "
+            f"{warps} warps computes {self.warp_m} x {self.warp_n} outputs as {self.warp_m // 16} x "
+            f"{self.warp_n // 8} {self.operands} mma tiles of 16 x 8"
         )
 
 
@@ -542,12 +567,56 @@ def implicit_gemm_tf32_launch(p: ConvProblem) -> Launch:
     )
 
 
+def pipelined_tile(p: ConvProblem) -> tuple[int, int]:
+    """v7-v9's block tile: 128 x 128 where a group has more than 64 filters and the layer still
+    gives every SM two such blocks; else 64 x 64 (few filters, or few pixels: a late layer of
+    7 x 7 pixels would leave most SMs idle with the large tile)."""
+    Mg = p.M // p.groups
+    large = -(-p.N * p.geometry.L // 128) * p.groups * -(-Mg // 128)
+    return (128, 128) if Mg > 64 and large >= 2 * PIPE_SMS else (64, 64)
+
+
+def pipelined_launch(
+    p: ConvProblem,
+    algorithm: str = "pipelined_tf32",
+    *,
+    wide_copies: bool | None = None,
+    tile: tuple[int, int] | None = None,
+) -> Launch:
+    """v7-v9: tile from pipelined_tile; TF32 takes v8 (16-byte input copies) where rows are
+    contiguous (stride_w 1, no reflect) and v7 elsewhere; 16-bit operands always run v9 (v8's
+    gather). `wide_copies` and `tile` override the choice (the benchmark and tests run each)."""
+    g = p.geometry
+    _check_pixels(p, algorithm)
+    _check_plane(g, algorithm)
+    BM, BN = tile or pipelined_tile(p)
+    warps_m, warps_n = PIPE_TILES[BM, BN]
+    precision = PIPE_PREFIX[algorithm]
+    if precision == "tf32":
+        wide = (g.stride_w == 1 and not p.reflect) if wide_copies is None else wide_copies
+        version = "v8" if wide else "v7"
+    else:
+        version = "v9"
+    Mg = p.M // p.groups
+    m_blocks = -(-Mg // BM)
+    grid = (max(1, -(-(p.N * g.L) // BN)), p.groups * m_blocks, 1)
+    check_grid(grid, f"the {algorithm} kernel")
+    a_pitch, b_pitch = (PIPE_BK + 4, BN + 8) if precision == "tf32" else (PIPE_BK + 8, BN + 4)
+    shared = 4 * PIPE_STAGES * (BM * a_pitch + PIPE_BK * b_pitch)
+    threads = WarpTileMap(BM, BN, Mg, g.H_out, g.W_out, BM // warps_m, BN // warps_n, precision.upper())
+    kernel = f"conv2d_{version}_{precision}_{BM}x{BN}"
+    block = (32 * warps_m * warps_n, 1, 1)
+    args = _geometry_args(p) + ints(m_blocks=m_blocks)
+    return Launch(kernel, SOURCE, grid, block, shared, ARRAYS, args, threads, "(n, m, oh, ow) of y")
+
+
 LAUNCHERS = {
     "direct": direct_launch,
     "tiled_basic": tiled_basic_launch,
     "tiled": tiled_launch,
     "implicit_gemm": implicit_gemm_launch,
     "implicit_gemm_tf32": implicit_gemm_tf32_launch,
+    **{a: functools.partial(pipelined_launch, algorithm=a) for a in PIPE_PREFIX},
     "im2col": lambda p: im2col.unfold_launch_of(p),
 }
 
@@ -617,10 +686,36 @@ def to_tf32(a: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(a), rounded, a).astype(np.float32)
 
 
+def to_bf16(a: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bf16 as cvt.rn.bf16 does (7 mantissa bits, to nearest, ties to
+    even), returned as float32; infinities and NaN pass through."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    halfway = np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+    rounded = ((bits + halfway) & np.uint32(0xFFFF0000)).view(np.float32)
+    return np.where(np.isfinite(a), rounded, a).astype(np.float32)
+
+
+def to_fp16(a: np.ndarray) -> np.ndarray:
+    """float32 values rounded to fp16 as cvt.rn.f16 does (10 mantissa bits, ties to even,
+    overflow past 65504 to infinity), returned as float32."""
+    with np.errstate(over="ignore"):
+        return np.asarray(a, dtype=np.float32).astype(np.float16).astype(np.float32)
+
+
+OPERAND_ROUNDING = {"tf32": to_tf32, "bf16": to_bf16, "fp16": to_fp16}
+
+
 def conv2d_tf32_numpy(x: np.ndarray, w: np.ndarray, p: ConvProblem) -> np.ndarray:
-    """CPU twin of v5: the inputs rounded to TF32, then v1-v4's sums in fp32 (a product of two
-    TF32 values is exact in fp32, so only the summation order differs from the GPU)."""
+    """CPU twin of v5 and v7 / v8: the inputs rounded to TF32, then v1-v4's sums in fp32 (a product
+    of two TF32 values is exact in fp32, so only the summation order differs from the GPU)."""
     return conv2d_numpy(to_tf32(x), to_tf32(w), p)
+
+
+def rounded_operands_twin(precision: str) -> Any:
+    """CPU twin of a tensor-core kernel: its operands rounded to `precision`, then fp32 sums
+    (products of two bf16 or fp16 values are exact in fp32, as TF32's are)."""
+    rounding = OPERAND_ROUNDING[precision]
+    return lambda x, w, p: conv2d_numpy(rounding(x), rounding(w), p)
 
 
 def padded_input(x: Any, p: ConvProblem) -> Any:
@@ -696,9 +791,10 @@ def conv2d(
         if b is not None:
             y += b.reshape(1, -1, 1, 1)
     elif xp is np:
-        twin = {"im2col": im2col.im2col_numpy, "implicit_gemm_tf32": conv2d_tf32_numpy}.get(
-            chosen, conv2d_numpy
-        )
+        precision = PRECISIONS.get(chosen, "fp32")
+        twin = im2col.im2col_numpy if chosen == "im2col" else conv2d_numpy
+        if precision != "fp32":
+            twin = rounded_operands_twin(precision)
         y = twin(x4, w, p)
         if b is not None:
             y += b.reshape(1, -1, 1, 1)

@@ -142,8 +142,9 @@ class Child:
 
     def start(self) -> None:
         out = self.log.open("ab")
-        self.proc = subprocess.Popen(self.argv, env=self.env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                     start_new_session=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            self.argv, env=self.env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         out.close()
         self.started = time.monotonic()
 
@@ -172,24 +173,71 @@ def plan(args: argparse.Namespace) -> tuple[list[Child], str]:
     if not redis_url:
         redis_port = args.redis_port or free_port()
         redis_url = f"redis://127.0.0.1:{redis_port}/0"
-        redis_argv = [find("redis-server", args.redis_server, "redis-server"), "--port", str(redis_port),
-                      "--bind", "127.0.0.1", "--dir", str(state), "--appendonly", "yes", "--save", "",
-                      "--maxmemory", "512mb", "--maxmemory-policy", "volatile-ttl"]  # fmt: skip
+        redis_argv = [
+            find("redis-server", args.redis_server, "redis-server"),
+            "--port",
+            str(redis_port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(state),
+            "--appendonly",
+            "yes",
+            "--save",
+            "",
+            "--maxmemory",
+            "512mb",
+            "--maxmemory-policy",
+            "volatile-ttl",
+        ]
         children.append(Child("redis", redis_argv, base_env, state / "redis.log"))
     cookie_secret = secrets.token_urlsafe(32)  # one for all workers: XSRF cookies stay valid on failover
     worker_ports = [args.port + 1 + i for i in range(args.workers)]
     for i, wport in enumerate(worker_ports):
-        env = {**base_env, "CONV_EXPLORER_REDIS_URL": redis_url, "CONV_EXPLORER_TRUST_PROXY": "1",
-               "STREAMLIT_SERVER_COOKIE_SECRET": cookie_secret}  # fmt: skip
-        argv = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(wport),
-                "--server.address", "127.0.0.1", "--server.headless", "true",
-                "--global.developmentMode", "false", *args.streamlit]  # fmt: skip
+        env = {
+            **base_env,
+            "CONV_EXPLORER_REDIS_URL": redis_url,
+            "CONV_EXPLORER_TRUST_PROXY": "1",
+            "STREAMLIT_SERVER_COOKIE_SECRET": cookie_secret,
+        }
+        argv = [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.port",
+            str(wport),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--global.developmentMode",
+            "false",
+            *args.streamlit,
+        ]
         children.append(Child(f"worker{i}", argv, env, state / f"worker{i}.log", ready_port=wport))
     conf = state / "nginx.conf"
     conf.write_text(nginx_config(args.host, args.port, worker_ports, state))
     nginx = find("nginx", args.nginx, "nginx")
-    children.append(Child("nginx", [nginx, "-e", str(state / "nginx-error.log"), "-p", str(state), "-c", str(conf),
-                                    "-g", "daemon off;"], base_env, state / "nginx.log"))  # fmt: skip
+    children.append(
+        Child(
+            "nginx",
+            [
+                nginx,
+                "-e",
+                str(state / "nginx-error.log"),
+                "-p",
+                str(state),
+                "-c",
+                str(conf),
+                "-g",
+                "daemon off;",
+            ],
+            base_env,
+            state / "nginx.log",
+        )
+    )
     return children, redis_url
 
 
@@ -201,8 +249,10 @@ def free_port() -> int:
 
 def write_pids(children: list[Child], state: Path) -> None:
     """state/children.json: each child's pid and port, for operators and the fault tests."""
-    table = {c.name: {"pid": c.proc.pid if c.proc else None, "port": c.ready_port, "restarts": c.restarts}
-             for c in children}  # fmt: skip
+    table = {
+        c.name: {"pid": c.proc.pid if c.proc else None, "port": c.ready_port, "restarts": c.restarts}
+        for c in children
+    }
     tmp = state / "children.json.tmp"
     tmp.write_text(json.dumps(table, indent=1))
     tmp.replace(state / "children.json")
@@ -219,9 +269,8 @@ def supervise(children: list[Child], stop_requested: list[bool], state: Path) ->
                 continue
             code = None if child.proc is None else child.proc.returncode
             child.restarts += 1
-            say(
-                f"{child.name} exited (code {code}); restarting it (restart {child.restarts}, log {child.log})"
-            )
+            say(f"{child.name} exited (code {code}); restarting it (restart {child.restarts})")
+            say(f"  its log: {child.log}")
             child.start()
             write_pids(children, state)
         time.sleep(0.2)
@@ -253,9 +302,8 @@ def main(argv: list[str]) -> int:
         parser.error(f"--workers {args.workers}: between 1 and 256")
     for port in (args.port, *(args.port + 1 + i for i in range(args.workers))):
         if not port_free("127.0.0.1", port) or not 0 < port < 65536:
-            parser.error(
-                f"port {port} is taken or invalid: choose another --port (workers use the {args.workers} after it)"
-            )
+            taken = f"port {port} is taken or invalid: choose another --port"
+            parser.error(f"{taken} (workers use the {args.workers} ports after it)")
     children, redis_url = plan(args)
     stop_requested = [False]
 
@@ -274,8 +322,10 @@ def main(argv: list[str]) -> int:
     if waiting:
         say(f"not answering after 120 s: {', '.join(c.name for c in waiting)} (logs in {args.state})")
     shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host
-    say(f"Conv Explorer for a class: http://{shown}:{args.port}/ ({args.workers} workers, Redis {redis_url}, "
-        f"nginx; logs in {args.state}). Ctrl-C stops everything.")  # fmt: skip
+    say(
+        f"Conv Explorer for a class: http://{shown}:{args.port}/ ({args.workers} workers, Redis {redis_url}, "
+        f"nginx; logs in {args.state}). Ctrl-C stops everything."
+    )
     try:
         supervise(children, stop_requested, Path(args.state).resolve())
     finally:

@@ -25,8 +25,16 @@ from tests.conftest import IN_CI, require
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 
 
 def _free_port() -> int:
@@ -37,11 +45,28 @@ def _free_port() -> int:
 
 def start_server(port: int, env: dict | None = None, app: Path | None = None) -> subprocess.Popen:
     """The app as a student's browser meets it (CPU backend unless the caller says otherwise)."""
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app or ROOT / "app.py"), "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.headless", "true",
-           "--global.developmentMode", "false"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "CONV_EXPLORER_BACKEND": "numpy", **(env or {})},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app or ROOT / "app.py"),
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--global.developmentMode",
+        "false",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env={**os.environ, "CONV_EXPLORER_BACKEND": "numpy", **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     deadline = time.time() + 60
     while time.time() < deadline:
         try:
@@ -208,13 +233,19 @@ def upload_file(page, name: str, data: bytes, wait=None) -> None:
     no_exception(page)
 
 
-_CELL_CENTRE = """([chart, panel, row, col]) => {
-  const gd = [...document.querySelectorAll(`.st-key-pick-${chart} .js-plotly-plot`)].find((g) => g._fullLayout);
+# the drawn Plotly chart inside the pickable chart `chart` (JavaScript, in every snippet below)
+_FIND_PLOT = """const gd = [...document.querySelectorAll(`.st-key-pick-${chart} .js-plotly-plot`)]
+    .find((g) => g._fullLayout);"""
+
+_CELL_CENTRE = f"""([chart, panel, row, col]) => {{
+  {_FIND_PLOT}
   if (!gd) return null;
-  const L = gd._fullLayout, xa = L[panel === "x" ? "xaxis" : "xaxis" + panel.slice(1)], ya = L[xa.anchor === "y" ? "yaxis" : "yaxis" + xa.anchor.slice(1)];
+  const L = gd._fullLayout;
+  const xa = L[panel === "x" ? "xaxis" : "xaxis" + panel.slice(1)];
+  const ya = L[xa.anchor === "y" ? "yaxis" : "yaxis" + xa.anchor.slice(1)];
   const r = gd.getBoundingClientRect();
-  return { x: r.left + xa._offset + xa.d2p(col), y: r.top + ya._offset + ya.d2p(row) };
-}"""
+  return {{ x: r.left + xa._offset + xa.d2p(col), y: r.top + ya._offset + ya.d2p(row) }};
+}}"""
 
 
 def cell_centre(page, chart: str, row: int, col: int, panel: str = "x") -> tuple[float, float]:
@@ -264,10 +295,11 @@ def hover_cell(page, chart: str, row: int, col: int, panel: str = "x") -> None:
 def highlighted_cells(page, chart: str, name: str = "hover-hl") -> list[tuple[float, float]]:
     """Centres (row, col) of the layout shapes named `name` drawn on a chart (hover outlines)."""
     cells = page.evaluate(
-        """([chart, name]) => {
-      const gd = [...document.querySelectorAll(`.st-key-pick-${chart} .js-plotly-plot`)].find((g) => g._fullLayout);
-      return gd ? (gd.layout.shapes || []).filter((s) => s.name === name).map((s) => [(s.y0 + s.y1) / 2, (s.x0 + s.x1) / 2]) : [];
-    }""",
+        f"""([chart, name]) => {{
+      {_FIND_PLOT}
+      const shapes = gd ? (gd.layout.shapes || []).filter((s) => s.name === name) : [];
+      return shapes.map((s) => [(s.y0 + s.y1) / 2, (s.x0 + s.x1) / 2]);
+    }}""",
         [chart, name],
     )
     return sorted({(float(r), float(c)) for r, c in cells})
@@ -276,9 +308,9 @@ def highlighted_cells(page, chart: str, name: str = "hover-hl") -> list[tuple[fl
 def shapes_of(page, chart: str) -> list[dict]:
     """The layout shapes of a pickable chart as the browser holds them (server-drawn highlights)."""
     return page.evaluate(
-        """(chart) => {
-      const gd = [...document.querySelectorAll(`.st-key-pick-${chart} .js-plotly-plot`)].find((g) => g._fullLayout);
+        f"""(chart) => {{
+      {_FIND_PLOT}
       return gd ? (gd.layout.shapes || []) : [];
-    }""",
+    }}""",
         chart,
     )

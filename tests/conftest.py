@@ -31,8 +31,18 @@ def require(module: str, why: str) -> ModuleType:
 # The app's own tests need Streamlit, Plotly and Pillow. Where they are missing (the GPU machine has neither)
 # their modules are not collected, and the summary says which; in CI that is an error instead.
 APP_DEPENDENCIES = ("streamlit", "plotly", "PIL")
-APP_IMPORTS = ("import streamlit", "from streamlit", "import plotly", "from plotly", "from viz", "from ui",
-               "import ui", "tests.apptest", "tests.browser", "from PIL")  # fmt: skip
+APP_IMPORTS = (
+    "import streamlit",
+    "from streamlit",
+    "import plotly",
+    "from plotly",
+    "from viz",
+    "from ui",
+    "import ui",
+    "tests.apptest",
+    "tests.browser",
+    "from PIL",
+)
 _not_collected: list[str] = []
 _missing: list[str] = []
 
@@ -74,8 +84,13 @@ def gpu_available() -> tuple[bool, str]:
 # benchmarks 34, home and upload 28, reflect padding 18, pick 14; the other 164 s, Direct 51,
 # unfold 42, im2col 39, backward 31). Whole app and one page each had been 101 s and 230 s: the
 # page group alone was most of the suite's wall time.
-BROWSER_GROUP_A = ("test_e2e.py", "test_e2e_classroom.py", "test_e2e_serve.py", "test_e2e_reflect_pad.py",
-                   "test_e2e_pick.py")  # fmt: skip
+BROWSER_GROUP_A = (
+    "test_e2e.py",
+    "test_e2e_classroom.py",
+    "test_e2e_serve.py",
+    "test_e2e_reflect_pad.py",
+    "test_e2e_pick.py",
+)
 
 
 def browser_group(nodeid: str) -> str | None:

@@ -47,8 +47,12 @@ def gpu_memory_mib() -> float | None:
     try:
         import subprocess
 
-        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=10)  # fmt: skip
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         return float(out.stdout.split()[0]) if out.returncode == 0 else None
     except (OSError, ValueError, IndexError):
         return None
@@ -126,26 +130,32 @@ def _run_load(sessions: int, seconds: float, backend: str, browser) -> dict:
                         errors += 1
                     w, h = sizes[i]
                     ow, oh = -(-w // stride[i]), -(-h // stride[i])  # 3x3, padding 1: ceil(size / stride)
-                    if page.get_by_text(f"your upload: {w} x {h} px").count() == 0 or \
-                            page.get_by_text(f"Output: {ow} x {oh}").count() == 0:  # fmt: skip
+                    if (
+                        page.get_by_text(f"your upload: {w} x {h} px").count() == 0
+                        or page.get_by_text(f"Output: {ow} x {oh}").count() == 0
+                    ):
                         leaks += 1
                 rss_samples.append(rss_mib(server.pid))
         finally:
             for ctx in contexts:
                 ctx.close()
         time.sleep(2)
-        report.update({
-            "reruns": reruns,
-            "reruns_per_s": round(reruns / seconds, 2),
-            "latency_p50_ms": round(statistics.median(latencies) * 1e3, 1) if latencies else None,
-            "latency_p95_ms": round(sorted(latencies)[int(0.95 * (len(latencies) - 1))] * 1e3, 1) if latencies else None,
-            "errors": errors,
-            "state_mismatches": leaks,
-            "rss_mib_during_max": max(rss_samples) if rss_samples else None,
-            "rss_mib_during_last": rss_samples[-1] if rss_samples else None,
-            "rss_mib_after": rss_mib(server.pid),
-            "gpu_mib_after": gpu_memory_mib(),
-        })  # fmt: skip
+        report.update(
+            {
+                "reruns": reruns,
+                "reruns_per_s": round(reruns / seconds, 2),
+                "latency_p50_ms": round(statistics.median(latencies) * 1e3, 1) if latencies else None,
+                "latency_p95_ms": round(sorted(latencies)[int(0.95 * (len(latencies) - 1))] * 1e3, 1)
+                if latencies
+                else None,
+                "errors": errors,
+                "state_mismatches": leaks,
+                "rss_mib_during_max": max(rss_samples) if rss_samples else None,
+                "rss_mib_during_last": rss_samples[-1] if rss_samples else None,
+                "rss_mib_after": rss_mib(server.pid),
+                "gpu_mib_after": gpu_memory_mib(),
+            }
+        )
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -46,8 +46,17 @@ from websockets.sync.client import connect
 
 FULL_RUN_DONE = ForwardMsg.FINISHED_SUCCESSFULLY
 FRAGMENT_DONE = ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
-WIDGETS = {"slider", "number_input", "selectbox", "radio", "checkbox", "text_input", "button", "text_area",
-           "file_uploader"}  # fmt: skip
+WIDGETS = {
+    "slider",
+    "number_input",
+    "selectbox",
+    "radio",
+    "checkbox",
+    "text_input",
+    "button",
+    "text_area",
+    "file_uploader",
+}
 XSRF_COOKIE = "_streamlit_xsrf"
 
 
@@ -104,9 +113,18 @@ class _Stats:
 class StClient:
     """One Streamlit session driven without a browser (thread-safe; see the module docstring)."""
 
-    def __init__(self, url: str, path: str = "", query: str = "", *, timeout: float = 60.0,
-                 on_run: Callable[[StClient, Run], None] | None = None, keep_runs: int = 200,
-                 tag: Any = None, cookie: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        url: str,
+        path: str = "",
+        query: str = "",
+        *,
+        timeout: float = 60.0,
+        on_run: Callable[[StClient, Run], None] | None = None,
+        keep_runs: int = 200,
+        tag: Any = None,
+        cookie: str | None = None,
+    ) -> None:
         parts = urlsplit(url)
         self.base = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
         self.page_name = path.strip("/")
@@ -143,9 +161,16 @@ class StClient:
         """Connect the websocket and ask for the first run, as a browser's page load does."""
         ws_url = "ws" + self.base[4:] + "/_stcore/stream"
         headers = {"Cookie": self.cookie} if self.cookie else None
-        self._ws = connect(ws_url, subprotocols=["streamlit"], max_size=None, max_queue=None,
-                           open_timeout=self.timeout, close_timeout=2, compression=None,
-                           additional_headers=headers)  # fmt: skip
+        self._ws = connect(
+            ws_url,
+            subprotocols=["streamlit"],
+            max_size=None,
+            max_queue=None,
+            open_timeout=self.timeout,
+            close_timeout=2,
+            compression=None,
+            additional_headers=headers,
+        )
         self._reader = threading.Thread(target=self._read, name=f"st-client {self.page_name}", daemon=True)
         self._reader.start()
         self._request(fragment_id="", first=True)
@@ -334,11 +359,18 @@ class StClient:
     # ------------------------------------------------------------------ protocol
     def _full_run_since(self, sent: float) -> bool:
         """A full run that started after `sent` has finished."""
-        return any(r.fragment_ids == () and r.status == FULL_RUN_DONE and self._started.get(r.run_id, 0) >= sent
-                   for r in self.stats.runs)  # fmt: skip
+        return any(
+            r.fragment_ids == () and r.status == FULL_RUN_DONE and self._started.get(r.run_id, 0) >= sent
+            for r in self.stats.runs
+        )
 
-    def _request(self, fragment_id: str, first: bool = False, auto: bool = False,
-                 extra: list[WidgetState] | None = None) -> None:  # fmt: skip
+    def _request(
+        self,
+        fragment_id: str,
+        first: bool = False,
+        auto: bool = False,
+        extra: list[WidgetState] | None = None,
+    ) -> None:
         with self._lock:
             msg = self._rerun_msg(fragment_id, first, auto, extra)
         self._send(msg)
@@ -500,8 +532,11 @@ class StClient:
             self.stats.full_runs += 1
             written = self._written
             self._elements = {p: e for p, e in self._elements.items() if _under(p, written)}
-            live = {getattr(el, el.WhichOneof("type")).id for el, _ in self._elements.values()
-                    if el is not None and el.WhichOneof("type") in WIDGETS}  # fmt: skip
+            live = {
+                getattr(el, el.WhichOneof("type")).id
+                for el, _ in self._elements.values()
+                if el is not None and el.WhichOneof("type") in WIDGETS
+            }
             self._widgets = {i: w for i, w in self._widgets.items() if i in live}
         elif status == FRAGMENT_DONE:
             self.stats.fragment_runs += 1

@@ -66,10 +66,25 @@ class Deployment:
         self.state = state
         self.port = _free_block(workers + 1)
         self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, str(ROOT / "scripts" / "serve.py"), "--workers", str(workers), "--port",
-               str(self.port), "--host", "127.0.0.1", "--state", str(state)]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "CONV_EXPLORER_BACKEND": "numpy", **(env or {})},
-                                     stdout=subprocess.DEVNULL, stderr=(state / "serve.log").open("wb"))  # fmt: skip
+        cmd = [
+            sys.executable,
+            str(ROOT / "scripts" / "serve.py"),
+            "--workers",
+            str(workers),
+            "--port",
+            str(self.port),
+            "--host",
+            "127.0.0.1",
+            "--state",
+            str(state),
+        ]
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env={**os.environ, "CONV_EXPLORER_BACKEND": "numpy", **(env or {})},
+            stdout=subprocess.DEVNULL,
+            stderr=(state / "serve.log").open("wb"),
+        )
         deadline = time.monotonic() + 120
         while not self._all_answer():
             if time.monotonic() > deadline or self.proc.poll() is not None:

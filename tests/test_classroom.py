@@ -386,9 +386,17 @@ def test_defaults_and_environment_configuration():
 @pytest.mark.parametrize(
     "name,value,message",
     [
-        ("CONV_EXPLORER_MAX_ROOMS", "abc", "CONV_EXPLORER_MAX_ROOMS='abc' is not a whole number: use e.g. "
-         "CONV_EXPLORER_MAX_ROOMS=20 (allowed 1 to 1000)"),
-        ("CONV_EXPLORER_MAX_ROOMS", "0", "CONV_EXPLORER_MAX_ROOMS=0 is out of range: allowed 1 to 1000 (default 20)"),
+        (
+            "CONV_EXPLORER_MAX_ROOMS",
+            "abc",
+            "CONV_EXPLORER_MAX_ROOMS='abc' is not a whole number: use e.g. "
+            "CONV_EXPLORER_MAX_ROOMS=20 (allowed 1 to 1000)",
+        ),
+        (
+            "CONV_EXPLORER_MAX_ROOMS",
+            "0",
+            "CONV_EXPLORER_MAX_ROOMS=0 is out of range: allowed 1 to 1000 (default 20)",
+        ),
         ("CONV_EXPLORER_MAX_ROOMS", "1e3", "is not a whole number"),
         ("CONV_EXPLORER_MAX_FOLLOWERS", "100000", "out of range: allowed 1 to 5000 (default 400)"),
         ("CONV_EXPLORER_ROOM_END_MINUTES", "nan", "is not a number"),
@@ -396,7 +404,7 @@ def test_defaults_and_environment_configuration():
         ("CONV_EXPLORER_ROOM_IMAGE_MB", "8MB; rm -rf /" * 3, "'8MB??rm?-rf??8MB??rm…' is not a number"),
         ("CONV_EXPLORER_REDIS_URL", "http://x", "must be a redis://, rediss:// or unix:// URL"),
     ],
-)  # fmt: skip
+)
 def test_bad_environment_values_are_refused_with_name_value_and_range(name, value, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         RoomStore.from_env({name: value})

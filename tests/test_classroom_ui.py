@@ -33,8 +33,12 @@ def fresh_rooms(monkeypatch):
     from ui import shared
 
     monkeypatch.setenv("CONV_EXPLORER_BACKEND", "numpy")
-    for var in ("CONV_EXPLORER_INSTRUCTOR_KEY", "CONV_EXPLORER_PUBLIC_URL", "CONV_EXPLORER_MAX_FOLLOWERS",
-                "CONV_EXPLORER_REDIS_URL"):  # fmt: skip
+    for var in (
+        "CONV_EXPLORER_INSTRUCTOR_KEY",
+        "CONV_EXPLORER_PUBLIC_URL",
+        "CONV_EXPLORER_MAX_FOLLOWERS",
+        "CONV_EXPLORER_REDIS_URL",
+    ):
         monkeypatch.delenv(var, raising=False)
     backend.reset_backend()
     shared.store.clear()

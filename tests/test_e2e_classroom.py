@@ -116,11 +116,15 @@ def test_follow_break_away_rejoin_and_change_page(server, browser):
 
         # the instructor's slider and pick reach every follower
         teacher.set("Stride S", 2)
-        delays = [until(lambda: slider_value(a, "Stride S") == "2", what="the stride"),
-                  until(lambda: b.value("Stride S") == 2, what="the stride (b)")]  # fmt: skip
+        delays = [
+            until(lambda: slider_value(a, "Stride S") == "2", what="the stride"),
+            until(lambda: b.value("Stride S") == 2, what="the stride (b)"),
+        ]
         teacher.set("Row", 5)  # the pick, by its keyboard path
-        delays += [until(lambda: a.get_by_label("Row").input_value() == "5", what="the pick"),
-                   until(lambda: b.value("Row") == 5, what="the pick (b)")]  # fmt: skip
+        delays += [
+            until(lambda: a.get_by_label("Row").input_value() == "5", what="the pick"),
+            until(lambda: b.value("Row") == 5, what="the pick (b)"),
+        ]
         wait_idle(a)
         no_exception(a)
         shot(a, "classroom_follower_1366x768")
@@ -146,8 +150,10 @@ def test_follow_break_away_rejoin_and_change_page(server, browser):
 
         # the instructor changes page: everyone follows
         teacher.switch_page("reflect")
-        delays += [until(lambda: title(a) == "Reflect padding", what="the page change"),
-                   until(lambda: on_page(b, "Reflect padding"), what="the page change (b)")]  # fmt: skip
+        delays += [
+            until(lambda: title(a) == "Reflect padding", what="the page change"),
+            until(lambda: on_page(b, "Reflect padding"), what="the page change (b)"),
+        ]
         assert f"room={code}" in a.url and "/reflect" in a.url
         assert f"room={code}" in b.query_string and f"Following room {code}" in b.text()
         no_exception(a)

@@ -89,16 +89,32 @@ def test_followers_on_other_workers_follow_and_the_instructor_survives_its_worke
                                                    transition: {duration: 0}});
         }"""
     )
-    until(lambda: (teacher.get_by_role("spinbutton", name="Row").input_value(), teacher.get_by_role("spinbutton", name="Column").input_value()) != before,
-          what="the instructor's pick moving to the step")  # fmt: skip
+    until(
+        lambda: (
+            (
+                teacher.get_by_role("spinbutton", name="Row").input_value(),
+                teacher.get_by_role("spinbutton", name="Column").input_value(),
+            )
+            != before
+        ),
+        what="the instructor's pick moving to the step",
+    )
     wait_idle(teacher)
     step_pick = (
         teacher.get_by_role("spinbutton", name="Row").input_value(),
         teacher.get_by_role("spinbutton", name="Column").input_value(),
     )
     for f in (a, b):
-        until(lambda f=f: (f.get_by_role("spinbutton", name="Row").input_value(), f.get_by_role("spinbutton", name="Column").input_value()) == step_pick,
-              what="the animation step")  # fmt: skip
+        until(
+            lambda f=f: (
+                (
+                    f.get_by_role("spinbutton", name="Row").input_value(),
+                    f.get_by_role("spinbutton", name="Column").input_value(),
+                )
+                == step_pick
+            ),
+            what="the animation step",
+        )
 
     wait_idle(teacher)
     teacher.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Reflect padding").click()

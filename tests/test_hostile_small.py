@@ -15,8 +15,16 @@ def test_a_small_hostile_mix_serves_everyone_without_errors():
     require("streamlit", "the hostile-mix load test")
     from bench.hostile_load import load
 
-    report = load(sessions=6, seconds=8, heavy=3, url=None, backend="numpy",
-                  heavy_kinds=("direct_heavy", "unfold_heavy", "uploader"), photo_px=(1600, 1200), quiet_reruns=10)  # fmt: skip
+    report = load(
+        sessions=6,
+        seconds=8,
+        heavy=3,
+        url=None,
+        backend="numpy",
+        heavy_kinds=("direct_heavy", "unfold_heavy", "uploader"),
+        photo_px=(1600, 1200),
+        quiet_reruns=10,
+    )
     print(report)
     assert report["errors"] == 0, report["error_samples"]
     assert report["stuck_sessions"] == 0

@@ -15,7 +15,7 @@ import pytest
 
 import gpuops
 from gpuops.checks import same_pads
-from gpuops.conv2d import to_tf32
+from gpuops.conv2d import OPERAND_ROUNDING, PRECISIONS
 from tests.conftest import BACKENDS, host, on
 
 backends = pytest.mark.parametrize("xp", BACKENDS, indirect=True)
@@ -200,8 +200,9 @@ def test_conv2d_same_and_valid_equal_torch(case, algorithm, xp, rng, torch):
     x, w, b = case.arrays(rng)
     y = gpuops.conv2d(*on(xp, x, w, b), algorithm=algorithm, **case.kwargs())
     assert isinstance(y, xp.ndarray) and y.dtype == np.float32
-    if algorithm == "implicit_gemm_tf32":  # the sums of the TF32-rounded inputs (tests/test_conv2d.py)
-        x, w = to_tf32(x), to_tf32(w)
+    precision = PRECISIONS.get(algorithm, "fp32")
+    if precision != "fp32":  # the sums of the rounded operands (tests/test_conv2d_precision.py)
+        x, w = OPERAND_ROUNDING[precision](x), OPERAND_ROUNDING[precision](w)
     ref = torch_forward(case, x, w, b, torch)
     assert y.shape == ref.shape
     if case.padding == "same":

@@ -118,9 +118,11 @@ def test_a_rerun_flood_leaves_threads_bounded_and_others_served(fresh_server) ->
             during += flood.is_alive()
             peak.append(_threads(proc.pid))
         flood.join(timeout=60)
-        print(f"the other session's reruns, quiet (s): {[round(x, 2) for x in quiet]}; during the flood: "
-              f"{[round(x, 2) for x in latencies]}; server threads at most {max(peak)}; "
-              f"flood requests {sent.value}")  # fmt: skip
+        print(
+            f"the other session's reruns, quiet (s): {[round(x, 2) for x in quiet]}; during the flood: "
+            f"{[round(x, 2) for x in latencies]}; server threads at most {max(peak)}; "
+            f"flood requests {sent.value}"
+        )
         assert sent.value > 1000, "the flood did not flood"
         # served while the flood went on (about 20 in 8 s here; with Streamlit's fast reruns on, one
         # run of the other session waited ~20 s behind the flood, and 2 fitted in)

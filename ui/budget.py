@@ -18,6 +18,7 @@ figures room within the rerun's 2 s.
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import threading
 import time
@@ -35,6 +36,9 @@ CPU_COPY = {"im2col": 0.5e9, "default": 1.5e9, "one_channel": 2.5e9}  # bytes/s 
 CPU_FLOPS = 10e9  # flop/s of NumPy's matrix products on 2 cores
 GPU_SESSION_FLOOR = 256 * 2**20  # a session may always use this much GPU memory
 ACTIVE_WINDOW_S = 120.0  # a session counts as active this long after its last rerun
+HEAVY_SIZE = 512  # a session whose working size (longest side, px) is at least this is heavy
+HEAVY_LANES = int(os.environ.get("CONV_EXPLORER_HEAVY_LANES", "1"))  # heavy runs at once per process; 0: any
+HEAVY_WAIT_S = 20.0  # the longest a heavy run waits for its lane before it runs anyway
 
 
 class OverBudgetError(ValueError):
@@ -135,3 +139,31 @@ def gpu_work() -> Iterator[None]:
         return
     with gpu_lock():
         yield
+
+
+# ---- heavy sessions --------------------------------------------------------------------------------
+@st.cache_resource
+def _heavy_lanes() -> threading.BoundedSemaphore:
+    return threading.BoundedSemaphore(max(1, HEAVY_LANES))
+
+
+@contextlib.contextmanager
+def heavy_lane(working_size: int, *, in_class: bool = False) -> Iterator[None]:
+    """Runs of sessions working on large images (HEAVY_SIZE px and more) go HEAVY_LANES at a time
+    per server process; everyone else's runs never wait here. A heavy run is mostly interpreter
+    work (figures of large images, uploads) that shares the process's one interpreter lock with the
+    light sessions the proxy placed on the same process: two heavy runs at once leave a light
+    run a third of the interpreter, one leaves it half (bench/hostile_load.py measures this). A
+    heavy run waits at most HEAVY_WAIT_S, then runs anyway: a click is late, never lost. The runs of
+    a class (`in_class`: the instructor's, and followers', which take turns of their own) never wait
+    here."""
+    if in_class or HEAVY_LANES <= 0 or working_size < HEAVY_SIZE:
+        yield
+        return
+    lanes = _heavy_lanes()
+    got = lanes.acquire(timeout=HEAVY_WAIT_S)
+    try:
+        yield
+    finally:
+        if got:
+            lanes.release()

@@ -8,6 +8,9 @@
 //   v4 implicit GEMM   im2col's matrix product without storing X_unroll (cuDNN's method)
 //   v5 implicit GEMM   v4 on the tensor cores in TF32 (opt-in: it rounds the inputs)
 //   v6 depthwise       v2 for filters that see one channel: one group per block, all its filters
+//   v7 tensor cores    v5 pipelined: 32-deep k stages, 3 in flight, register-sized warp tiles, ldmatrix
+//   v8 tensor cores    v7 + 16-byte input copies where stride-1 rows are contiguous
+//   v9 tensor cores    v8 with bf16 or fp16 operands (m16n8k16), fp32 sums
 //
 // Shapes: x (N, C, H, W), w (M, C/groups, KH, KW), y (N, M, H_out, W_out).
 // Output (n, m, oh, ow) of filter m in group g = m / (M/groups) sums, over the group's
@@ -190,7 +193,7 @@ extern "C" __global__ void conv2d_v2_tiled(
 #define FILTERS_PER_BLOCK 8
 #define PIXELS_PER_THREAD 2
 
-extern "C" __global__ void __launch_bounds__(256) conv2d_v3_register_tiled(
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v3_register_tiled(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M,                  // the same arguments as v2, then v3's own
     int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w, int pad_h, int pad_w,
@@ -637,7 +640,7 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) conv2d_v5_implicit_gemm
 // =======================================================================================
 #define DW_PIXELS 4   // outputs per thread, blockDim.x apart along a row (the host may use fewer)
 
-extern "C" __global__ void __launch_bounds__(256) conv2d_v6_depthwise(
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v6_depthwise(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M,                  // the same arguments as v2, then v6's own
     int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w, int pad_h, int pad_w,
@@ -701,4 +704,423 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_v6_depthwise(
             if (p < pixels && ow < W_out) store(y, row + ow, acc[p]);
         }
     }
+}
+
+// =======================================================================================
+// v7 implicit GEMM on tensor cores, PIPELINED = v5 with the changes that let the tensor
+// cores run instead of waiting. v5 ran at fp32 speed: per k8 step a warp issued 24 scalar
+// shared loads and 24 conversions for 16 mma instructions, and a 2-stage pipeline 16 deep
+// in k left the copies of the next stage little time to land. Here:
+//   1. WIDER STAGES: PIPE_BK = 32 values of k per stage (4 mma k-steps per barrier, not 2);
+//   2. DEEPER PIPELINE: PIPE_STAGES = 3 shared-memory stages; while the warps multiply stage t,
+//      the copies of stages t+1 and t+2 are in flight (cp.async groups, one barrier a stage);
+//   3. WARP TILES SIZED FOR THE REGISTER FILE: a warp owns WM x WN = 64 x 32 (or 32 x 32)
+//      outputs, MT x NT mma tiles of 16 x 8: each A fragment is used NT times, each B
+//      fragment MT times; the block tile (BM x BN = 128 x 128 or 64 x 64) is chosen by the
+//      host so that small layers still give every SM a block;
+//   4. LDMATRIX for the weights: one `ldmatrix.x4` gives a lane its 4 A values of a 16 x 8
+//      TF32 tile (ldmatrix moves 8 x 8 matrices of 16-bit values, i.e. 8 rows of 16 bytes:
+//      read as 32-bit values that is an 8 x 4 block of floats, lane 4g + t receiving (g, t),
+//      exactly where m16n8k8 wants a0..a3), 4 instructions instead of 16 for MT = 4;
+//   5. shared rows padded so that every fragment load and every copy is free of bank
+//      conflicts (pitches 36 and BN + 8 floats for TF32; 40 and BN + 4 for 16-bit operands).
+// Unchanged from v5: weights arrive by 16-byte cp.async where rows are 16-byte aligned; the
+// input gather uses 4-byte cp.async, zero-filling padding cells (v8 widens it); values are
+// rounded to TF32 (cvt.rna) as a warp reads its fragments, so the result is the exact sum of
+// the rounded operands, as in v5 and its NumPy twin.
+//
+// The gather: a thread owns VEC consecutive pixels of the block tile (VEC = 1 here, 4 in v8)
+// and, of every stage's PIPE_BK values of k, a run of KP consecutive ones; it walks them in
+// order carrying (c, ki, kj) (no division in the loop), then jumps over the other threads'
+// runs with one mixed-radix addition (PIPE_BK - KP written as (channels, rows, columns)).
+// Neighbouring lanes own neighbouring pixels of the same k: coalesced reads, and shared
+// stores to consecutive words.
+//
+// The same body serves v8 (VEC = 4) and v9 (16-bit operands, PREC): the template
+// parameters are the deltas, the extern "C" kernels below each header name one choice.
+// grid = (ceil(N*L / BN), groups * m_blocks), block = 32 * WARPS_M * WARPS_N threads.
+// Measured (H100, one run, bench/results/h100_tensor_cores.json), v5 -> v7 in ms:
+//   VGG-like 3x3 1.18 -> 0.81, 1x1 0.20 -> 0.12, 5x5 0.28 -> 0.26, grouped 0.65 -> 0.56,
+//   late 14x14x256 0.39 -> 0.35, 7x7x512 0.73 -> 0.66, 7x7x1024 1.34 -> 1.19.
+// Still 3-9x cuDNN-TF32 on 3x3 and late layers: every input value costs a thread ~20
+// instructions of gather (v8 shares the walk over 4 pixels), and a small layer gives each SM
+// one or two blocks, too few warps to hide the latency of each stage.
+// =======================================================================================
+#define PIPE_BK 32         // k per shared-memory stage
+#define PIPE_STAGES 3      // shared-memory stages in flight
+#define PREC_TF32 0      // operand precisions of the tensor-core kernels (v7-v9)
+#define PREC_BF16 1
+#define PREC_FP16 2
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned* r, const float* smem) {
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+// Two floats rounded to nearest-even 16-bit values, packed as m16n8k16 wants them: the
+// element of the lower k in the lower half (cvt puts its FIRST source in the UPPER half).
+__device__ __forceinline__ unsigned pack_half2(float lo, float hi, int prec) {
+    unsigned r;
+    if (prec == PREC_BF16) asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    else asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+template <int PREC>
+__device__ __forceinline__ void mma_16bit(float* c, const unsigned* a, const unsigned* b) {
+    if constexpr (PREC == PREC_BF16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+// Two neighbouring outputs with one 8-byte store (out + i 8-byte aligned).
+__device__ __forceinline__ void store2(float* out, long long i, float a, float b) {
+    *reinterpret_cast<float2*>(out + i) = make_float2(a, b);
+    trace_store(i);
+    trace_store(i + 1);
+}
+
+template <int BM, int BN, int WARPS_M, int WARPS_N, int VEC, int PREC>
+__device__ __forceinline__ void tensor_core_conv(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+{
+    constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+    constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;      // one warp's outputs
+    constexpr int MT = WM / 16, NT = WN / 8;                 // its mma tiles
+    constexpr int A_PITCH = PIPE_BK + (PREC == PREC_TF32 ? 4 : 8);   // see 5. in the header
+    constexpr int B_PITCH = BN + (PREC == PREC_TF32 ? 8 : 4);
+    constexpr int COLS = BN / VEC;                           // gather columns (pixel runs) of the tile
+    constexpr int PARTS = THREADS / COLS;                    // threads sharing one column
+    constexpr int KP = PIPE_BK / PARTS;                        // the run of k each one gathers
+    static_assert(PARTS * COLS == THREADS && KP * PARTS == PIPE_BK, "gather layout");
+    // The 8-warp tile runs one block per SM and lets the compiler load the next k-step's
+    // fragments early (unrolled); the 4-warp tile keeps 4 blocks per SM within 128 registers
+    // (rolled: unrolled, it needs 240 and would spill under the cap).
+    constexpr int KK_UNROLL = THREADS == 256 ? 4 : 1;
+
+    extern __shared__ __align__(16) float tc_smem[];
+    float (*As)[BM][A_PITCH] = reinterpret_cast<float (*)[BM][A_PITCH]>(tc_smem);                 // [stage][m][k]
+    float (*Bs)[PIPE_BK][B_PITCH] = reinterpret_cast<float (*)[PIPE_BK][B_PITCH]>(tc_smem + PIPE_STAGES * BM * A_PITCH);
+
+    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    const int Cg = C / groups, Mg = M / groups;
+    const int KK = KH * KW, Kdim = Cg * KK;
+    const int L = H_out * W_out, P = N * L;          // P < 2^31: the host checks
+    const int HW = H * W;                            // < 2^31: the host checks
+    const int g = blockIdx.y / m_blocks;
+    const int m0 = (blockIdx.y % m_blocks) * BM;     // first filter of the block, within the group
+    const int p0 = blockIdx.x * BN;                  // first pixel of the block
+    const float* __restrict__ w_g = w + (long long)g * Mg * Kdim;
+    // weight rows 16-byte aligned (Kdim a multiple of 4, w itself aligned): 16-byte copies
+    const bool vec_a = (Kdim & 3) == 0 && (reinterpret_cast<unsigned long long>(w) & 15) == 0;
+
+    // ---- the gather's state: pixels col*VEC + e (e < VEC) of the tile, k run part*KP.. ----
+    const int col = t % COLS, part = t / COLS;
+    int ih0[VEC], iw0[VEC];                          // input cell of tap (0, 0), per pixel
+    long long base[VEC];                             // offset of its sample's group channels in x
+    bool ok[VEC];                                    // pixel exists (p < P)
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+        const int p = p0 + col * VEC + e;
+        ok[e] = p < P;
+        const int n = ok[e] ? p / L : 0, l = ok[e] ? p % L : 0;
+        ih0[e] = input_coord(l / W_out, stride_h, pad_h, 0, dil_h);
+        iw0[e] = input_coord(l % W_out, stride_w, pad_w, 0, dil_w);
+        base[e] = ((long long)n * C + (long long)g * Cg) * HW;
+    }
+    // v8's fast path: the VEC pixels are one run of a row (same sample and output row,
+    // stride_w 1), so at every tap they read VEC consecutive input cells
+    bool run = VEC > 1 && stride_w == 1 && !reflect && ok[VEC - 1];
+    if (VEC > 1 && run) {
+        const int p = p0 + col * VEC;
+        run = (p % L) / W_out == ((p + VEC - 1) % L) / W_out && p / L == (p + VEC - 1) / L;
+    }
+    // the next k this thread gathers, as (kc, ki, kj) and the offsets they stand for
+    int kc, ki, kj;
+    {
+        const int k = part * KP;
+        kc = k / KK; ki = (k % KK) / KW; kj = k % KW;
+    }
+    int k_ih = ki * dil_h, k_iw = kj * dil_w;
+    long long k_c = (long long)kc * HW;
+    // the jump over the other threads' runs, PIPE_BK - KP, in the same mixed radix
+    const int jump = PIPE_BK - KP;
+    const int jc = jump / KK, jki = (jump % KK) / KW, jkj = jump % KW;
+
+    auto gather_one = [&](float* dst, int e) {       // one input value, 4-byte copy
+        int ih = ih0[e] + k_ih, iw = iw0[e] + k_iw;
+        bool in = ok[e] && kc < Cg;
+        if (reflect) { ih = reflect_index(ih, H); iw = reflect_index(iw, W); }   // uniform branch
+        else in = in && (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;  // else zero padding
+        cp_async4(dst, in ? x + base[e] + k_c + ih * W + iw : x, in);
+    };
+    auto load_stage = [&](int s, int k0) {
+        // A: BM x PIPE_BK weights of the group's filters m0.., k0..
+        if (vec_a) {
+#pragma unroll
+            for (int i = 0; i < BM * PIPE_BK / 4 / THREADS; ++i) {
+                const int idx = t + i * THREADS, r = idx / (PIPE_BK / 4), k = (idx % (PIPE_BK / 4)) * 4;
+                const bool in = m0 + r < Mg && k0 + k < Kdim;
+                cp_async16(&As[s][r][k], in ? w_g + (long long)(m0 + r) * Kdim + k0 + k : w, in);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < BM * PIPE_BK / THREADS; ++i) {
+                const int idx = t + i * THREADS, r = idx / PIPE_BK, k = idx % PIPE_BK;
+                const bool in = m0 + r < Mg && k0 + k < Kdim;
+                cp_async4(&As[s][r][k], in ? w_g + (long long)(m0 + r) * Kdim + k0 + k : w, in);
+            }
+        }
+        // B: this thread's KP values of k for its VEC pixels (a rolled loop: unrolled, the
+        // compiler keeps every step's addresses live at once and runs out of registers)
+#pragma unroll 1
+        for (int j = 0; j < KP; ++j) {
+            float* dst = &Bs[s][part * KP + j][col * VEC];
+            if constexpr (VEC > 1) {
+                const int ih = ih0[0] + k_ih, iw = iw0[0] + k_iw;
+                const float* src = x + base[0] + k_c + ih * W + iw;
+                if (run && kc < Cg && (unsigned)ih < (unsigned)H && iw >= 0 && iw + VEC <= W &&
+                    (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
+                    cp_async16(dst, src, true);      // v8: the whole run in one 16-byte copy
+                } else {
+#pragma unroll
+                    for (int e = 0; e < VEC; ++e) gather_one(dst + e, e);
+                }
+            } else {
+                gather_one(dst, 0);
+            }
+            // k -> k + 1: next kj; past the last kj, next ki; past the last ki, next channel
+            if (++kj == KW) {
+                kj = 0; k_iw = 0;
+                if (++ki == KH) { ki = 0; k_ih = 0; ++kc; k_c += HW; } else k_ih += dil_h;
+            } else {
+                k_iw += dil_w;
+            }
+        }
+        // k -> k + jump: to this thread's run of the next stage (each digit carries at most once)
+        kj += jkj; if (kj >= KW) { kj -= KW; ++ki; }
+        ki += jki; if (ki >= KH) { ki -= KH; ++kc; }
+        kc += jc;
+        k_ih = ki * dil_h; k_iw = kj * dil_w; k_c = (long long)kc * HW;
+        asm volatile("cp.async.commit_group;\n" ::);
+    };
+
+    // ---- what this warp computes: filters wm.. (WM of them), pixels wn.. (WN) of the tile ----
+    const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+    const int gr = lane / 4, tq = lane % 4;          // g and t of the fragment layouts
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+    const int tiles = (Kdim + PIPE_BK - 1) / PIPE_BK;
+#pragma unroll
+    for (int s = 0; s < PIPE_STAGES - 1; ++s) {        // the pipeline fills: stages 0 and 1 in flight
+        if (s < tiles) load_stage(s, s * PIPE_BK);
+        else asm volatile("cp.async.commit_group;\n" ::);   // empty groups keep the count uniform
+    }
+    for (int tile = 0; tile < tiles; ++tile) {
+        // stage `tile` has landed once at most PIPE_STAGES - 2 younger groups are pending;
+        // the barrier then also says every warp is done with the stage refilled below
+        asm volatile("cp.async.wait_group %0;\n" :: "n"(PIPE_STAGES - 2));
+        __syncthreads();
+        const int next = tile + PIPE_STAGES - 1;
+        if (next < tiles) load_stage(next % PIPE_STAGES, next * PIPE_BK);
+        else asm volatile("cp.async.commit_group;\n" ::);
+        const int s = tile % PIPE_STAGES;
+        if constexpr (PREC == PREC_TF32) {
+#pragma unroll KK_UNROLL
+            for (int kk = 0; kk < PIPE_BK; kk += 8) {
+                unsigned a[MT][4], b[NT][2];
+#pragma unroll
+                for (int i = 0; i < MT; ++i) {
+                    // lane l points at row l % 8 of matrix l / 8: matrices (rows 0-7 | 8-15) x (k 0-3 | 4-7)
+                    ldmatrix_x4(a[i], &As[s][wm + i * 16 + (lane & 7) + ((lane >> 3) & 1) * 8][kk + (lane >> 4) * 4]);
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) a[i][e] = to_tf32(__uint_as_float(a[i][e]));
+                }
+#pragma unroll
+                for (int j = 0; j < NT; ++j) {
+                    b[j][0] = to_tf32(Bs[s][kk + tq][wn + j * 8 + gr]);
+                    b[j][1] = to_tf32(Bs[s][kk + tq + 4][wn + j * 8 + gr]);
+                }
+#pragma unroll
+                for (int i = 0; i < MT; ++i)
+#pragma unroll
+                    for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], a[i], b[j]);
+            }
+        } else {
+            // m16n8k16, 16-bit operands: a0 = (g, 2t..2t+1), a1 = (g+8, 2t..), a2 = (g, 2t+8..),
+            // a3 = (g+8, 2t+8..); b0 = (k = 2t..2t+1, n = g), b1 = (k = 2t+8..2t+9, n = g)
+#pragma unroll KK_UNROLL
+            for (int kk = 0; kk < PIPE_BK; kk += 16) {
+                unsigned a[MT][4], b[NT][2];
+#pragma unroll
+                for (int i = 0; i < MT; ++i) {
+                    const int r = wm + i * 16 + gr;
+                    const float2 v0 = *reinterpret_cast<const float2*>(&As[s][r][kk + 2 * tq]);
+                    const float2 v1 = *reinterpret_cast<const float2*>(&As[s][r + 8][kk + 2 * tq]);
+                    const float2 v2 = *reinterpret_cast<const float2*>(&As[s][r][kk + 8 + 2 * tq]);
+                    const float2 v3 = *reinterpret_cast<const float2*>(&As[s][r + 8][kk + 8 + 2 * tq]);
+                    a[i][0] = pack_half2(v0.x, v0.y, PREC);
+                    a[i][1] = pack_half2(v1.x, v1.y, PREC);
+                    a[i][2] = pack_half2(v2.x, v2.y, PREC);
+                    a[i][3] = pack_half2(v3.x, v3.y, PREC);
+                }
+#pragma unroll
+                for (int j = 0; j < NT; ++j) {
+                    const int n = wn + j * 8 + gr;
+                    b[j][0] = pack_half2(Bs[s][kk + 2 * tq][n], Bs[s][kk + 2 * tq + 1][n], PREC);
+                    b[j][1] = pack_half2(Bs[s][kk + 8 + 2 * tq][n], Bs[s][kk + 9 + 2 * tq][n], PREC);
+                }
+#pragma unroll
+                for (int i = 0; i < MT; ++i)
+#pragma unroll
+                    for (int j = 0; j < NT; ++j) mma_16bit<PREC>(acc[i][j], a[i], b[j]);
+            }
+        }
+    }
+
+    // ---- write back from the registers: sum e of tile (i, j) is filter wm + 16i + g (+8 for
+    // e >= 2) and pixel wn + 8j + 2t (+1 for odd e). A lane's two pixels usually sit side by
+    // side in y: one 8-byte store. (n, l) of pixel wn + 8j + 2t is carried from j to j + 1.
+    const int pj = p0 + wn + 2 * tq;
+    int n_j = pj / L, l_j = pj % L;
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+        const int p = pj + j * 8;
+        if (p < P) {
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {            // rows g and g + 8 of the tile
+                    const int m = m0 + wm + i * 16 + gr + h * 8;
+                    if (m >= Mg) continue;
+                    const int mm = g * Mg + m;
+                    const float b_m = bias ? bias[mm] : 0.0f;
+                    const float v0 = acc[i][j][2 * h] + b_m, v1 = acc[i][j][2 * h + 1] + b_m;
+                    const long long o = ((long long)n_j * M + mm) * L + l_j;
+                    if (l_j + 1 < L && p + 1 < P && (o & 1) == 0) {
+                        store2(y, o, v0, v1);
+                    } else {
+                        store(y, o, v0);
+                        if (p + 1 < P) {                 // pixel p + 1 starts the next sample
+                            const int n1 = (p + 1) / L, l1 = (p + 1) % L;
+                            store(y, ((long long)n1 * M + mm) * L + l1, v1);
+                        }
+                    }
+                }
+            }
+        }
+        l_j += 8;
+        while (l_j >= L) { l_j -= L; ++n_j; }
+    }
+}
+
+// The kernels of v7: 4-byte input copies, TF32. Large tile: 128 filters x 128 pixels, 8 warps
+// of 64 x 32; small tile (layers with few filters or few pixels): 64 x 64, 4 warps of 32 x 32.
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v7_tf32_128x128(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+{
+    tensor_core_conv<128, 128, 2, 4, 1, PREC_TF32>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
+                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+}
+extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v7_tf32_64x64(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+{
+    tensor_core_conv<64, 64, 2, 2, 1, PREC_TF32>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
+                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+}
+
+// =======================================================================================
+// v8 implicit GEMM on tensor cores, 16-BYTE INPUT COPIES = v7 with VEC = 4: a thread
+// gathers 4 neighbouring pixels of the tile instead of 1 (and 4 times fewer k per stage).
+// With stride 1 the 4 pixels of one output row read 4 neighbouring input cells at every
+// tap: where those lie inside the image and start on a 16-byte boundary, one 16-byte
+// cp.async moves them (4 times fewer copy instructions and address computations; a 1x1
+// layer, or the tap of a 3x3 layer whose column offset is a multiple of 4, always). Anywhere
+// else (padding, a run across two rows or samples, misaligned taps, reflect) the run falls
+// back to v7's four 4-byte copies. The host picks v8 for stride_w == 1 without reflect.
+// Measured (H100, one run), v7 -> v8 in ms: 1x1 0.118 -> 0.081 (cuDNN-TF32 0.063), VGG-like
+// 0.81 -> 0.68, 5x5 0.26 -> 0.24, late 14x14x256 0.35 -> 0.31, 7x7x512 0.66 -> 0.59.
+// =======================================================================================
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v8_tf32_128x128(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+{
+    tensor_core_conv<128, 128, 2, 4, 4, PREC_TF32>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
+                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+}
+extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v8_tf32_64x64(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+{
+    tensor_core_conv<64, 64, 2, 2, 4, PREC_TF32>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
+                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+}
+
+// =======================================================================================
+// v9 implicit GEMM on tensor cores, 16-BIT OPERANDS (bf16 or fp16) = v8 with the
+// operands rounded to 16 bits as a warp reads its fragments, and `mma.m16n8k16`: each
+// instruction multiplies twice as much k as m16n8k8 in TF32, at twice the rate. Sums stay
+// fp32 and the arrays stay float32 (what torch.autocast runs on tensor cores, without
+// its casts to half-precision tensors). Rounding is to nearest even (cvt.rn):
+//   bf16: 8 exponent bits (fp32's range), 7 mantissa bits: relative error up to 2^-9;
+//   fp16: 5 exponent bits (largest 65504, no scaling here), 10 mantissa bits: 2^-12.
+// What changes in the inner loop (PREC != PREC_TF32 above): a lane needs each operand in
+// pairs along k, (2t, 2t+1), packed low-k-first in one 32-bit register; the weights come
+// as float2 loads (their rows are k), the inputs as two loads from neighbouring k rows.
+// Shared pitches change with the pattern (40 and BN + 4 floats: conflict-free again).
+// Measured (H100, one run), v8 TF32 -> v9 bf16 in ms: VGG-like 0.68 -> 0.62, 1x1 0.081 ->
+// 0.083, late 7x7x512 0.59 -> 0.56: the gather, not the multiply, bounds both; cuDNN on
+// bf16 tensors (half the bytes to gather) is 3-10x faster. Errors against float64 on unit-
+// scale data: bf16 2.4e-3, fp16 2.9e-4 (TF32 2.9e-4), as cuDNN's 2.9e-3 and 3.6e-4.
+// =======================================================================================
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v9_bf16_128x128(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+{
+    tensor_core_conv<128, 128, 2, 4, 4, PREC_BF16>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
+                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+}
+extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_bf16_64x64(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+{
+    tensor_core_conv<64, 64, 2, 2, 4, PREC_BF16>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
+                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v9_fp16_128x128(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+{
+    tensor_core_conv<128, 128, 2, 4, 4, PREC_FP16>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
+                                                   stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
+}
+extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_fp16_64x64(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks)
+{
+    tensor_core_conv<64, 64, 2, 2, 4, PREC_FP16>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
+                                                 stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks);
 }
