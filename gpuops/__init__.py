@@ -34,11 +34,18 @@ from gpuops.conv_backward import (
     plan_conv_transpose2d,
     transpose_geometry,
 )
+from gpuops.im2col import GemmPlan, gemm, plan_gemm
 from gpuops.im2col import batch_chunk as im2col_batch_chunk
-from gpuops.im2col import gemm
 from gpuops.reflect_pad import BACKWARD_ALGORITHMS as REFLECT_BACKWARD_ALGORITHMS
-from gpuops.reflect_pad import reflect_pad, reflect_pad_backward
-from gpuops.unfold_fold import FOLD_VARIANTS, fold, unfold
+from gpuops.reflect_pad import (
+    ReflectPadBackwardPlan,
+    ReflectPadPlan,
+    plan_reflect_pad,
+    plan_reflect_pad_backward,
+    reflect_pad,
+    reflect_pad_backward,
+)
+from gpuops.unfold_fold import FOLD_VARIANTS, FoldPlan, UnfoldPlan, fold, plan_fold, plan_unfold, unfold
 
 __all__ = [
     "ALGORITHMS",
@@ -52,8 +59,13 @@ __all__ = [
     "BackwardPlan",
     "ConvPlan",
     "ConvProblem",
+    "FoldPlan",
+    "GemmPlan",
     "GradProblem",
+    "ReflectPadBackwardPlan",
+    "ReflectPadPlan",
     "TransposeGeometry",
+    "UnfoldPlan",
     "WindowGeometry",
     "adjoint_identity",
     "asarray",
@@ -70,6 +82,11 @@ __all__ = [
     "plan_conv2d",
     "plan_conv2d_backward",
     "plan_conv_transpose2d",
+    "plan_fold",
+    "plan_gemm",
+    "plan_reflect_pad",
+    "plan_reflect_pad_backward",
+    "plan_unfold",
     "reflect_pad",
     "reflect_pad_backward",
     "reset_backend",

@@ -79,12 +79,6 @@ def memoised(name: str, size: int) -> Callable[[Callable[..., T]], Callable[...,
     return wrap
 
 
-def clear_all() -> None:
-    """Forget everything (tests, or after the GPU was reset)."""
-    for memo in _MEMOS:
-        memo.clear()
-
-
 def sizes() -> dict[str, int]:
     """Entries per cache, for tests and the benchmark report."""
     return {memo.name: len(memo) for memo in _MEMOS}

@@ -117,8 +117,16 @@ def check_groups(groups: Any) -> int:
     return int(groups)
 
 
-def layer_shapes(x_shape: tuple[int, ...], w_shape: tuple[int, ...], x_meaning: str, w_meaning: str,
-                 bias_shape: tuple[int, ...] | None, bias_count: Any, bias_meaning: str) -> tuple[int, ...]:  # fmt: skip
+def layer_shapes(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    bias_shape: tuple[int, ...] | None,
+    *,
+    x_meaning: str,
+    w_meaning: str,
+    bias_count: Any,
+    bias_meaning: str,
+) -> tuple[int, ...]:
     """(N, C, H, W, w0, w1, KH, KW) of a layer's input (3-D means one sample) and weight, checked:
     the dimensions, a kernel of at least 1x1, and a bias of bias_count(w0, w1) values."""
     check_ndim(x_shape, (3, 4), "input", x_meaning)
@@ -168,12 +176,20 @@ def window_geometry(
     return _placed(H, W, (kh, kw), (sh, sw), (ph, ph, pw, pw), (dh, dw))
 
 
-def _placed(H: int, W: int, k: tuple[int, int], s: tuple[int, int], pads: tuple[int, int, int, int],
-            d: tuple[int, int]) -> WindowGeometry:  # fmt: skip
+def _placed(
+    H: int,
+    W: int,
+    k: tuple[int, int],
+    s: tuple[int, int],
+    pads: tuple[int, int, int, int],
+    d: tuple[int, int],
+) -> WindowGeometry:
     """The geometry of checked pairs and (top, bottom, left, right) pads, once the windows fit."""
     top, bottom, left, right = pads
-    for axis, size, kk, dd, before, after in (("height", H, k[0], d[0], top, bottom),
-                                              ("width", W, k[1], d[1], left, right)):  # fmt: skip
+    for axis, size, kk, dd, before, after in (
+        ("height", H, k[0], d[0], top, bottom),
+        ("width", W, k[1], d[1], left, right),
+    ):
         if size < 1:
             raise ValueError(f"input {axis} {size} must be at least 1")
         extent = dd * (kk - 1) + 1
@@ -227,9 +243,20 @@ def window_args(
     """The window arguments every sliding-window kernel takes, in this order (conv2d, unfold,
     fold, the backward kernels): H, W, KH, KW, H_out, W_out, stride_h, stride_w, pad_h, pad_w,
     dil_h, dil_w. H_out / W_out default to the geometry's own."""
-    return ints(H=g.H, W=g.W, KH=g.KH, KW=g.KW, H_out=g.H_out if H_out is None else H_out,
-                W_out=g.W_out if W_out is None else W_out, stride_h=g.stride_h, stride_w=g.stride_w,
-                pad_h=g.pad_top, pad_w=g.pad_left, dil_h=g.dil_h, dil_w=g.dil_w)  # fmt: skip
+    return ints(
+        H=g.H,
+        W=g.W,
+        KH=g.KH,
+        KW=g.KW,
+        H_out=g.H_out if H_out is None else H_out,
+        W_out=g.W_out if W_out is None else W_out,
+        stride_h=g.stride_h,
+        stride_w=g.stride_w,
+        pad_h=g.pad_top,
+        pad_w=g.pad_left,
+        dil_h=g.dil_h,
+        dil_w=g.dil_w,
+    )
 
 
 def reflect_pads(padding: Any) -> tuple[int, int, int, int]:

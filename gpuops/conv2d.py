@@ -33,7 +33,7 @@ import numpy as np
 
 from gpuops import autotune, im2col
 from gpuops.backend import array_module
-from gpuops.cache import Memo, memoised
+from gpuops.cache import memoised
 from gpuops.checks import (
     Layer,
     WindowGeometry,
@@ -46,8 +46,18 @@ from gpuops.checks import (
     window_args,
 )
 from gpuops.cublas import MIN_BUDGET
-from gpuops.index_math import tap_slices
-from gpuops.launch import SHARED_LIMIT, Call, Launch, ThreadRef, check_grid, ints
+from gpuops.index_math import INT32_MAX, ceil_div, tap_slices
+from gpuops.launch import (
+    SHARED_LIMIT,
+    Call,
+    Launch,
+    ThreadRef,
+    check_grid,
+    ints,
+    keep_ready,
+    ready_call,
+    ready_key,
+)
 from gpuops.reflect_pad import reflect_pad
 
 ALGORITHMS = ("direct", "tiled_basic", "tiled", "im2col", "implicit_gemm")  # fp32 throughout
@@ -84,7 +94,6 @@ DW_BLOCKS = ((32, 8), (16, 16), (16, 8), (32, 4), (8, 16), (8, 8), (8, 4), (4, 4
 MAX_CHANNELS_PER_STAGE = 8  # v3
 IG_BM, IG_BN = 64, 128  # v4 block tile: filters x pixels
 IG_THREADS = (IG_BM // 8) * (IG_BN // 8)  # each thread owns 8 filters x 8 pixels
-PIXEL_LIMIT = 2**31 - 1  # v4 and v5 number the batch's pixels with 32-bit ints
 TC_BM, TC_BN = 64, 128  # v5 block tile: filters x pixels, in warps of 32 x 64
 TC_THREADS = 32 * (TC_BM // 32) * (TC_BN // 64)
 PIPE_BK, PIPE_STAGES = 32, 3  # v7-v9: k per shared-memory stage, stages in flight
@@ -139,9 +148,15 @@ def check_conv2d(
     if padding_mode not in PADDING_MODES:
         raise ValueError(f"padding_mode {padding_mode!r} must be one of {PADDING_MODES}")
     groups = check_groups(groups)
-    N, C, H, W, M, Cg, KH, KW = layer_shapes(x_shape, w_shape, "(C, H, W) or (N, C, H, W)",
-                                             "(out_channels, in_channels/groups, kh, kw)", bias_shape,
-                                             lambda m, _: m, "filter")  # fmt: skip
+    N, C, H, W, M, Cg, KH, KW = layer_shapes(
+        x_shape,
+        w_shape,
+        bias_shape,
+        x_meaning="(C, H, W) or (N, C, H, W)",
+        w_meaning="(out_channels, in_channels/groups, kh, kw)",
+        bias_count=lambda m, _: m,
+        bias_meaning="filter",
+    )
     if C % groups:
         raise ValueError(f"groups {groups} must divide the input channels {C}")
     if M % groups:
@@ -213,7 +228,7 @@ class TileMap:
 
     def block_y(self, m: int) -> int:
         group, within = divmod(m, self.filters_per_group)
-        m_blocks = -(-self.filters_per_group // self.filters_per_block)
+        m_blocks = ceil_div(self.filters_per_group, self.filters_per_block)
         return group * m_blocks + within // self.filters_per_block
 
     def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
@@ -228,7 +243,7 @@ class TileMap:
         return (oh // th) * th, (ow // tw) * tw
 
     def filters_of_block(self, block_y: int) -> range:
-        m_blocks = -(-self.filters_per_group // self.filters_per_block)
+        m_blocks = ceil_div(self.filters_per_group, self.filters_per_block)
         group, mb = divmod(block_y, m_blocks)
         start = group * self.filters_per_group + mb * self.filters_per_block
         return range(start, min(start + self.filters_per_block, (group + 1) * self.filters_per_group))
@@ -268,7 +283,7 @@ class GemmMap:
 
     def _thread(self, m: int, p: int) -> tuple[tuple[int, int, int], int]:
         group, within = divmod(m, self.filters_per_group)
-        m_blocks = -(-self.filters_per_group // self.BM)
+        m_blocks = ceil_div(self.filters_per_group, self.BM)
         q, r = p % self.BN, within % self.BM
         tn, tm = (q % (self.BN // 2)) // 4, (r % (self.BM // 2)) // 4
         return (p // self.BN, group * m_blocks + within // self.BM, 0), tm * (self.BN // 8) + tn
@@ -302,7 +317,7 @@ class GemmMap:
 def direct_launch(p: ConvProblem) -> Launch:
     """v1: grid (pixel blocks, filter blocks, batch)."""
     g, (bx, by, _) = p.geometry, DIRECT_BLOCK
-    grid = (max(1, -(-g.L // bx)), -(-p.M // by), p.N)
+    grid = (max(1, ceil_div(g.L, bx)), ceil_div(p.M, by), p.N)
     check_grid(grid, "the direct kernel")
     return Launch(
         KERNELS["direct"],
@@ -322,15 +337,13 @@ def _halo(tile: int, k: int, stride: int, dilation: int) -> int:
     return (tile - 1) * stride + (k - 1) * dilation + 1
 
 
-PLANE_LIMIT = 2**31 - 1  # v2/v3 index inside an input plane with 32-bit ints (faster tile loads)
-
-
 def _check_int32(count: int, counted: str, what: str) -> None:
-    """Refuse up front what a kernel would index past 32 bits (instead of a wrong answer)."""
-    if count > PLANE_LIMIT:
+    """Refuse up front what a kernel would index past 32 bits (instead of a wrong answer): v2/v3
+    index inside an input plane with ints (faster tile loads), v4/v5 number the batch's pixels."""
+    if count > INT32_MAX:
         raise ValueError(
             f"the {what} kernel numbers {counted} with 32-bit ints: {count:,} is over the limit "
-            f"{PLANE_LIMIT:,}; split the batch or use algorithm='direct'"
+            f"{INT32_MAX:,}; split the batch or use algorithm='direct'"
         )
 
 
@@ -352,8 +365,8 @@ def tiled_basic_launch(p: ConvProblem) -> Launch:
             f"the tiled_basic kernel needs {shared:,} bytes of shared memory for this kernel size, "
             f"stride and dilation, more than the limit {SHARED_LIMIT:,}; use algorithm='direct'"
         )
-    tiles_w = -(-g.W_out // tile)
-    grid = (-(-g.H_out // tile) * tiles_w, p.M, p.N)
+    tiles_w = ceil_div(g.W_out, tile)
+    grid = (ceil_div(g.H_out, tile) * tiles_w, p.M, p.N)
     check_grid(grid, "the tiled_basic kernel")
     return Launch(
         KERNELS["tiled_basic"],
@@ -401,9 +414,9 @@ def tiled_launch(p: ConvProblem) -> Launch:
             "use algorithm='direct' or 'im2col'"
         )
     cb = max(1, min(Cg, MAX_CHANNELS_PER_STAGE, (SHARED_LIMIT - 16) // per_channel))
-    m_blocks = -(-Mg // FILTERS_PER_BLOCK)
-    tiles_w = -(-g.W_out // (tile * PIXELS_PER_THREAD))
-    grid = (-(-g.H_out // tile) * tiles_w, p.groups * m_blocks, p.N)
+    m_blocks = ceil_div(Mg, FILTERS_PER_BLOCK)
+    tiles_w = ceil_div(g.W_out, tile * PIXELS_PER_THREAD)
+    grid = (ceil_div(g.H_out, tile) * tiles_w, p.groups * m_blocks, p.N)
     check_grid(grid, "the tiled kernel")
     shared = 4 * ((cb * in_h * pitch + 3) // 4 * 4 + cb * FILTERS_PER_BLOCK * g.KH * g.KW)
     args = _geometry_args(p) + ints(
@@ -439,7 +452,7 @@ def _depthwise_tile(p: ConvProblem) -> tuple[int, int, int, int, int, int] | Non
             pitch = in_w + (tw - in_w % 32) % 32 if tw < 32 and g.stride_h == 1 else in_w
             if 4 * (in_h * pitch + Mg * g.KH * g.KW) > SHARED_LIMIT:
                 continue
-            tiles = -(-g.H_out // th) * -(-g.W_out // (tw * px))
+            tiles = ceil_div(g.H_out, th) * ceil_div(g.W_out, tw * px)
             cost = tiles * (th * tw * px * g.KH * g.KW * Mg + 4 * in_h * in_w + DW_BLOCK_COST)
             if best_cost is None or cost < best_cost:
                 best, best_cost = (tw, th, px, in_h, in_w, pitch), cost
@@ -458,8 +471,8 @@ def depthwise_launch(p: ConvProblem) -> Launch | None:
     if tile is None:
         return None
     tw, th, px, in_h, in_w, pitch = tile
-    tiles_w = -(-g.W_out // (tw * px))
-    grid = (-(-g.H_out // th) * tiles_w, p.groups, p.N)
+    tiles_w = ceil_div(g.W_out, tw * px)
+    grid = (ceil_div(g.H_out, th) * tiles_w, p.groups, p.N)
     check_grid(grid, "the tiled (depthwise) kernel")
     Mg = p.M // p.groups
     return Launch(
@@ -485,8 +498,8 @@ def implicit_gemm_launch(p: ConvProblem) -> Launch:
     _check_pixels(p, "implicit_gemm")
     pixels = p.N * g.L
     Mg = p.M // p.groups
-    m_blocks = -(-Mg // IG_BM)
-    grid = (max(1, -(-pixels // IG_BN)), p.groups * m_blocks, 1)
+    m_blocks = ceil_div(Mg, IG_BM)
+    grid = (max(1, ceil_div(pixels, IG_BN)), p.groups * m_blocks, 1)
     check_grid(grid, "the implicit_gemm kernel")
     return Launch(
         KERNELS["implicit_gemm"],
@@ -521,18 +534,11 @@ class WarpTileMap:
         n, m, oh, ow = index
         p = n * self.H_out * self.W_out + oh * self.W_out + ow
         group, within = divmod(m, self.filters_per_group)
-        m_blocks = -(-self.filters_per_group // self.BM)
+        m_blocks = ceil_div(self.filters_per_group, self.BM)
         r, q = within % self.BM, p % self.BN
         warp = (r // self.warp_m) * (self.BN // self.warp_n) + q // self.warp_n
         lane = (r % 8) * 4 + (q % 8) // 2
         return ThreadRef((p // self.BN, group * m_blocks + within // self.BM, 0), (warp * 32 + lane, 0, 0))
-
-    def pixels_of_warp(self, n: int, oh: int, ow: int) -> np.ndarray:
-        """(n, oh, ow) of the warp_n batch pixels of the warp tile that holds pixel (n, oh, ow)."""
-        L = self.H_out * self.W_out
-        p = n * L + oh * self.W_out + ow
-        q = p - p % self.warp_n + np.arange(self.warp_n)
-        return np.stack([q // L, (q % L) // self.W_out, q % self.W_out], axis=1)
 
     def describe(self) -> str:
         warps = (self.BM // self.warp_m) * (self.BN // self.warp_n)
@@ -553,12 +559,20 @@ def implicit_gemm_tf32_launch(p: ConvProblem) -> Launch:
     g = p.geometry
     _check_pixels(p, "implicit_gemm_tf32")
     Mg = p.M // p.groups
-    m_blocks = -(-Mg // TC_BM)
-    grid = (max(1, -(-(p.N * g.L) // TC_BN)), p.groups * m_blocks, 1)
+    m_blocks = ceil_div(Mg, TC_BM)
+    grid = (max(1, ceil_div(p.N * g.L, TC_BN)), p.groups * m_blocks, 1)
     check_grid(grid, "the implicit_gemm_tf32 kernel")
-    return Launch(KERNELS["implicit_gemm_tf32"], SOURCE, grid, (TC_THREADS, 1, 1), 0, ARRAYS,
-                  _geometry_args(p) + ints(m_blocks=m_blocks), WarpTileMap(TC_BM, TC_BN, Mg, g.H_out, g.W_out),
-                  "(n, m, oh, ow) of y")  # fmt: skip
+    return Launch(
+        KERNELS["implicit_gemm_tf32"],
+        SOURCE,
+        grid,
+        (TC_THREADS, 1, 1),
+        0,
+        ARRAYS,
+        _geometry_args(p) + ints(m_blocks=m_blocks),
+        WarpTileMap(TC_BM, TC_BN, Mg, g.H_out, g.W_out),
+        "(n, m, oh, ow) of y",
+    )
 
 
 def pipelined_tile(p: ConvProblem) -> tuple[int, int]:
@@ -593,8 +607,8 @@ def pipelined_launch(
     else:
         version = "v9"
     Mg = p.M // p.groups
-    m_blocks = -(-Mg // BM)
-    grid = (max(1, -(-(p.N * g.L) // BN)), p.groups * m_blocks, 1)
+    m_blocks = ceil_div(Mg, BM)
+    grid = (max(1, ceil_div(p.N * g.L, BN)), p.groups * m_blocks, 1)
     splits = pipelined_splits(p, grid[0] * grid[1], k_splits)
     grid = (grid[0], grid[1], splits)
     check_grid(grid, f"the {algorithm} kernel")
@@ -616,11 +630,11 @@ def pipelined_splits(p: ConvProblem, blocks: int, k_splits: int | None = None) -
     H100 (bench.suite --sweep, 128 x 128 tiles): late 7x7x512, 52 blocks of 144 stages: 0.52 ms
     unsplit, 0.24 in 5 splits, 0.27 in 11; 7x7x1024 (104 blocks of 288): 1.03, 0.54 in 10;
     grids of 2+ blocks per SM lost 3-65% when split (VGG-like, 1x1, 5x5, grouped)."""
-    stages = -(-(p.C // p.groups) * p.geometry.KH * p.geometry.KW // PIPE_BK)
+    stages = ceil_div((p.C // p.groups) * p.geometry.KH * p.geometry.KW, PIPE_BK)
     if k_splits is None:
         k_splits = stages // PIPE_SPLIT_STAGES if blocks < PIPE_SPLIT_BELOW * PIPE_SMS else 1
     k_splits = max(1, min(k_splits, stages))
-    return -(-stages // -(-stages // k_splits))  # per split ceil(stages / k), then no empty one
+    return ceil_div(stages, ceil_div(stages, k_splits))  # per split ceil(stages / k), then no empty one
 
 
 LAUNCHERS = {
@@ -647,6 +661,10 @@ class ConvPlan:
     out_shape = property(lambda self: self.problem.out_shape)
     flops = property(lambda self: self.problem.flops)
     x_unroll_bytes_per_sample = property(lambda self: self.problem.x_unroll_bytes_per_sample)
+
+    @property
+    def launches(self) -> tuple[Launch, ...]:
+        return () if self.launch is None else (self.launch,)
 
 
 @memoised("conv2d_plans", 1024)
@@ -736,9 +754,6 @@ def padded_input(x: Any, p: ConvProblem) -> Any:
     return xp.pad(x, ((0, 0), (0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)))
 
 
-_ready = Memo("conv2d_ready_calls", 4096)
-
-
 def resolve_algorithm(x: Any, w: Any, bias: Any = None, *conv: Any, **conv_kw: Any) -> str:
     """The algorithm that "auto" runs for conv2d(x, w, bias, *conv, **conv_kw) (stride, padding,
     dilation, groups, padding_mode as in conv2d).
@@ -780,8 +795,8 @@ def conv2d(
     nn.Conv2d(padding_mode="reflect"), with "same" too. im2col_budget_bytes caps X_unroll on
     the GPU (default: half of the free device memory).
     """
-    key = (stride, padding, dilation, groups, padding_mode, algorithm)
-    ready = _ready.get(_ready_key(x, weight, bias, key)) if im2col_budget_bytes is None else None
+    key = ready_key("conv2d", (x, weight, bias), (stride, padding, dilation, groups, padding_mode, algorithm))
+    ready = ready_call(key) if im2col_budget_bytes is None else None
     if ready is not None:  # the same shapes and arguments passed every check before
         call, batched = ready
         y = call(x if batched else x[None], weight, bias)
@@ -815,15 +830,12 @@ def conv2d(
         call = functools.partial(
             _im2col_call, p, im2col_budget_bytes, im2col.batch_chunk(p) if fits else None
         )
-        stored = _ready_key(x, weight, bias, key) if im2col_budget_bytes is None else None
-        if stored is not None:
-            _ready.put(stored, (call, batched))
+        if im2col_budget_bytes is None:
+            keep_ready(key, (call, batched))
         y = call(x4, w, b)
     else:
         call = Call(p.out_shape, plan.launch, zeroed=dict(plan.launch.args).get("k_splits", 1) > 1)
-        stored = _ready_key(x, weight, bias, key)
-        if stored is not None:  # auto too: its choice is fixed per shape once measured
-            _ready.put(stored, (call, batched))
+        keep_ready(key, (call, batched))  # auto too: its choice is fixed per shape once measured
         y = call(x4, w, b)
     return y if batched else y[0]
 
@@ -840,14 +852,3 @@ def _im2col_call(p: ConvProblem, budget_bytes: int | None, chunk: int | None, x:
     if b is not None:
         y += b.reshape(1, -1, 1, 1)
     return y
-
-
-def _ready_key(x: Any, w: Any, bias: Any, key: tuple) -> tuple | None:
-    """The ready-call key of a repeat GPU call; None unless every array is a C-contiguous float32
-    CuPy array (anything else goes through the full checks and conversions)."""
-    from gpuops.launch import ready_device
-
-    device = ready_device(x, w, bias)
-    if device is None:
-        return None
-    return (device, x.shape, w.shape, None if bias is None else bias.shape, repr(key))

@@ -2,16 +2,16 @@
 
 grad_input and conv_transpose2d are one computation (the adjoint of the forward convolution),
 with three algorithms:
-  scatter    v1 (kernels/conv_backward.cu): one thread per output gradient adds dy * w onto the
+  scatter    grad_input_v1 (kernels/conv_backward.cu): one thread per output gradient adds dy * w onto the
              input cells its window read (atomicAdd)
-  gather     v2: one thread per input cell sums the output gradients that read it (the flipped
+  gather     grad_input_v2: one thread per input cell sums the output gradients that read it (the flipped
              filter, PMPP fig. 16.9-16.10); deterministic
   gemm_fold  cols = W^T @ dY through cuBLAS, then col2im with gpuops.fold (its gather kernel)
   auto       on the GPU the fastest for the shape, measured once (gpuops.autotune); on the CPU
              scatter (one strided slice per tap, no K*K-times larger cols)
 grad_weight has two:
   gemm       unfold(x), then dW = dY @ cols^T through cuBLAS per sample, summed over the batch
-  direct     v3: one block per weight sums dy * x, a shared-memory tree reduction; deterministic
+  direct     grad_weight_v1: one block per weight sums dy * x, a shared-memory tree reduction; deterministic
   auto       on the GPU measured; on the CPU direct
 Reflect padding: the forward pass is a convolution of the reflect-padded input, so the backward
 pass works on the padded input and folds the mirrored cells back with reflect_pad_backward.
@@ -44,7 +44,7 @@ from gpuops.checks import (
 from gpuops.conv2d import AUTO, ConvProblem, PixelRowMap, check_conv2d
 from gpuops.cublas import check_gemm_sides, gemm_strided, samples_per_chunk
 from gpuops.im2col import is_pointwise
-from gpuops.index_math import output_coord, tap_slice, tap_slices
+from gpuops.index_math import INT32_MAX, ceil_div, output_coord, tap_slice, tap_slices
 from gpuops.launch import Call, Launch, ThreadRef, check_grid, ints, row_launch
 from gpuops.reflect_pad import reflect_pad, reflect_pad_backward
 from gpuops.unfold_fold import fold, fold_launch, fold_numpy, unfold_into, unfold_launch, unfold_numpy
@@ -53,13 +53,12 @@ SOURCE = "conv_backward.cu"
 GRAD_INPUT_ALGORITHMS = ("scatter", "gather", "gemm_fold")
 GRAD_WEIGHT_ALGORITHMS = ("gemm", "direct")
 KERNELS = {
-    "scatter": "conv_backward_v1_input_scatter",
-    "gather": "conv_backward_v2_input_gather",
-    "direct": "conv_backward_v3_weight_reduce",
+    "scatter": "grad_input_v1_scatter",
+    "gather": "grad_input_v2_gather",
+    "direct": "grad_weight_v1_reduce",
 }
-SCATTER_MAX_THREADS = 256  # v1: threads per block (fewer for small output planes)
-REDUCE_BLOCK = (32, 8, 1)  # v3; a CPU test checks it against the #defines of the .cu file
-INT_LIMIT = 2**31 - 1
+SCATTER_MAX_THREADS = 256  # grad_input_v1: threads per block (fewer for small output planes)
+REDUCE_BLOCK = (32, 8, 1)  # grad_weight_v1; a CPU test checks it against the #defines of the .cu file
 FOLD_VARIANT = "gather"  # gemm_fold's col2im: deterministic, and the launch the plan names
 
 
@@ -133,13 +132,23 @@ class TransposeGeometry:
 
 
 @memoised("transpose_geometries", 1024)
-def transpose_geometry(H_in: int, W_in: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                       output_padding: Any = 0, dilation: Any = 1) -> TransposeGeometry:  # fmt: skip
+def transpose_geometry(
+    H_in: int,
+    W_in: int,
+    kernel_size: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    dilation: Any = 1,
+) -> TransposeGeometry:
     """Check a transposed convolution's window arguments and return its geometry."""
     (kh, kw), (sh, sw), (dh, dw), (ph, pw), (oph, opw) = checked_pairs(
-        kernel_size=(kernel_size, 1), stride=(stride, 1), dilation=(dilation, 1), padding=(padding, 0),
+        kernel_size=(kernel_size, 1),
+        stride=(stride, 1),
+        dilation=(dilation, 1),
+        padding=(padding, 0),
         output_padding=(output_padding, 0),
-    )  # fmt: skip
+    )
     sizes = []
     for axis, size, k, s, p, op, d in zip(
         AXES, (H_in, W_in), (kh, kw), (sh, sw), (ph, pw), (oph, opw), (dh, dw), strict=True
@@ -160,15 +169,27 @@ def transpose_geometry(H_in: int, W_in: int, kernel_size: Any, stride: Any = 1, 
 
 
 @memoised("conv_transpose2d_checks", 1024)
-def check_conv_transpose2d(x_shape: tuple[int, ...], w_shape: tuple[int, ...], bias_shape: tuple[int, ...] | None = None,
-                           stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: Any = 1,
-                           dilation: Any = 1) -> GradProblem:  # fmt: skip
+def check_conv_transpose2d(
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    bias_shape: tuple[int, ...] | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: Any = 1,
+    dilation: Any = 1,
+) -> GradProblem:
     """Validate conv_transpose2d's arguments by shape alone; ValueError names parameter and limit."""
     groups = check_groups(groups)
     N, C_in, H_in, W_in, rows, Cg_out, KH, KW = layer_shapes(
-        x_shape, w_shape, "(C_in, H, W) or (N, C_in, H, W)", "(in_channels, out_channels/groups, kh, kw)",
-        bias_shape, lambda _, cg_out: cg_out * groups, "output channel",
-    )  # fmt: skip
+        x_shape,
+        w_shape,
+        bias_shape,
+        x_meaning="(C_in, H, W) or (N, C_in, H, W)",
+        w_meaning="(in_channels, out_channels/groups, kh, kw)",
+        bias_count=lambda _, cg_out: cg_out * groups,
+        bias_meaning="output channel",
+    )
     if C_in % groups:
         raise ValueError(f"groups {groups} must divide the input channels {C_in}")
     if rows != C_in:
@@ -195,7 +216,8 @@ def check_conv2d_backward(
     expected = p.out_shape if len(x_shape) == 4 else p.out_shape[1:]
     if tuple(grad_output_shape) != tuple(expected):
         raise ValueError(
-            f"grad_output shape {tuple(grad_output_shape)} must equal the forward output's shape {tuple(expected)}"
+            f"grad_output shape {tuple(grad_output_shape)} must equal the forward output's shape "
+            f"{tuple(expected)}"
         )
     g = p.geometry.unpadded() if p.reflect else p.geometry
     return p, GradProblem(p.N, p.C, p.M, p.groups, g, g.H_out, g.W_out)
@@ -209,7 +231,7 @@ def _geometry_args(q: GradProblem) -> tuple[tuple[str, Any], ...]:
 
 @dataclass(frozen=True)
 class WeightBlockMap:
-    """v3: block ((m*Cg + c)*KH + ki)*KW + kj sums weight (m, c, ki, kj); thread 0 stores it."""
+    """grad_weight_v1: block ((m*Cg + c)*KH + ki)*KW + kj sums weight (m, c, ki, kj); thread 0 stores it."""
 
     Cg: int
     KH: int
@@ -228,7 +250,7 @@ class WeightBlockMap:
 
 
 def _scatter_pixels(L: int) -> int:
-    """Threads per block of v1: a power of two, 32..256, no more than the plane needs."""
+    """Threads per block of grad_input_v1: a power of two, 32..256, no more than the plane needs."""
     bx = 32
     while bx < min(L, SCATTER_MAX_THREADS):
         bx *= 2
@@ -236,19 +258,31 @@ def _scatter_pixels(L: int) -> int:
 
 
 def input_scatter_launch(q: GradProblem) -> Launch:
-    """v1: grid (pixel blocks, M, N) over dy; dx must be zeroed."""
+    """grad_input_v1: grid (pixel blocks, M, N) over dy; dx must be zeroed."""
     L = q.H_dy * q.W_dy
     bx = _scatter_pixels(L)
-    grid = (max(1, -(-L // bx)), q.M, q.N)
+    grid = (max(1, ceil_div(L, bx)), q.M, q.N)
     check_grid(grid, "the scatter kernel")
-    does = "one thread per output gradient dy (n, m, oh, ow): it atomically adds dy x w onto every input cell its window read"
+    does = (
+        "one thread per output gradient dy (n, m, oh, ow): it atomically adds dy x w onto every input cell "
+        "its window read"
+    )
     threads = PixelRowMap(bx, 1, q.W_dy, does)
-    return Launch(KERNELS["scatter"], SOURCE, grid, (bx, 1, 1), 0, ("dy", "w", "dx"), _geometry_args(q), threads,
-                  "(n, m, oh, ow) of dy")  # fmt: skip
+    return Launch(
+        KERNELS["scatter"],
+        SOURCE,
+        grid,
+        (bx, 1, 1),
+        0,
+        ("dy", "w", "dx"),
+        _geometry_args(q),
+        threads,
+        "(n, m, oh, ow) of dy",
+    )
 
 
 def input_gather_launch(q: GradProblem) -> Launch:
-    """v2: a row kernel over dx (N, C, H, W), rows of W cells."""
+    """grad_input_v2: a row kernel over dx (N, C, H, W), rows of W cells."""
     g = q.geometry
     return row_launch(
         KERNELS["gather"],
@@ -262,12 +296,12 @@ def input_gather_launch(q: GradProblem) -> Launch:
 
 
 def weight_reduce_launch(q: GradProblem) -> Launch:
-    """v3: one block per weight; the block's rows are the N*H_out output rows (32-bit)."""
+    """grad_weight_v1: one block per weight; the block's rows are the N*H_out output rows (32-bit)."""
     rows = q.N * q.H_dy
-    if rows > INT_LIMIT:
+    if rows > INT32_MAX:
         raise ValueError(
             f"the direct weight-gradient kernel counts output rows N x H_out = {rows:,} with 32-bit ints "
-            f"(limit {INT_LIMIT:,}); split the batch or use weight_algorithm='gemm'"
+            f"(limit {INT32_MAX:,}); split the batch or use weight_algorithm='gemm'"
         )
     Cg = q.C // q.groups
     grid = (max(1, q.M * Cg * q.geometry.KH * q.geometry.KW), 1, 1)
@@ -296,7 +330,7 @@ def input_launch(q: GradProblem, algorithm: str) -> Launch | None:
 
 
 def weight_launch(q: GradProblem, algorithm: str) -> Launch | None:
-    """The kernel launch of a weight-gradient algorithm: v3, or gemm's unfold (the GEMM is
+    """The kernel launch of a weight-gradient algorithm: grad_weight_v1, or gemm's unfold (the GEMM is
     cuBLAS; None for a pointwise problem, which unfolds nothing)."""
     if algorithm == "direct":
         return weight_reduce_launch(q)
@@ -314,6 +348,10 @@ class BackwardPlan:
     weight_algorithm: str | None = None
     weight_launch: Launch | None = None
     pads: tuple[int, int, int, int] | None = None  # reflect mode: (left, right, top, bottom)
+
+    @property
+    def launches(self) -> tuple[Launch, ...]:
+        return tuple(launch for launch in (self.input_launch, self.weight_launch) if launch is not None)
 
 
 @memoised("conv_transpose2d_plans", 1024)
@@ -356,7 +394,7 @@ def _grouped(q: GradProblem, dy: np.ndarray, w: np.ndarray) -> tuple[np.ndarray,
 
 
 def input_scatter_numpy(dy: np.ndarray, w: np.ndarray, q: GradProblem) -> np.ndarray:
-    """Twin of v1: per tap (ki, kj), every output gradient times w[:, :, ki, kj] (a product over
+    """Twin of grad_input_v1: per tap (ki, kj), every output gradient times w[:, :, ki, kj] (a product over
     the group's filters) lands on the strided slice of the padded input that tap read; then the
     padding is cropped off."""
     g, G, Cg = q.geometry, q.groups, q.C // q.groups
@@ -374,7 +412,7 @@ def input_scatter_numpy(dy: np.ndarray, w: np.ndarray, q: GradProblem) -> np.nda
 
 
 def input_gather_numpy(dy: np.ndarray, w: np.ndarray, q: GradProblem) -> np.ndarray:
-    """Twin of v2: per tap (ki, kj), every input cell takes the output gradient output_coord
+    """Twin of grad_input_v2: per tap (ki, kj), every input cell takes the output gradient output_coord
     names (rows and columns where it is -1 take nothing), times w[:, :, ki, kj]."""
     g, G, Cg = q.geometry, q.groups, q.C // q.groups
     dyg, wg = _grouped(q, dy, w)
@@ -437,7 +475,7 @@ def weight_gemm_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.ndarr
 
 
 def weight_direct_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.ndarray:
-    """Twin of v3: per tap (ki, kj), the strided slice of the padded input that tap read, times
+    """Twin of grad_weight_v1: per tap (ki, kj), the strided slice of the padded input that tap read, times
     dy, summed over the samples and the output pixels (one matrix product per group)."""
     g, G = q.geometry, q.groups
     Mg, Cg = q.M // G, q.C // G
@@ -642,8 +680,18 @@ def weight_grad(dy: Any, x: Any, q: GradProblem, algorithm: str = AUTO) -> Any:
     return _gradient("weight", dy, x, q, algorithm)
 
 
-def conv_transpose2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
-                     output_padding: Any = 0, groups: int = 1, dilation: Any = 1, *, algorithm: str = AUTO) -> Any:  # fmt: skip
+def conv_transpose2d(
+    x: Any,
+    weight: Any,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+    *,
+    algorithm: str = AUTO,
+) -> Any:
     """F.conv_transpose2d: x (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out/groups, kh, kw).
 
     Every input cell stamps its channel's filters, scaled by its value, onto the output, stride
@@ -678,8 +726,18 @@ def _backward_arrays(grad_output: Any, x: Any, weight: Any) -> tuple[Any, Any, A
     return xp, dy, x, w
 
 
-def conv2d_grad_input(grad_output: Any, input_shape: tuple[int, ...], weight: Any, stride: Any = 1, padding: Any = 0,
-                      dilation: Any = 1, groups: int = 1, padding_mode: str = "zeros", *, algorithm: str = AUTO) -> Any:  # fmt: skip
+def conv2d_grad_input(
+    grad_output: Any,
+    input_shape: tuple[int, ...],
+    weight: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+    *,
+    algorithm: str = AUTO,
+) -> Any:
     """grad_input of F.conv2d alone (torch.nn.grad.conv2d_input): needs the input's shape only."""
     xp, dy = as_float32(grad_output, "grad_output")
     _, w = as_float32(weight, "weight", xp)
@@ -699,15 +757,32 @@ def conv2d_grad_input(grad_output: Any, input_shape: tuple[int, ...], weight: An
     return dx if batched else dx[0]
 
 
-def conv2d_grad_weight(grad_output: Any, x: Any, weight_shape: tuple[int, ...], stride: Any = 1, padding: Any = 0,
-                       dilation: Any = 1, groups: int = 1, padding_mode: str = "zeros", *, algorithm: str = AUTO) -> Any:  # fmt: skip
+def conv2d_grad_weight(
+    grad_output: Any,
+    x: Any,
+    weight_shape: tuple[int, ...],
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+    *,
+    algorithm: str = AUTO,
+) -> Any:
     """grad_weight of F.conv2d alone (torch.nn.grad.conv2d_weight): needs the weight's shape only."""
     xp, dy = as_float32(grad_output, "grad_output")
     _, x = as_float32(x, "input", xp)
     plan = plan_conv2d_backward(
-        dy.shape, x.shape, tuple(weight_shape), stride, padding, dilation, groups, padding_mode,
+        dy.shape,
+        x.shape,
+        tuple(weight_shape),
+        stride,
+        padding,
+        dilation,
+        groups,
+        padding_mode,
         weight_algorithm=algorithm,
-    )  # fmt: skip
+    )
     batched = x.ndim == 4
     x4, dy4 = (x, dy) if batched else (x[None], dy[None])
     if plan.pads is not None:
@@ -715,9 +790,19 @@ def conv2d_grad_weight(grad_output: Any, x: Any, weight_shape: tuple[int, ...], 
     return weight_grad(dy4, x4, plan.problem, algorithm)
 
 
-def conv2d_backward(grad_output: Any, x: Any, weight: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
-                    groups: int = 1, padding_mode: str = "zeros", *, algorithm: str = AUTO,
-                    weight_algorithm: str = AUTO) -> tuple[Any, Any, Any]:  # fmt: skip
+def conv2d_backward(
+    grad_output: Any,
+    x: Any,
+    weight: Any,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+    *,
+    algorithm: str = AUTO,
+    weight_algorithm: str = AUTO,
+) -> tuple[Any, Any, Any]:
     """(grad_input, grad_weight, grad_bias) of F.conv2d(x, weight, bias, ...) for the gradient
     grad_output of its output: what autograd computes. padding_mode "reflect" is the convolution
     of the reflect-padded input (nn.Conv2d(padding_mode="reflect")). padding takes conv2d's

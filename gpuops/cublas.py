@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-GEMM_LIMIT = 2**31 - 1  # cuBLAS takes matrix sizes and leading dimensions as 32-bit ints
+from gpuops.index_math import INT32_MAX
+
 MIN_BUDGET = 64 * 2**20  # bytes; unfolded columns may use this much even when memory is tight
 _ONE = np.ones((), np.float32)
 _ZERO = np.zeros((), np.float32)
@@ -38,17 +39,33 @@ def gemm_strided(a: Any, b: Any, out: Any, *, trans_a: bool = False, trans_b: bo
     (ldb, sb), (lda, sa), (ldo, so) = ld_and_stride(b), ld_and_stride(a), ld_and_stride(out)
     op = cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N
     cublas.sgemmStridedBatched(
-        device.get_cublas_handle(), op[not trans_b], op[not trans_a], N, M, K,
-        _ONE.ctypes.data, b.data.ptr, ldb, sb, a.data.ptr, lda, sa, _ZERO.ctypes.data, out.data.ptr, ldo, so, batch,
-    )  # fmt: skip
+        device.get_cublas_handle(),
+        op[not trans_b],
+        op[not trans_a],
+        N,
+        M,
+        K,
+        _ONE.ctypes.data,
+        b.data.ptr,
+        ldb,
+        sb,
+        a.data.ptr,
+        lda,
+        sa,
+        _ZERO.ctypes.data,
+        out.data.ptr,
+        ldo,
+        so,
+        batch,
+    )
 
 
 def check_gemm_sides(sides: dict[str, int], instead: str) -> None:
     """Refuse a GEMM side over cuBLAS's 32-bit limit, naming it and what to use instead."""
     for what, size in sides.items():
-        if size > GEMM_LIMIT:
+        if size > INT32_MAX:  # cuBLAS takes matrix sizes and leading dimensions as 32-bit ints
             raise ValueError(
-                f"the GEMM has {size:,} {what} per sample, more than cuBLAS's 32-bit limit {GEMM_LIMIT:,}; "
+                f"the GEMM has {size:,} {what} per sample, more than cuBLAS's 32-bit limit {INT32_MAX:,}; "
                 f"{instead}"
             )
 

@@ -7,11 +7,13 @@ that fit in half of the free memory, into one reused buffer.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpuops.checks import WindowGeometry
+from gpuops.cache import memoised
+from gpuops.checks import WindowGeometry, as_float32, check_ndim
 from gpuops.cublas import check_gemm_sides, gemm_strided, samples_per_chunk
 from gpuops.launch import Launch
 from gpuops.unfold_fold import unfold_into, unfold_launch, unfold_numpy
@@ -39,12 +41,12 @@ def batch_chunk(p: ConvProblem, budget_bytes: int | None = None) -> int:
     when a matrix side is too large for cuBLAS's 32-bit sizes.
     """
     g = p.geometry
-    check_gemm_sides({"output pixels": g.L, "rows of X_unroll": (p.C // p.groups) * g.KH * g.KW},
-                     "use algorithm='direct'")  # fmt: skip
+    sides = {"output pixels": g.L, "rows of X_unroll": (p.C // p.groups) * g.KH * g.KW}
+    check_gemm_sides(sides, "use algorithm='direct'")
     if is_pointwise(g):
         return p.N  # nothing is unrolled
-    return samples_per_chunk(p.N, p.x_unroll_bytes_per_sample, "im2col's X_unroll",
-                             "use algorithm='direct' or 'tiled'", budget_bytes)  # fmt: skip
+    instead = "use algorithm='direct' or 'tiled'"
+    return samples_per_chunk(p.N, p.x_unroll_bytes_per_sample, "im2col's X_unroll", instead, budget_bytes)
 
 
 def gemm_batched(w_mat: Any, cols: Any, out: Any) -> None:
@@ -53,26 +55,60 @@ def gemm_batched(w_mat: Any, cols: Any, out: Any) -> None:
     gemm_strided(w_mat if w_mat.flags.c_contiguous else w_mat.copy(), cols, out)
 
 
+@dataclass(frozen=True)
+class GemmPlan:
+    """A checked GEMM step: (M, K) @ (K, L) for each of the samples (None: one 2-D x_unroll). It
+    runs as one cuBLAS call, no kernel of ours, so it holds no Launch."""
+
+    M: int
+    K: int
+    L: int
+    samples: int | None
+    launches: tuple[Launch, ...] = ()
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return (self.M, self.L) if self.samples is None else (self.samples, self.M, self.L)
+
+
+@memoised("gemm_plans", 1024)
+def plan_gemm(filter_shape: tuple[int, ...], x_unroll_shape: tuple[int, ...]) -> GemmPlan:
+    """Check the two matrices' shapes: (M, K) and (K, L) or (N, K, L), K the same; sides within
+    cuBLAS's 32-bit sizes."""
+    check_ndim(filter_shape, (2,), "filter_matrix", "(M, K)")
+    check_ndim(x_unroll_shape, (2, 3), "x_unroll", "(K, L) or (N, K, L)")
+    (M, K), (rows, L) = filter_shape, x_unroll_shape[-2:]
+    if rows != K:
+        raise ValueError(f"x_unroll has {rows} rows, but filter_matrix has {K} columns; they must be equal")
+    check_gemm_sides({"filters": M, "rows of X_unroll": K, "output pixels": L}, "use a smaller input")
+    return GemmPlan(M, K, L, x_unroll_shape[0] if len(x_unroll_shape) == 3 else None)
+
+
 def gemm(filter_matrix: Any, x_unroll: Any) -> Any:
     """The GEMM step of im2col on its own: (M, K) @ (K, L) or (N, K, L) -> (M, L) or (N, M, L).
 
     On the GPU this is the same strided-batched cuBLAS call im2col makes, so the page's
     "unroll vs GEMM" split times what conv2d(algorithm="im2col") really runs.
     """
-    from gpuops.backend import array_module
-
-    xp = array_module(x_unroll)
+    xp, cols = as_float32(x_unroll, "x_unroll")
+    _, w = as_float32(filter_matrix, "filter_matrix", xp)
+    plan = plan_gemm(w.shape, cols.shape)
     if xp is np:
-        return np.matmul(filter_matrix, x_unroll)
-    batched = x_unroll.ndim == 3
-    cols = x_unroll if batched else x_unroll[None]
-    out = xp.empty((cols.shape[0], filter_matrix.shape[0], cols.shape[2]), dtype=np.float32)
-    gemm_batched(filter_matrix, xp.ascontiguousarray(cols), out)
-    return out if batched else out[0]
+        return np.matmul(w, cols)
+    out = xp.empty(plan.out_shape, dtype=np.float32)
+    gemm_batched(w, cols if cols.ndim == 3 else cols[None], out if out.ndim == 3 else out[None])
+    return out
 
 
-def im2col_cupy(x: Any, w: Any, p: ConvProblem, g: WindowGeometry, y: Any, budget_bytes: int | None,
-                chunk: int | None = None) -> None:  # fmt: skip
+def im2col_cupy(
+    x: Any,
+    w: Any,
+    p: ConvProblem,
+    g: WindowGeometry,
+    y: Any,
+    budget_bytes: int | None,
+    chunk: int | None = None,
+) -> None:
     """Unroll a chunk of samples into one reused X_unroll buffer, then one batched GEMM per group.
     x is already padded when g has no padding (reflect mode). chunk: samples per GEMM when the
     caller already knows it (batch_chunk's answer for a batch that always fits)."""

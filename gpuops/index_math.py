@@ -12,6 +12,13 @@ from typing import Any
 
 import numpy as np
 
+INT32_MAX = 2**31 - 1  # the largest count or index a kernel's 32-bit int (or grid x) holds
+
+
+def ceil_div(a: int, b: int) -> int:
+    """a / b rounded up (blocks of b that cover a items), for non-negative a and positive b."""
+    return -(-a // b)
+
 
 def window_count(size: int, pad_before: int, pad_after: int, k: int, stride: int, dilation: int) -> int:
     """How many windows fit along one axis: floor((size + pads - dilation*(k-1) - 1)/stride) + 1."""

@@ -24,10 +24,10 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from gpuops.cache import Memo, memoised
+from gpuops.index_math import INT32_MAX, ceil_div
 
 KERNEL_DIR = Path(__file__).with_name("kernels")
-GRID_X_LIMIT = 2**31 - 1
-GRID_YZ_LIMIT = 65535
+GRID_YZ_LIMIT = 65535  # blocks along grid y and z; along x the limit is INT32_MAX
 SHARED_LIMIT = 48 * 1024  # bytes of shared memory a block gets without opting in
 TRACE_OPTION = "-DCONV_EXPLORER_TRACE"
 
@@ -113,7 +113,7 @@ def ints(**named: int) -> tuple[tuple[str, Any], ...]:
 
 def check_grid(grid: tuple[int, int, int], what: str) -> None:
     """Refuse a grid the hardware cannot launch, naming the dimension and the limit."""
-    limits = (GRID_X_LIMIT, GRID_YZ_LIMIT, GRID_YZ_LIMIT)
+    limits = (INT32_MAX, GRID_YZ_LIMIT, GRID_YZ_LIMIT)
     for axis, size, limit in zip("xyz", grid, limits, strict=True):
         if size > limit:
             raise ValueError(
@@ -124,7 +124,6 @@ def check_grid(grid: tuple[int, int, int], what: str) -> None:
 # ---- the row-kernel pattern (reflect pad, unfold, fold) ----------------------------------------------
 ROW_THREADS = 256  # threads per block of a row kernel
 ROW_GRID_CAP = 4096  # blocks; row kernels loop over further rows (grid-stride)
-ROW_LIMIT = 2**31 - 1  # row kernels index rows with 32-bit unsigned arithmetic
 
 
 def row_block(threads_per_row: int) -> tuple[int, int, int]:
@@ -194,11 +193,11 @@ def row_launch(
 ) -> Launch:
     """The Launch of a row kernel over `shape` (rows of `row_length`); `rows` goes first in args."""
     rows = int(np.prod(shape)) // max(1, row_length)
-    if rows > ROW_LIMIT:
-        raise ValueError(f"{rows:,} rows exceed the row kernels' limit of {ROW_LIMIT:,}; split the batch")
+    if rows > INT32_MAX:  # row kernels count rows in 32 bits
+        raise ValueError(f"{rows:,} rows exceed the row kernels' limit of {INT32_MAX:,}; split the batch")
     threads_per_row = max(1, row_length // cells if cells > 1 else row_length)
     block = row_block(threads_per_row)
-    grid = (max(1, min(grid_cap, -(-rows // block[1]))), 1, 1)
+    grid = (max(1, min(grid_cap, ceil_div(rows, block[1]))), 1, 1)
     return Launch(
         kernel,
         source,
@@ -316,8 +315,8 @@ def run(launch: Launch, *arrays: Any) -> None:
 
 class Call:
     """One planned call with its output: allocate it (zeroed when the kernel adds into it),
-    launch, return it. Plans build one after their checks; ops keep it for the next call with
-    the same arguments (the hot path of a classroom that reruns the same settings)."""
+    launch, return it. Ops build one from their plan; the ready-call cache below keeps it for the
+    next call with the same arguments (the hot path of a classroom that reruns the same settings)."""
 
     def __init__(self, out_shape: tuple[int, ...], launch: Launch | None, zeroed: bool = False) -> None:
         import cupy
@@ -333,12 +332,14 @@ class Call:
         return out
 
 
+# ---- the ready-call cache: a repeat GPU call skips its checks ------------------------------------------
 _gpu_array: type | None = None
+_ready = Memo("ready_calls", 4096)
 
 
 def ready_device(*arrays: Any) -> int | None:
     """The current device when every array (None allowed) is a C-contiguous float32 CuPy array,
-    else None: only such calls may skip the checks on a repeat (see Call)."""
+    else None: only such calls may skip the checks on a repeat."""
     global _gpu_array
     if _gpu_array is None:
         if not type(arrays[0]).__module__.startswith("cupy"):
@@ -352,6 +353,28 @@ def ready_device(*arrays: Any) -> int | None:
     import cupy
 
     return cupy.cuda.runtime.getDevice()
+
+
+def ready_key(op: str, arrays: tuple[Any, ...], args: Any) -> tuple | None:
+    """The key of a GPU call in the ready-call cache: the operation, the device, the arrays'
+    shapes and the other arguments as the caller gave them (by repr: 1 and 1.0 differ). None
+    unless every array is a C-contiguous float32 CuPy array (anything else goes through the
+    full checks and conversions)."""
+    device = ready_device(*arrays)
+    if device is None:
+        return None
+    return (op, device, tuple(None if a is None else a.shape for a in arrays), repr(args))
+
+
+def ready_call(key: tuple | None) -> Any:
+    """The call a checked plan made for this key before (None: not seen, or not a ready call)."""
+    return None if key is None else _ready.get(key)
+
+
+def keep_ready(key: tuple | None, call: Any) -> None:
+    """Remember the call that the checks and the plan gave for this key (no-op for key None)."""
+    if key is not None:
+        _ready.put(key, call)
 
 
 # ---- tests: what really ran, and who wrote each output -------------------------------------------

@@ -1,19 +1,20 @@
 """Reflect padding with PyTorch ReflectionPad2d semantics (per-side pads, edge not repeated), and its
 backward pass: check -> plan -> run. Kernels: kernels/reflect_pad.cu (reflect_pad_v1 forward;
-v2 scatter and v3 gather backward)."""
+reflect_pad_backward_v1_scatter and reflect_pad_backward_v2_gather)."""
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from gpuops import autotune
-from gpuops.cache import Memo, memoised
+from gpuops.cache import memoised
 from gpuops.checks import as_float32, check_ndim, check_reflect_pads, reflect_pads
 from gpuops.index_math import reflect_copies, reflect_index
-from gpuops.launch import Call, Launch, ints, ready_device, row_launch
+from gpuops.launch import Call, Launch, ints, keep_ready, ready_call, ready_key, row_launch
 
 SOURCE = "reflect_pad.cu"
 # reflect pad's rows are short and carry little work each: a larger grid keeps more of them in
@@ -62,34 +63,51 @@ def reflect_pad_numpy(x: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndar
     return np.take(np.take(x, rows, axis=-2), cols, axis=-1)
 
 
-_ready = Memo("reflect_pad_ready_calls", 4096)
+@dataclass(frozen=True)
+class ReflectPadPlan:
+    """A checked reflect_pad call: pads (left, right, top, bottom), the output's shape and the
+    launch that writes it (None: an empty input, nothing to compute)."""
+
+    pads: tuple[int, int, int, int]
+    out_shape: tuple[int, ...]
+    launch: Launch | None
+
+    @property
+    def launches(self) -> tuple[Launch, ...]:
+        return () if self.launch is None else (self.launch,)
+
+
+@memoised("reflect_pad_plans", 1024)
+def plan_reflect_pad(shape: tuple[int, ...], padding: Any) -> ReflectPadPlan:
+    """check_reflect_pad, then the output's shape and v1's launch over every plane."""
+    pads = check_reflect_pad(tuple(shape), padding)
+    left, right, top, bottom = pads
+    H, W = shape[-2:]
+    size = int(np.prod(shape))
+    launch = reflect_pad_launch(size // (H * W), H, W, pads) if size else None
+    return ReflectPadPlan(pads, (*shape[:-2], H + top + bottom, W + left + right), launch)
 
 
 def reflect_pad(x: Any, padding: Any) -> Any:
     """F.pad(x, (left, right, top, bottom), mode="reflect") on (H,W), (C,H,W) or (N,C,H,W)."""
-    device = ready_device(x)
-    key = (device, x.shape, repr(padding)) if device is not None else None
-    ready = _ready.get(key) if key else None
+    key = ready_key("reflect_pad", (x,), padding)
+    ready = ready_call(key)
     if ready is not None:  # this shape and padding passed every check before
         return ready(x)
     xp, x = as_float32(x, "input")
-    pads = check_reflect_pad(x.shape, padding)
-    left, right, top, bottom = pads
-    H, W = x.shape[-2:]
-    out_shape = (*x.shape[:-2], H + top + bottom, W + left + right)
-    if x.size == 0:
-        return xp.zeros(out_shape, dtype=np.float32)
+    plan = plan_reflect_pad(x.shape, padding)
+    if plan.launch is None:
+        return xp.zeros(plan.out_shape, dtype=np.float32)
     if xp is np:
-        return reflect_pad_numpy(x, pads)
-    call = Call(out_shape, reflect_pad_launch(x.size // (H * W), H, W, pads))
-    if key:
-        _ready.put(key, call)
+        return reflect_pad_numpy(x, plan.pads)
+    call = Call(plan.out_shape, plan.launch)
+    keep_ready(key, call)
     return call(x)
 
 
 # ---- backward: the gradient of every padded cell goes back to the input cell it copied ---------------
 BACKWARD_ALGORITHMS = ("scatter", "gather")
-BACKWARD_KERNELS = {"scatter": "reflect_pad_v2_backward_scatter", "gather": "reflect_pad_v3_backward_gather"}
+BACKWARD_KERNELS = {"scatter": "reflect_pad_backward_v1_scatter", "gather": "reflect_pad_backward_v2_gather"}
 
 
 @memoised("reflect_pad_backward_checks", 1024)
@@ -126,8 +144,8 @@ def check_backward_algorithm(algorithm: str) -> None:
 def reflect_pad_backward_launch(
     planes: int, H: int, W: int, pads: tuple[int, int, int, int], algorithm: str
 ) -> Launch:
-    """v2 scatter walks the rows of grad_output (planes, H_out, W_out), one cell per thread and
-    step; v3 gather the rows of grad_input (planes, H, W)."""
+    """v1 scatter walks the rows of grad_output (planes, H_out, W_out), one cell per thread and
+    step; v2 gather the rows of grad_input (planes, H, W)."""
     left, right, top, bottom = pads
     H_out, W_out = H + top + bottom, W + left + right
     args = ints(H=H, W=W, H_out=H_out, W_out=W_out, pad_top=top, pad_left=left)
@@ -136,14 +154,22 @@ def reflect_pad_backward_launch(
         if algorithm == "scatter"
         else ((planes, H, W), "(plane, y, x) of dx")
     )
-    return row_launch(BACKWARD_KERNELS[algorithm], SOURCE, ("dy", "dx"), shape, shape[-1], args, grid_cap=GRID_CAP,
-                      index=index)  # fmt: skip
+    return row_launch(
+        BACKWARD_KERNELS[algorithm],
+        SOURCE,
+        ("dy", "dx"),
+        shape,
+        shape[-1],
+        args,
+        grid_cap=GRID_CAP,
+        index=index,
+    )
 
 
 def reflect_pad_backward_scatter_numpy(dy: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
-    """Twin of v2: fold one axis at a time. The middle of the padded axis goes to the input
-    as it is, the margin before it is added back mirrored onto input cells 1..pad_before, the
-    margin after it onto cells size-1-pad_after..size-2."""
+    """Twin of reflect_pad_backward_v1 (scatter): fold one axis at a time. The middle of the
+    padded axis goes to the input as it is, the margin before it is added back mirrored onto
+    input cells 1..pad_before, the margin after it onto cells size-1-pad_after..size-2."""
     left, right, top, bottom = pads
     rows = _fold_axis(dy, dy.shape[-2] - top - bottom, top, bottom, axis=-2)
     return _fold_axis(rows, dy.shape[-1] - left - right, left, right, axis=-1)
@@ -166,8 +192,8 @@ def _fold_axis(a: np.ndarray, size: int, before: int, after: int, axis: int) -> 
 
 
 def reflect_pad_backward_gather_numpy(dy: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
-    """Twin of v3: every input cell sums the padded cells reflect_copies names, one of the
-    3 x 3 (row copy, column copy) pairs at a time."""
+    """Twin of reflect_pad_backward_v2 (gather): every input cell sums the padded cells
+    reflect_copies names, one of the 3 x 3 (row copy, column copy) pairs at a time."""
     left, right, top, bottom = pads
     H, W = dy.shape[-2] - top - bottom, dy.shape[-1] - left - right
     ry, py = reflect_copies(np.arange(H), H, top, bottom)
@@ -186,21 +212,46 @@ def reflect_pad_backward_gather_numpy(dy: np.ndarray, pads: tuple[int, int, int,
 
 
 BACKWARD_TWINS = {"scatter": reflect_pad_backward_scatter_numpy, "gather": reflect_pad_backward_gather_numpy}
-_backward_calls = Memo("reflect_pad_backward_calls", 1024)
-_ready_backward = Memo("reflect_pad_backward_ready_calls", 4096)
 
 
-def _backward_call(out_shape: tuple[int, ...], pads: tuple[int, int, int, int], algorithm: str) -> Call:
-    import cupy
+@dataclass(frozen=True)
+class ReflectPadBackwardPlan:
+    """A checked reflect_pad_backward call: the input's shape (that of grad_input), the pads, the
+    algorithm and its launch (None: "auto", chosen per call, or nothing to compute)."""
 
-    H, W = out_shape[-2:]
-    planes = int(np.prod(out_shape[:-2]))
+    in_shape: tuple[int, ...]
+    pads: tuple[int, int, int, int]
+    algorithm: str
+    launch: Launch | None
 
-    def make() -> Call:
-        launch = reflect_pad_backward_launch(planes, H, W, pads, algorithm)
-        return Call(out_shape, launch, zeroed=algorithm == "scatter")
+    @property
+    def empty(self) -> bool:
+        return int(np.prod(self.in_shape)) == 0
 
-    return _backward_calls.get_or_make((cupy.cuda.runtime.getDevice(), out_shape, pads, algorithm), make)
+    @property
+    def launches(self) -> tuple[Launch, ...]:
+        return () if self.launch is None else (self.launch,)
+
+    def call(self) -> Call:
+        """The GPU call of a plan with a launch: scatter adds into dx, so dx starts at zero."""
+        return Call(self.in_shape, self.launch, zeroed=self.algorithm == "scatter")
+
+
+@memoised("reflect_pad_backward_plans", 1024)
+def plan_reflect_pad_backward(
+    shape: tuple[int, ...], padding: Any, algorithm: str = "auto"
+) -> ReflectPadBackwardPlan:
+    """check_reflect_pad_backward and the algorithm, then the launch that algorithm makes."""
+    check_backward_algorithm(algorithm)
+    in_shape, pads = check_reflect_pad_backward(tuple(shape), padding)
+    H, W = in_shape[-2:]
+    planes = int(np.prod(in_shape[:-2]))  # 0: an empty batch, nothing to compute
+    launch = (
+        None
+        if algorithm == "auto" or not planes
+        else reflect_pad_backward_launch(planes, H, W, pads, algorithm)
+    )
+    return ReflectPadBackwardPlan(in_shape, pads, algorithm, launch)
 
 
 def reflect_pad_backward(grad_output: Any, padding: Any, *, algorithm: str = "auto") -> Any:
@@ -208,28 +259,28 @@ def reflect_pad_backward(grad_output: Any, padding: Any, *, algorithm: str = "au
     given the gradient of its output: every padded cell's gradient goes back to the input cell
     it copied, so border cells collect up to 3 x 3 of them.
 
-    algorithm: "scatter" (v2, atomicAdd, as PyTorch), "gather" (v3, deterministic) or "auto":
-    on the GPU the faster for the shape, measured once; on the CPU scatter (slices per axis).
+    algorithm: "scatter" (reflect_pad_backward_v1, atomicAdd, as PyTorch), "gather" (v2,
+    deterministic) or "auto": on the GPU the faster for the shape, measured once; on the CPU
+    scatter (slices per axis).
     """
-    device = ready_device(grad_output)
-    key = (device, grad_output.shape, repr(padding), algorithm) if device is not None else None
-    ready = _ready_backward.get(key) if key else None
+    key = ready_key("reflect_pad_backward", (grad_output,), (padding, algorithm))
+    ready = ready_call(key)
     if ready is not None:  # this shape, padding and algorithm passed every check before
         return ready(grad_output)
     check_backward_algorithm(algorithm)
     xp, dy = as_float32(grad_output, "grad_output")
-    in_shape, pads = check_reflect_pad_backward(dy.shape, padding)
-    if dy.size == 0 or int(np.prod(in_shape)) == 0:
-        return xp.zeros(in_shape, dtype=np.float32)
+    plan = plan_reflect_pad_backward(dy.shape, padding, algorithm)
+    if plan.empty:
+        return xp.zeros(plan.in_shape, dtype=np.float32)
     if xp is np:
-        return BACKWARD_TWINS["scatter" if algorithm == "auto" else algorithm](dy, pads)
-    chosen = algorithm
+        return BACKWARD_TWINS["scatter" if algorithm == "auto" else algorithm](dy, plan.pads)
     if algorithm == "auto":
         candidates = {
-            a: functools.partial(_backward_call(in_shape, pads, a), dy) for a in BACKWARD_ALGORITHMS
+            a: functools.partial(plan_reflect_pad_backward(dy.shape, padding, a).call(), dy)
+            for a in BACKWARD_ALGORITHMS
         }
-        chosen = autotune.fastest(("reflect_pad_backward", in_shape, pads), candidates) or "gather"
-    call = _backward_call(in_shape, pads, chosen)
-    if key:  # "auto" too: its choice is fixed per shape once measured
-        _ready_backward.put(key, call)
+        chosen = autotune.fastest(("reflect_pad_backward", plan.in_shape, plan.pads), candidates) or "gather"
+        plan = plan_reflect_pad_backward(dy.shape, padding, chosen)
+    call = plan.call()
+    keep_ready(key, call)  # "auto" too: its choice is fixed per shape once measured
     return call(dy)

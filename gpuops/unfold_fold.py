@@ -7,6 +7,7 @@ walk the same (ki, kj) taps, one strided copy per tap instead of one thread row 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ from gpuops import autotune
 from gpuops.cache import Memo, memoised
 from gpuops.checks import WindowGeometry, as_float32, as_pair, check_ndim, window_args, window_geometry
 from gpuops.index_math import tap_slices
-from gpuops.launch import Call, Launch, ints, l2_bytes, ready_device, row_launch
+from gpuops.launch import Call, Launch, ints, keep_ready, l2_bytes, ready_call, ready_key, row_launch
 
 SOURCE = "unfold_fold.cu"
 FOLD_VARIANTS = ("auto", "gather", "scatter")
@@ -34,14 +35,23 @@ def unfold_launch(g: WindowGeometry, N: int, C: int) -> Launch:
 def _build_unfold_launch(g: WindowGeometry, N: int, C: int) -> Launch:
     streaming = int(_plane_outgrows_l2(g.H * g.W * 4))
     cells = 4 if g.W_out % 4 == 0 else 1
-    return _walk_cols("unfold_v1", ("x", "cols"), g, N, C, ints(streaming=streaming), cells)
+    return _walk_cols("unfold_v1", ("x", "cols"), g, N, C, extra=ints(streaming=streaming), cells=cells)
 
 
-def _walk_cols(kernel: str, arrays: tuple[str, ...], g: WindowGeometry, N: int, C: int,
-               extra: tuple = (), cells: int = 1) -> Launch:  # fmt: skip
+def _walk_cols(
+    kernel: str,
+    arrays: tuple[str, ...],
+    g: WindowGeometry,
+    N: int,
+    C: int,
+    *,
+    extra: tuple = (),
+    cells: int = 1,
+) -> Launch:
     """A row kernel over the rows of cols (N, C*KH*KW, L): rows of W_out cells."""
-    return row_launch(kernel, SOURCE, arrays, (N, C * g.KH * g.KW, g.L), g.W_out, window_args(g) + extra,
-                      cells=cells, index="(n, row, l) of cols")  # fmt: skip
+    shape = (N, C * g.KH * g.KW, g.L)
+    args = window_args(g) + extra
+    return row_launch(kernel, SOURCE, arrays, shape, g.W_out, args, cells=cells, index="(n, row, l) of cols")
 
 
 def _plane_outgrows_l2(plane_bytes: int) -> bool:
@@ -73,29 +83,54 @@ def unfold_into(x: Any, g: WindowGeometry, out: Any) -> Any:
     return out
 
 
-_ready_unfold = Memo("unfold_ready_calls", 4096)
+@dataclass(frozen=True)
+class UnfoldPlan:
+    """A checked unfold call: the windows, the output's shape (2-D for one sample) and v1's
+    launch over the whole batch (None: nothing to compute)."""
+
+    geometry: WindowGeometry
+    out_shape: tuple[int, ...]
+    launch: Launch | None
+
+    @property
+    def launches(self) -> tuple[Launch, ...]:
+        return () if self.launch is None else (self.launch,)
+
+
+@memoised("unfold_checks", 1024)
+def check_unfold(
+    x_shape: tuple[int, ...], kernel_size: Any, dilation: Any, padding: Any, stride: Any
+) -> tuple[int, int, WindowGeometry]:
+    """Check unfold's arguments; return (samples N, channels C, geometry)."""
+    check_ndim(x_shape, (3, 4), "input", "(C, H, W) or (N, C, H, W)")
+    N, C, H, W = x_shape if len(x_shape) == 4 else (1, *x_shape)
+    return N, C, window_geometry(H, W, kernel_size, stride, padding, dilation)
+
+
+@memoised("unfold_plans", 1024)
+def plan_unfold(
+    x_shape: tuple[int, ...], kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1
+) -> UnfoldPlan:
+    """check_unfold, then the output's shape and the launch."""
+    N, C, g = check_unfold(tuple(x_shape), kernel_size, dilation, padding, stride)
+    out_shape = (N, C * g.KH * g.KW, g.L)[0 if len(x_shape) == 4 else 1 :]
+    empty = N * C == 0  # KH, KW and L are at least 1 once checked
+    return UnfoldPlan(g, out_shape, None if empty else unfold_launch(g, N, C))
 
 
 def unfold(x: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Any:
     """F.unfold: (N,C,H,W) -> (N, C*kh*kw, L); (C,H,W) -> (C*kh*kw, L)."""
-    device = ready_device(x)
-    key = (device, x.shape, repr((kernel_size, dilation, padding, stride))) if device is not None else None
-    ready = _ready_unfold.get(key) if key else None
+    key = ready_key("unfold", (x,), (kernel_size, dilation, padding, stride))
+    ready = ready_call(key)
     if ready is not None:  # this shape and these arguments passed every check before
         return ready(x)
     xp, x = as_float32(x, "input")
-    check_ndim(x.shape, (3, 4), "input", "(C, H, W) or (N, C, H, W)")
-    batched = x.ndim == 4
-    x4 = x if batched else x[None]
-    N, C, H, W = x4.shape
-    g = window_geometry(H, W, kernel_size, stride, padding, dilation)
+    plan = plan_unfold(x.shape, kernel_size, dilation, padding, stride)
     if xp is np:
-        cols = unfold_numpy(x4, g)
-        return cols if batched else cols[0]
-    out_shape = (N, C * g.KH * g.KW, g.L)[0 if batched else 1 :]
-    call = Call(out_shape, unfold_launch(g, N, C) if N * C * g.KH * g.KW * g.L else None)
-    if key:
-        _ready_unfold.put(key, call)
+        cols = unfold_numpy(x if x.ndim == 4 else x[None], plan.geometry)
+        return cols.reshape(plan.out_shape)
+    call = Call(plan.out_shape, plan.launch)
+    keep_ready(key, call)
     return call(x)
 
 
@@ -126,8 +161,10 @@ def fold_launch(g: WindowGeometry, N: int, C: int, variant: str) -> Launch:
     """v1 scatter walks the rows of cols (N, C*KH*KW, L); v2 gather the rows of y (N, C, H, W)."""
     if variant == "scatter":
         return _walk_cols("fold_v1_scatter", ("cols", "y"), g, N, C)
-    return row_launch("fold_v2_gather", SOURCE, ("cols", "y"), (N, C, g.H, g.W), g.W, window_args(g),
-                      index="(n, c, ih, iw) of y")  # fmt: skip
+    shape = (N, C, g.H, g.W)
+    return row_launch(
+        "fold_v2_gather", SOURCE, ("cols", "y"), shape, g.W, window_args(g), index="(n, c, ih, iw) of y"
+    )
 
 
 def fold_numpy(cols: np.ndarray, C: int, g: WindowGeometry) -> np.ndarray:
@@ -142,15 +179,50 @@ def fold_numpy(cols: np.ndarray, C: int, g: WindowGeometry) -> np.ndarray:
     return np.ascontiguousarray(out[:, :, g.pad_top : g.pad_top + g.H, g.pad_left : g.pad_left + g.W])
 
 
-def _fold_call(cols_shape: tuple[int, ...], C: int, g: WindowGeometry, variant: str, batched: bool) -> Call:
-    """scatter adds onto y, so y starts at zero; gather writes every pixel."""
-    N = cols_shape[0]
-    out_shape = (N, C, g.H, g.W)[0 if batched else 1 :]
-    empty = not (N * C * g.H * g.W) or not int(np.prod(cols_shape))
-    return Call(out_shape, None if empty else fold_launch(g, N, C, variant), zeroed=variant == "scatter")
+@dataclass(frozen=True)
+class FoldPlan:
+    """A checked fold call: channels C, the windows, the output's shape (3-D for one sample), the
+    variant and its launch (None: "auto", chosen per call, or nothing to compute)."""
+
+    C: int
+    geometry: WindowGeometry
+    out_shape: tuple[int, ...]
+    variant: str
+    launch: Launch | None
+
+    @property
+    def launches(self) -> tuple[Launch, ...]:
+        return () if self.launch is None else (self.launch,)
+
+    def call(self) -> Call:
+        """The GPU call: scatter adds onto y, so y starts at zero; gather writes every pixel."""
+        return Call(self.out_shape, self.launch, zeroed=self.variant == "scatter")
 
 
-_ready_fold = Memo("fold_ready_calls", 4096)
+def check_variant(variant: str) -> None:
+    if variant not in FOLD_VARIANTS:
+        raise ValueError(f"variant {variant!r} must be one of {FOLD_VARIANTS}")
+
+
+@memoised("fold_plans", 1024)
+def plan_fold(
+    cols_shape: tuple[int, ...],
+    output_size: Any,
+    kernel_size: Any,
+    dilation: Any = 1,
+    padding: Any = 0,
+    stride: Any = 1,
+    variant: str = "auto",
+) -> FoldPlan:
+    """check_fold and the variant, then the output's shape and the variant's launch."""
+    check_variant(variant)
+    cols_shape = tuple(cols_shape)
+    C, g = check_fold(cols_shape, output_size, kernel_size, dilation, padding, stride)
+    N = cols_shape[0] if len(cols_shape) == 3 else 1
+    out_shape = (N, C, g.H, g.W)[0 if len(cols_shape) == 3 else 1 :]
+    empty = N * C == 0  # H, W and L are at least 1 once checked
+    launch = None if variant == "auto" or empty else fold_launch(g, N, C, variant)
+    return FoldPlan(C, g, out_shape, variant, launch)
 
 
 def fold(
@@ -170,28 +242,25 @@ def fold(
     the first call and remembered (neither wins everywhere: scatter for strided or 7x7
     windows, gather for 3x3 stride 1 in bench/results).
     """
-    device = ready_device(cols)
-    args = repr((output_size, kernel_size, dilation, padding, stride, variant))
-    key = (device, cols.shape, args) if device is not None else None
-    ready = _ready_fold.get(key) if key else None
+    args = (output_size, kernel_size, dilation, padding, stride, variant)
+    key = ready_key("fold", (cols,), args)
+    ready = ready_call(key)
     if ready is not None:  # this shape and these arguments passed every check before
         return ready(cols)
-    if variant not in FOLD_VARIANTS:
-        raise ValueError(f"variant {variant!r} must be one of {FOLD_VARIANTS}")
+    check_variant(variant)
     xp, cols = as_float32(cols, "input")
-    C, g = check_fold(cols.shape, output_size, kernel_size, dilation, padding, stride)
-    batched = cols.ndim == 3
-    cols3 = cols if batched else cols[None]
+    plan = plan_fold(cols.shape, *args)
     if xp is np:
-        y = fold_numpy(cols3, C, g)
-        return y if batched else y[0]
-    chosen = variant
+        y = fold_numpy(cols if cols.ndim == 3 else cols[None], plan.C, plan.geometry)
+        return y.reshape(plan.out_shape)
     if variant == "auto":
+        batch_shape = cols.shape if cols.ndim == 3 else (1, *cols.shape)
         candidates = {
-            v: functools.partial(_fold_call(cols3.shape, C, g, v, True), cols3) for v in ("gather", "scatter")
+            v: functools.partial(plan_fold(cols.shape, *args[:-1], v).call(), cols)
+            for v in ("gather", "scatter")
         }
-        chosen = autotune.fastest(("fold", cols3.shape, g), candidates) or "gather"
-    call = _fold_call(cols3.shape, C, g, chosen, batched)
-    if key:
-        _ready_fold.put(key, call)
-    return call(cols3)
+        chosen = autotune.fastest(("fold", batch_shape, plan.geometry), candidates) or "gather"
+        plan = plan_fold(cols.shape, *args[:-1], chosen)
+    call = plan.call()
+    keep_ready(key, call)
+    return call(cols)

@@ -9,9 +9,19 @@ import numpy as np
 
 # (H, W, K, stride, padding, dilation) for the index-map tests: stride > kernel, dilation, padding at
 # the limit D*(K-1), non-square, 1x1, a kernel as large as the padded input
-ODD_GEOMETRIES = [(7, 8, 3, 2, 1, 1), (5, 9, 2, 3, 1, 2), (6, 4, 3, 1, 4, 2), (4, 7, 1, 2, 0, 1), (3, 3, 5, 1, 1, 1),
-                  (9, 6, 4, 3, 2, 1), (9, 11, 3, 2, 1, 1), (10, 7, 2, 5, 1, 1), (12, 13, 3, 1, 4, 2),
-                  (7, 16, 4, 3, 2, 2), (5, 5, 1, 1, 0, 1)]  # fmt: skip
+ODD_GEOMETRIES = [
+    (7, 8, 3, 2, 1, 1),
+    (5, 9, 2, 3, 1, 2),
+    (6, 4, 3, 1, 4, 2),
+    (4, 7, 1, 2, 0, 1),
+    (3, 3, 5, 1, 1, 1),
+    (9, 6, 4, 3, 2, 1),
+    (9, 11, 3, 2, 1, 1),
+    (10, 7, 2, 5, 1, 1),
+    (12, 13, 3, 1, 4, 2),
+    (7, 16, 4, 3, 2, 2),
+    (5, 5, 1, 1, 0, 1),
+]
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,31 @@ def test_forcing_cupy_without_a_gpu_is_an_error(env_backend):
         gpuops.backend_info()
 
 
-def test_cpu_timing_reports_a_median():
-    t = measure(lambda: np.ones(1000).sum(), gpu=False, warmup=1, repeat=5)
-    assert t.clock == "perf_counter" and t.runs == 5 and t.median_ms >= 0
+class SteppedClock:
+    """A clock that each call of the timed function moves on by its next duration (seconds)."""
+
+    def __init__(self, durations):
+        self.now, self.durations = 0.0, list(durations)
+
+    def __call__(self):
+        return self.now
+
+    def run(self):
+        self.now += self.durations.pop(0)
+
+
+def test_cpu_timing_is_the_median_of_the_timed_runs_after_warm_up():
+    clock = SteppedClock([9.0, 0.005, 0.001, 0.003, 0.002, 0.004])  # the first is the warm-up
+    t = measure(clock.run, gpu=False, warmup=1, repeat=5, clock=clock)
+    assert (t.clock, t.runs) == ("perf_counter", 5)
+    assert t.median_ms == pytest.approx(3.0)  # median of 5, 1, 3, 2, 4 ms; the 9 s warm-up left out
+    assert not clock.durations
+
+
+def test_cpu_timing_stops_repeating_past_max_seconds():
+    clock = SteppedClock([0.2, 0.2, 0.2, 0.2, 0.2])
+    t = measure(clock.run, gpu=False, warmup=0, repeat=5, max_seconds=0.5, clock=clock)
+    assert t.runs == 3 and t.median_ms == pytest.approx(200.0)  # 0.6 s after the third run: stop
 
 
 def _fake_cupy(device_count):
@@ -111,4 +133,4 @@ def test_gpu_timing_uses_cuda_events():
     x = cp.ones((1, 3, 256, 256), cp.float32)
     w = cp.ones((8, 3, 3, 3), cp.float32)
     t = measure(lambda: gpuops.conv2d(x, w, padding=1), gpu=True, warmup=2, repeat=5)
-    assert t.clock == "cuda-events" and t.runs == 5 and 0 < t.median_ms < 1000
+    assert t.clock == "cuda-events" and t.runs == 5 and t.median_ms > 0

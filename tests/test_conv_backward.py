@@ -85,7 +85,11 @@ def random_transpose_cases(count: int, seed: int = 0) -> list[TransposeCase]:
         if min(_out_size(H, k[0], s[0], p[0], op[0], d[0]), _out_size(W, k[1], s[1], p[1], op[1], d[1])) < 1:
             continue
         C_in, C_out = groups * int(rng.integers(1, 4)), groups * int(rng.integers(1, 4))
-        cases.append(TransposeCase(int(rng.integers(1, 3)), C_in, H, W, C_out, *k, s, p, op, groups, d, bool(rng.integers(0, 2))))  # fmt: skip
+        cases.append(
+            TransposeCase(
+                int(rng.integers(1, 3)), C_in, H, W, C_out, *k, s, p, op, groups, d, bool(rng.integers(0, 2))
+            )
+        )
     return cases
 
 
@@ -270,20 +274,23 @@ def test_weight_reduce_launch_is_one_block_per_weight():
 
 
 def test_plans_name_the_launches_they_make():
-    plan = gpuops.plan_conv2d_backward((1, 4, 8, 8), (1, 2, 8, 8), (4, 2, 3, 3), padding=1, algorithm="gemm_fold",
-                                       weight_algorithm="gemm")  # fmt: skip
+    plan = gpuops.plan_conv2d_backward(
+        (1, 4, 8, 8), (1, 2, 8, 8), (4, 2, 3, 3), padding=1, algorithm="gemm_fold", weight_algorithm="gemm"
+    )
     assert plan.input_launch.kernel == "fold_v2_gather" and plan.weight_launch.kernel == "unfold_v1"
     auto = gpuops.plan_conv_transpose2d((1, 4, 8, 8), (4, 2, 3, 3))
     assert auto.input_launch is None  # "auto" is resolved per call
-    reflect = gpuops.plan_conv2d_backward((1, 4, 8, 8), (1, 2, 8, 8), (4, 2, 3, 3), padding=1,
-                                          padding_mode="reflect", algorithm="gather")  # fmt: skip
+    reflect = gpuops.plan_conv2d_backward(
+        (1, 4, 8, 8), (1, 2, 8, 8), (4, 2, 3, 3), padding=1, padding_mode="reflect", algorithm="gather"
+    )
     assert reflect.pads == (1, 1, 1, 1) and reflect.problem.dx_shape == (1, 2, 10, 10)
 
 
 def test_pointwise_gemm_paths_need_no_kernel_of_ours():
     """1x1, stride 1, no padding: cols is the image itself; cuBLAS alone writes both gradients."""
-    plan = gpuops.plan_conv2d_backward((2, 6, 5, 7), (2, 4, 5, 7), (6, 2, 1, 1), groups=2, algorithm="gemm_fold",
-                                       weight_algorithm="gemm")  # fmt: skip
+    plan = gpuops.plan_conv2d_backward(
+        (2, 6, 5, 7), (2, 4, 5, 7), (6, 2, 1, 1), groups=2, algorithm="gemm_fold", weight_algorithm="gemm"
+    )
     assert plan.input_launch is None and plan.weight_launch is None
     assert cb.batch_chunk(plan.problem, 1) == 2  # nothing unfolded: no budget needed
     strided = gpuops.plan_conv_transpose2d((2, 6, 5, 7), (6, 2, 1, 1), stride=2, algorithm="gemm_fold")
@@ -351,8 +358,9 @@ def test_gradient_sources_meet_the_flipped_filter():
 
 
 def test_stamp_positions_are_where_a_one_hot_input_lands(rng):
-    tg = gpuops.transpose_geometry(4, 5, (3, 2), stride=(2, 3), padding=(1, 0), output_padding=(1, 1),
-                                   dilation=(1, 2))  # fmt: skip
+    tg = gpuops.transpose_geometry(
+        4, 5, (3, 2), stride=(2, 3), padding=(1, 0), output_padding=(1, 1), dilation=(1, 2)
+    )
     w = (1 + np.arange(6, dtype=np.float32)).reshape(1, 1, 3, 2)
     for i, j in [(0, 0), (2, 3), (3, 4)]:
         x = np.zeros((1, 1, 4, 5), np.float32)
@@ -430,8 +438,9 @@ def test_each_kernel_equals_the_cpu_path(shape, mode, rng):
     for algorithm in WEIGHT_ALGORITHMS:
         got = gpuops.conv2d_grad_weight(dx_, x_, w.shape, padding_mode=mode, algorithm=algorithm, **kw)
         np.testing.assert_allclose(got.get(), cpu_w, rtol=1e-4, atol=1e-3, err_msg=algorithm)
-    np.testing.assert_allclose(gpuops.conv2d_backward(dx_, x_, w_, padding_mode=mode, **kw)[2].get(), cpu_b,
-                               rtol=1e-4, atol=1e-3)  # fmt: skip
+    np.testing.assert_allclose(
+        gpuops.conv2d_backward(dx_, x_, w_, padding_mode=mode, **kw)[2].get(), cpu_b, rtol=1e-4, atol=1e-3
+    )
 
 
 @pytest.mark.gpu
@@ -483,8 +492,9 @@ def test_the_launches_that_ran_are_the_planned_ones(rng):
     x, w, dy, kw = _gpu_problem(GPU_SHAPES[1], rng)
     x, w, dy = cp.asarray(x), cp.asarray(w), cp.asarray(dy)
     for algorithm, weight_algorithm in (("scatter", "direct"), ("gather", "direct")):
-        plan = gpuops.plan_conv2d_backward(dy.shape, x.shape, w.shape, algorithm=algorithm,
-                                           weight_algorithm=weight_algorithm, **kw)  # fmt: skip
+        plan = gpuops.plan_conv2d_backward(
+            dy.shape, x.shape, w.shape, algorithm=algorithm, weight_algorithm=weight_algorithm, **kw
+        )
         with launch_module.recorded() as ran:
             gpuops.conv2d_grad_input(dy, x.shape, w, algorithm=algorithm, **kw)
             gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm=weight_algorithm, **kw)

@@ -9,8 +9,16 @@ from gpuops import filters
 @pytest.mark.parametrize("name", filters.PRESETS)
 def test_presets_have_the_documented_sums(name):
     k = filters.preset_kernel(name, 5)
-    expected = {"identity": 1, "box blur": 1, "Gaussian": 1, "sharpen": 1, "Laplacian edge": 0, "Sobel x": 0,
-                "Sobel y": 0, "emboss": 1}[name]  # fmt: skip
+    expected = {
+        "identity": 1,
+        "box blur": 1,
+        "Gaussian": 1,
+        "sharpen": 1,
+        "Laplacian edge": 0,
+        "Sobel x": 0,
+        "Sobel y": 0,
+        "emboss": 1,
+    }[name]
     assert k.sum() == pytest.approx(expected, abs=1e-6)
     assert k.shape == ((3, 3) if name in filters.FIXED_3X3 else (5, 5))
 

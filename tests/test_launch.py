@@ -37,7 +37,8 @@ def test_direct_launch_maps_outputs_to_threads():
     p = problem(2, 3, 40, 70, 20, 3, padding=1)  # 40 x 70 output: 2800 pixels in blocks of 16
     launch = direct_launch(p)
     assert launch.grid == (175, 2, 2) and launch.block == (16, 16, 1)
-    # sample 1, filter 19, pixel (17, 69): p = 17*70 + 69 = 1259 -> block 78, thread 11; filter 19 -> block 1, thread 3
+    # sample 1, filter 19, pixel (17, 69): p = 17*70 + 69 = 1259 -> block 78, thread 11;
+    # filter 19 -> block 1, thread 3
     assert launch.thread_of(1, 19, 17, 69).block == (78, 1, 1)
     assert launch.thread_of(1, 19, 17, 69).thread == (11, 3, 0)
 
@@ -232,9 +233,12 @@ def test_launch_arguments_match_the_kernel_signature(name):
 
 @pytest.mark.parametrize("name", ALL_LAUNCHES)
 def test_every_kernel_has_a_version_header_that_states_its_delta(name):
+    """The header names the version the kernel's name carries (`grad_input_v2_gather`: "v2"):
+    in a file, vN numbers the successive versions of one operation."""
     launch = ALL_LAUNCHES[name]()
     header = kernel_span(launch.source, launch.kernel).text.split("extern")[0]
-    assert re.search(r"// v\d+ ", header), header
+    version = re.search(r"_v(\d+)", launch.kernel).group(1)
+    assert re.search(rf"// (\w+ )?v{version}\b", header), header
 
 
 # ---- on the GPU: what ran, and who wrote each output -------------------------------------------
@@ -302,6 +306,46 @@ def test_the_launch_that_ran_is_the_planned_one(algorithm, rng):
     assert (ran[0].grid, ran[0].block) == (plan.launch.grid, plan.launch.block)
 
 
+def test_every_plan_holds_the_launches_of_its_kernels():
+    """check -> plan for unfold, fold, reflect_pad and its backward: the plan (shapes only, no
+    array) holds exactly the launch its kernel builder makes; "auto" (chosen per call) and an
+    empty output hold none; the GEMM step runs cuBLAS, no kernel of ours."""
+    from gpuops import plan_fold, plan_gemm, plan_reflect_pad, plan_reflect_pad_backward, plan_unfold
+
+    g = gpuops.window_geometry(17, 13, 3, 2, 1)
+    unfold = plan_unfold((2, 3, 17, 13), 3, 1, 1, 2)
+    assert unfold.launches == (unfold_launch(g, 2, 3),) and unfold.out_shape == (2, 27, g.L)
+    assert plan_unfold((3, 17, 13), 3, 1, 1, 2).out_shape == (27, g.L)
+    for variant in ("gather", "scatter"):
+        fold = plan_fold((2, 27, g.L), (17, 13), 3, 1, 1, 2, variant)
+        assert fold.launches == (fold_launch(g, 2, 3, variant),) and fold.out_shape == (2, 3, 17, 13)
+    assert plan_fold((27, g.L), (17, 13), 3, 1, 1, 2).launches == ()  # auto: measured per call
+    pad = plan_reflect_pad((2, 3, 17, 13), (1, 2, 3, 4))
+    assert pad.launches == (reflect_pad_launch(6, 17, 13, (1, 2, 3, 4)),) and pad.out_shape == (2, 3, 24, 16)
+    assert plan_reflect_pad((0, 3, 17, 13), 1).launches == ()
+    for algorithm in ("scatter", "gather"):
+        back = plan_reflect_pad_backward((2, 3, 24, 16), (1, 2, 3, 4), algorithm)
+        assert back.launches == (reflect_pad_backward_launch(6, 17, 13, (1, 2, 3, 4), algorithm),)
+        assert back.in_shape == (2, 3, 17, 13)
+    gemm = plan_gemm((8, 27), (2, 27, 40))
+    assert (gemm.out_shape, gemm.launches) == ((2, 8, 40), ())
+
+
+@pytest.mark.parametrize(
+    "plan,message",
+    [
+        (lambda: gpuops.plan_unfold((3, 17), 3), "input must have 3 or 4 dimensions"),
+        (lambda: gpuops.plan_fold((27, 10), (5, 5), 3, variant="sum"), "variant 'sum' must be"),
+        (lambda: gpuops.plan_reflect_pad((3, 4, 4), 4), "reflect padding 4 .left. must be smaller"),
+        (lambda: gpuops.plan_reflect_pad_backward((3, 9, 9), 1, "sum"), "algorithm 'sum' must be"),
+        (lambda: gpuops.plan_gemm((8, 27), (26, 40)), "x_unroll has 26 rows, but filter_matrix has 27"),
+    ],
+)
+def test_plans_refuse_bad_arguments_before_any_array_exists(plan, message):
+    with pytest.raises(ValueError, match=message):
+        plan()
+
+
 @pytest.mark.gpu
 def test_unfold_fold_and_reflect_run_their_planned_launches(rng):
     import cupy as cp
@@ -317,3 +361,52 @@ def test_unfold_fold_and_reflect_run_their_planned_launches(rng):
         fold_launch(g, 2, 3, "gather"),
         reflect_pad_launch(6, 17, 13, (1, 2, 3, 4)),
     ]
+
+
+@pytest.mark.gpu
+def test_repeated_calls_reuse_their_ready_call_and_compute_the_new_values(rng):
+    """unfold, fold (each variant) and reflect_pad: after a call, the ready-call cache holds its
+    call for (op, device, shape, arguments); the repeat, with new values, runs one launch and
+    still equals the loop references."""
+    import cupy as cp
+
+    from gpuops.launch import ready_call, ready_key
+    from tests.references import fold_ref, reflect_pad_ref, unfold_ref
+
+    pads, window = (1, 2, 3, 4), (3, 1, 1, 2)  # kernel_size, dilation, padding, stride
+    pairs = [(v, v) for v in window]  # as the references take them
+    cases = [  # (op as the cache names it, input shape, its other arguments as given, call, reference)
+        (
+            "unfold",
+            (2, 3, 13, 11),
+            window,
+            lambda x: gpuops.unfold(x, *window),
+            lambda a: unfold_ref(a, *pairs),
+        ),
+        (
+            "reflect_pad",
+            (2, 3, 13, 11),
+            pads,
+            lambda x: gpuops.reflect_pad(x, pads),
+            lambda a: reflect_pad_ref(a, pads),
+        ),
+    ] + [
+        (
+            "fold",
+            (2, 27, 42),  # 3 channels x 3 x 3 taps, 7 x 6 windows
+            ((13, 11), *window, variant),
+            lambda x, v=variant: gpuops.fold(x, (13, 11), *window, variant=v),
+            lambda a: fold_ref(a, (13, 11), *pairs),
+        )
+        for variant in gpuops.FOLD_VARIANTS
+    ]
+    for op, shape, args, call, reference in cases:
+        for repeat in (False, True):
+            a = rng.standard_normal(shape).astype(np.float32)
+            x = cp.asarray(a)
+            with launch_module.recorded() as ran:
+                got = call(x)
+            np.testing.assert_allclose(got.get(), reference(a), rtol=1e-5, atol=1e-5, err_msg=f"{op} {args}")
+            assert ready_call(ready_key(op, (x,), args)) is not None, (op, args)
+            if repeat:  # the ready call: one launch, no measuring
+                assert len(ran) == 1, (op, args)

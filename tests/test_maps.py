@@ -166,3 +166,30 @@ def test_shared_tile_holds_every_tap_of_the_block():
         r0, r1, c0, c1 = conv_maps.shared_tile(launch, g, oh, ow)
         rf = conv_maps.receptive_field(g, oh, ow)
         assert r0 <= rf.rows.min() and rf.rows.max() < r1 and c0 <= rf.cols.min() and rf.cols.max() < c1
+
+
+@pytest.mark.parametrize("side,pad", [(1, 0), (5, 0), (5, 2), (32, 0), (9, 4)])
+def test_slider_limits_are_the_largest_settings_the_checks_accept(side, pad):
+    """The largest kernel and dilation the pages offer, against the check stage: the window they
+    allow is accepted by window_geometry and one step more is refused."""
+    from gpuops.maps.limits import largest_dilation, largest_kernel
+
+    def fits(k, dilation):
+        try:
+            gpuops.window_geometry(side, side, k, 1, pad, dilation)
+        except ValueError:
+            return False
+        return True
+
+    for dilation in (1, 2, 3):
+        k = largest_kernel(side, pad, dilation)
+        assert fits(k, dilation) and not fits(k + 1, dilation)
+        assert largest_kernel(side, pad, dilation, cap=2) == min(2, k)
+    for k in (2, 3, 5):
+        dilation = largest_dilation(side, k, pad)
+        if fits(k, 1):
+            assert fits(k, dilation) and not fits(k, dilation + 1)
+        else:  # no dilation fits: the slider stays at its floor
+            assert dilation == 1
+        assert largest_dilation(side, k, pad, cap=1) == 1
+    assert largest_dilation(side, 1, pad) is None and largest_dilation(side, 1, pad, cap=4) == 4

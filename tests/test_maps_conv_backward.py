@@ -53,8 +53,14 @@ def test_output_padding_gives_back_the_input_size(case):
         wanted.append(next(op for op in range(S) if (out - 1) * S - 2 * P + D * (K - 1) + op + 1 == size))
     assert maps.output_padding(g) == tuple(wanted)
     tg = maps.transposed_of(g)
-    y = gpuops.conv_transpose2d(np.zeros((1, 1, g.H_out, g.W_out), np.float32), np.zeros((1, 1, K, K), np.float32),
-                                stride=S, padding=P, output_padding=tg.output_padding, dilation=D)  # fmt: skip
+    y = gpuops.conv_transpose2d(
+        np.zeros((1, 1, g.H_out, g.W_out), np.float32),
+        np.zeros((1, 1, K, K), np.float32),
+        stride=S,
+        padding=P,
+        output_padding=tg.output_padding,
+        dilation=D,
+    )
     assert y.shape[-2:] == (H, W) == (tg.H_out, tg.W_out)
 
 
@@ -74,8 +80,9 @@ def test_stamp_frames_add_one_stamp_each_and_end_at_conv_transpose2d(case, rng):
         for ki, kj in itertools.product(range(K), range(K)):
             step[i * S - P + ki * D - top, j * S - P + kj * D - left] += x[i, j] * w[ki, kj]
         np.testing.assert_array_equal(frames.sums[k + 1] - frames.sums[k], step)
-    expected = gpuops.conv_transpose2d(x[None, None], w[None, None], stride=S, padding=P,
-                                       output_padding=tg.output_padding, dilation=D)[0, 0]  # fmt: skip
+    expected = gpuops.conv_transpose2d(
+        x[None, None], w[None, None], stride=S, padding=P, output_padding=tg.output_padding, dilation=D
+    )[0, 0]
     np.testing.assert_allclose(frames.cropped(), expected, atol=1e-5)
     assert (top, left) == (min(0, -P), min(0, -P)) and bottom >= H - 1 and right >= W - 1
 

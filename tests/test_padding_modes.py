@@ -48,8 +48,13 @@ class PadCase:
         return x, w, b
 
     def kwargs(self) -> dict:
-        return dict(stride=self.stride, padding=self.padding, dilation=self.dilation, groups=self.groups,
-                    padding_mode=self.padding_mode)  # fmt: skip
+        return dict(
+            stride=self.stride,
+            padding=self.padding,
+            dilation=self.dilation,
+            groups=self.groups,
+            padding_mode=self.padding_mode,
+        )
 
     @property
     def asymmetric(self) -> bool:
@@ -99,8 +104,23 @@ def padding_cases(count: int, seed: int) -> list[PadCase]:
             continue  # the kernel must fit the unpadded input
         if mode == "reflect" and padding == "same" and not _reflect_fits(H, W, same_pads((kh, kw), dil)):
             continue  # PyTorch too refuses reflect pads as large as the input (test_reflect_pads_too_large)
-        cases.append(PadCase(int(rng.integers(1, 3)), C, H, W, M, kh, kw, stride, padding, dil, groups, mode,
-                             bool(rng.integers(0, 2))))  # fmt: skip
+        cases.append(
+            PadCase(
+                int(rng.integers(1, 3)),
+                C,
+                H,
+                W,
+                M,
+                kh,
+                kw,
+                stride,
+                padding,
+                dil,
+                groups,
+                mode,
+                bool(rng.integers(0, 2)),
+            )
+        )
     return cases
 
 
@@ -120,8 +140,15 @@ def torch_forward(case: PadCase, x: np.ndarray, w: np.ndarray, b: np.ndarray | N
         warnings.simplefilter("ignore")  # "padding='same' with even kernel lengths ... a zero-padded copy"
         if case.padding_mode == "zeros":
             bias = None if b is None else torch.from_numpy(b)
-            return torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), bias, case.stride,
-                                              case.padding, case.dilation, case.groups).numpy()  # fmt: skip
+            return torch.nn.functional.conv2d(
+                torch.from_numpy(x),
+                torch.from_numpy(w),
+                bias,
+                case.stride,
+                case.padding,
+                case.dilation,
+                case.groups,
+            ).numpy()
         return case.torch_layer(w, b, torch)(torch.from_numpy(x)).numpy()
 
 
@@ -139,14 +166,20 @@ def test_cases_cover_what_the_issue_asks():
 def test_same_splits_the_padding_as_nn_conv2d_does(case, torch):
     """nn.Conv2d(padding="same") keeps its F.pad amounts in _reversed_padding_repeated_twice:
     (left, right, top, bottom), the order of our geometry's pads."""
-    plan = gpuops.plan_conv2d((case.N, case.C, case.H, case.W), (case.M, case.C // case.groups, case.kh, case.kw),
-                              None, **case.kwargs(), algorithm="direct")  # fmt: skip
+    plan = gpuops.plan_conv2d(
+        (case.N, case.C, case.H, case.W),
+        (case.M, case.C // case.groups, case.kh, case.kw),
+        None,
+        **case.kwargs(),
+        algorithm="direct",
+    )
     g = plan.geometry
     if case.padding == "valid":
         assert g.pads == (0, 0, 0, 0)
         return
-    layer = torch.nn.Conv2d(case.C, case.M, (case.kh, case.kw), padding="same", dilation=case.dilation,
-                            groups=case.groups)  # fmt: skip
+    layer = torch.nn.Conv2d(
+        case.C, case.M, (case.kh, case.kw), padding="same", dilation=case.dilation, groups=case.groups
+    )
     assert g.pads == tuple(layer._reversed_padding_repeated_twice)
     assert (g.H_out, g.W_out) == (case.H, case.W)
     assert g.pad_bottom - g.pad_top in (0, 1) and g.pad_right - g.pad_left in (0, 1)
@@ -253,8 +286,9 @@ def test_unfold_and_transpose_keep_refusing_strings():
     with pytest.raises(ValueError, match="padding must be an int or a pair of ints, got 'same'"):
         gpuops.unfold(X, 3, padding="same")
     with pytest.raises(ValueError, match="padding must be an int or a pair of ints, got 'same'"):
-        gpuops.conv_transpose2d(np.zeros((1, 2, 6, 5), np.float32), np.zeros((2, 4, 3, 3), np.float32),
-                                padding="same")  # fmt: skip
+        gpuops.conv_transpose2d(
+            np.zeros((1, 2, 6, 5), np.float32), np.zeros((2, 4, 3, 3), np.float32), padding="same"
+        )
 
 
 # ---- backward -------------------------------------------------------------------------------------------
@@ -309,8 +343,9 @@ def test_every_output_is_written_with_same(padding_mode, rng, torch):
     ref = torch_forward(case, x, w, None, torch)
     for algorithm in gpuops.ALGORITHMS:
         _poison(cp, (2, 11, 37, 29))
-        y = gpuops.conv2d(cp.asarray(x), cp.asarray(w), padding="same", padding_mode=padding_mode,
-                          algorithm=algorithm)  # fmt: skip
+        y = gpuops.conv2d(
+            cp.asarray(x), cp.asarray(w), padding="same", padding_mode=padding_mode, algorithm=algorithm
+        )
         assert not bool(cp.isnan(y).any()), algorithm
         np.testing.assert_allclose(y.get(), ref, **TOL, err_msg=algorithm)
 

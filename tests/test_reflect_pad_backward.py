@@ -51,7 +51,9 @@ def test_documented_pad_2_example_counts_the_copies(xp):
     expected = np.array([[4, 6, 4], [6, 9, 6], [4, 6, 4]], np.float32)
     ones = np.ones((1, 1, 7, 7), np.float32)
     for algorithm in ALGORITHMS:
-        np.testing.assert_array_equal(host(gpuops.reflect_pad_backward(*on(xp, ones), 2, algorithm=algorithm))[0, 0], expected)  # fmt: skip
+        np.testing.assert_array_equal(
+            host(gpuops.reflect_pad_backward(*on(xp, ones), 2, algorithm=algorithm))[0, 0], expected
+        )
     np.testing.assert_array_equal(maps.reflect_backward_count(3, 3, (2, 2, 2, 2)), expected)
 
 

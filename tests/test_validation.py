@@ -42,8 +42,11 @@ def test_conv2d_rejects_bad_geometry(kwargs, message):
 
 
 def test_kernel_larger_than_padded_input():
-    with pytest.raises(ValueError, match=r"kernel width 7 with dilation 1 spans 7 cells, more than the padded "
-                       r"input width 5 \(input 5 \+ 2 x padding 0\)"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"kernel width 7 with dilation 1 spans 7 cells, more than the padded "
+        r"input width 5 \(input 5 \+ 2 x padding 0\)",
+    ):
         gpuops.conv2d(X, np.zeros((1, 4, 3, 7), np.float32))
 
 
@@ -256,3 +259,10 @@ def test_reflect_pad_backward_rejects_bad_arguments(shape, pads, message):
 def test_reflect_pad_backward_rejects_unknown_algorithm():
     with pytest.raises(ValueError, match="algorithm 'atomic' must be one of"):
         gpuops.reflect_pad_backward(np.zeros((5, 5), np.float32), 1, algorithm="atomic")
+
+
+def test_gemm_refuses_matrices_that_do_not_multiply():
+    with pytest.raises(ValueError, match="x_unroll has 26 rows, but filter_matrix has 27 columns"):
+        gpuops.gemm(np.zeros((8, 27), np.float32), np.zeros((26, 40), np.float32))
+    with pytest.raises(ValueError, match=r"filter_matrix must have 2 dimensions \(\(M, K\)\), got 3"):
+        gpuops.gemm(np.zeros((1, 8, 27), np.float32), np.zeros((27, 40), np.float32))

@@ -1,13 +1,15 @@
 // The backward pass of a convolution layer (PyTorch semantics: stride, zero padding, dilation,
 // groups), and the transposed convolution, which is the same computation as grad_input.
-// Each version states what it changes from the one before; the app shows the version that ran.
+// Two operations, each numbered on its own: grad_input_vN are successive versions of grad_input,
+// grad_weight_vN of grad_weight. Each version states what it changes from the one before; the
+// app shows the version that ran.
 //
-//   v1 input_scatter   grad_input: one thread per OUTPUT GRADIENT adds dy * w onto every input
-//                      cell its output read (atomicAdd): "stamp the filter, scaled by dy"
-//   v2 input_gather    v1 turned around: one thread per INPUT cell sums the output gradients that
-//                      read it, through the flipped filter (PMPP fig. 16.9-16.10); no atomics
-//   v3 weight_reduce   grad_weight: one BLOCK per weight (m, c, ki, kj) sums dy * x over the batch
-//                      and every output pixel, then a shared-memory tree reduction (PMPP fig. 16.11)
+//   grad_input_v1_scatter   one thread per OUTPUT GRADIENT adds dy * w onto every input cell its
+//                           output read (atomicAdd): "stamp the filter, scaled by dy"
+//   grad_input_v2_gather    v1 turned around: one thread per INPUT cell sums the output gradients
+//                           that read it, through the flipped filter (PMPP fig. 16.9-16.10); no atomics
+//   grad_weight_v1_reduce   one BLOCK per weight (m, c, ki, kj) sums dy * x over the batch and every
+//                           output pixel, then a shared-memory tree reduction (PMPP fig. 16.11)
 //
 // Shapes: dy (N, M, H_out, W_out) the gradient of the forward output, w (M, C/groups, KH, KW),
 // x and dx (N, C, H, W), dw like w. The forward pass computed, for filter m of group
@@ -22,7 +24,7 @@
 // size: with output_padding >= stride they can be smaller than window_count; output_coord's
 // count keeps the extra windows out).
 // Reflect padding is the host's job: it pads x first, runs these kernels with no padding on
-// the padded input, and folds the mirrored cells back (reflect_pad.cu, v2 / v3).
+// the padded input, and folds the mirrored cells back (reflect_pad.cu, reflect_pad_backward_v1 / v2).
 //
 // Every kernel takes the geometry arguments of conv2d.cu, in the same order, without `reflect`:
 //   N, C, H, W, M, KH, KW, H_out, W_out, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups
@@ -30,7 +32,7 @@
 #include "index_math.cuh"
 
 // =======================================================================================
-// v1 input_scatter: ONE THREAD PER OUTPUT GRADIENT dy[n, m, oh, ow] (the forward direct
+// grad_input v1, scatter: ONE THREAD PER OUTPUT GRADIENT dy[n, m, oh, ow] (the forward direct
 // kernel's layout, read backwards).
 // The thread reads its dy value once, walks the taps (ki, kj) of its window and, for every
 // channel c of its group, ADDS dy * w[m, c, ki, kj] onto the input cell that tap read. Windows
@@ -41,7 +43,7 @@
 // grid  = (ceil(H_out*W_out / blockDim.x), M, N), block = (pixels, 1, 1): threadIdx.x walks
 // consecutive output pixels of one filter, so a warp adds onto neighbouring input cells.
 // =======================================================================================
-extern "C" __global__ void conv_backward_v1_input_scatter(
+extern "C" __global__ void grad_input_v1_scatter(
     const float* __restrict__ dy,  // (N, M, H_out, W_out)
     const float* __restrict__ w,   // (M, C/groups, KH, KW)
     float* __restrict__ dx,        // (N, C, H, W), zeroed
@@ -76,7 +78,7 @@ extern "C" __global__ void conv_backward_v1_input_scatter(
 }
 
 // =======================================================================================
-// v2 input_gather = v1 TURNED AROUND: one thread per INPUT cell dx[n, c, ih, iw] sums every
+// grad_input v2, gather = v1 TURNED AROUND: one thread per INPUT cell dx[n, c, ih, iw] sums every
 // output gradient whose window covered it (PMPP's dE/dX). For tap ki the covering output row is
 //   oh = output_coord(ih, stride_h, pad_h, ki, dil_h, H_out)   (-1: no window puts tap ki on ih)
 // and likewise ow; the cell then takes dy[n, m, oh, ow] * w[m, c, ki, kj] from every filter m
@@ -87,7 +89,7 @@ extern "C" __global__ void conv_backward_v1_input_scatter(
 // Work split: a row kernel (as fold_v2_gather): one thread ROW per row of dx,
 // row = (n*C + c)*H + ih, the threads of a row walk iw; a capped grid loops over rows.
 // =======================================================================================
-extern "C" __global__ void conv_backward_v2_input_gather(
+extern "C" __global__ void grad_input_v2_gather(
     const float* __restrict__ dy,  // (N, M, H_out, W_out)
     const float* __restrict__ w,   // (M, C/groups, KH, KW)
     float* __restrict__ dx,        // (N, C, H, W)
@@ -121,7 +123,7 @@ extern "C" __global__ void conv_backward_v2_input_gather(
 }
 
 // =======================================================================================
-// v3 weight_reduce: grad_weight, ONE BLOCK PER WEIGHT w[m, c, ki, kj] (PMPP's dE/dW).
+// grad_weight v1, reduce: ONE BLOCK PER WEIGHT w[m, c, ki, kj] (PMPP's dE/dW).
 // A weight touched every output pixel of its filter, so its gradient is a sum over the whole
 // batch and every (oh, ow):  dw[m, c, ki, kj] = sum dy[n, m, oh, ow] * x[n, g*Cg + c, ih, iw].
 // One block of 256 threads takes that sum apart: blockDim.y = 8 thread rows take rows
@@ -137,7 +139,7 @@ extern "C" __global__ void conv_backward_v2_input_gather(
 #define REDUCE_Y 8                                 // thread rows
 #define REDUCE_THREADS (REDUCE_X * REDUCE_Y)       // 256, a power of two for the tree
 
-extern "C" __global__ void __launch_bounds__(REDUCE_THREADS) conv_backward_v3_weight_reduce(
+extern "C" __global__ void __launch_bounds__(REDUCE_THREADS) grad_weight_v1_reduce(
     const float* __restrict__ dy,  // (N, M, H_out, W_out)
     const float* __restrict__ x,   // (N, C, H, W), the forward input
     float* __restrict__ dw,        // (M, C/groups, KH, KW)

@@ -1,15 +1,18 @@
 // Reflect padding (PyTorch ReflectionPad2d semantics): every padded cell (oy, ox) copies input
 // cell (reflect_index(oy - pad_top, H), reflect_index(ox - pad_left, W)) (index_math.cuh).
 //
-//   v1 reflect_pad                   one thread ROW per output row, 4 cells per thread per step
-//   v2 reflect_pad_backward_scatter  the backward pass as PyTorch runs it: v1's walk over the
-//                                    padded rows, each gradient ADDED onto its source cell (atomicAdd)
-//   v3 reflect_pad_backward_gather   v2 turned around: one thread per INPUT cell sums the 1-3 x 1-3
+// Two operations, each numbered on its own: reflect_pad_vN are versions of the forward pass,
+// reflect_pad_backward_vN successive versions of its backward pass.
+//
+//   reflect_pad_v1                   one thread ROW per output row, 4 cells per thread per step
+//   reflect_pad_backward_v1_scatter  the backward pass as PyTorch runs it: the forward walk over
+//                                    the padded rows, each gradient ADDED onto its source cell (atomicAdd)
+//   reflect_pad_backward_v2_gather   v1 turned around: one thread per INPUT cell sums the 1-3 x 1-3
 //                                    padded cells that copied it; no atomics, deterministic
 #include "index_math.cuh"
 
 // The input row that padded row `row` (= plane * H_out + oy) copies, as the offset of its first
-// cell: v1 reads it, v2 adds the row's gradients into it.
+// cell: the forward pass reads it, the scatter backward adds the row's gradients into it.
 __device__ __forceinline__ long long source_row(unsigned row, int H, int W, int H_out, int pad_top) {
     const long long plane = row / H_out;
     return (plane * H + reflect_index((int)(row % H_out) - pad_top, H)) * W;
@@ -65,17 +68,17 @@ extern "C" __global__ void reflect_pad_v1(
 }
 
 // =======================================================================================
-// v2 reflect_pad_backward_scatter: the backward pass of v1, as PyTorch's CUDA kernel does it
+// reflect_pad_backward v1, scatter: the backward pass of reflect_pad_v1, as PyTorch's CUDA kernel does it
 // (the source article). The forward pass copied input cell
 // (reflect_index(oy - pad_top, H), reflect_index(ox - pad_left, W)) into padded cell (oy, ox),
-// so the gradient of that padded cell belongs to that input cell. v1's walk over the PADDED
+// so the gradient of that padded cell belongs to that input cell. The forward walk over the PADDED
 // rows, with the copy reversed: each padded cell's gradient is ADDED onto its source cell.
 // An input cell near a border is the source of up to 3 cells per axis (itself and its mirror
 // images), handled by different threads: atomicAdd, dx zeroed before the launch, and a
 // summation order that can change from run to run. One cell per thread and step (no float4:
 // atomics have no 16-byte form).
 // =======================================================================================
-extern "C" __global__ void reflect_pad_v2_backward_scatter(
+extern "C" __global__ void reflect_pad_backward_v1_scatter(
     const float* __restrict__ dy,  // (planes, H_out, W_out): the gradient of the padded output
     float* __restrict__ dx,        // (planes, H, W), zeroed
     unsigned rows,                 // planes * H_out (< 2^31, checked by the host)
@@ -91,14 +94,14 @@ extern "C" __global__ void reflect_pad_v2_backward_scatter(
 }
 
 // =======================================================================================
-// v3 reflect_pad_backward_gather = v2 turned around: one thread per INPUT cell (y, x) sums the
+// reflect_pad_backward v2, gather = v1 turned around: one thread per INPUT cell (y, x) sums the
 // gradients of the padded cells that copied it: reflect_copies gives 1-3 rows and 1-3 columns,
 // so 1 to 9 cells. Each input cell has one writer and a fixed order: no atomics, no zeroing,
 // the same bits on every run. A row kernel over dx: row = plane * H + y; the row's padded
 // rows are found once per row, the columns once per cell.
 // pad_bottom and pad_right are what is left of the padded size: H_out - H - pad_top, W_out - W - pad_left.
 // =======================================================================================
-extern "C" __global__ void reflect_pad_v3_backward_gather(
+extern "C" __global__ void reflect_pad_backward_v2_gather(
     const float* __restrict__ dy,  // (planes, H_out, W_out)
     float* __restrict__ dx,        // (planes, H, W)
     unsigned rows,                 // planes * H (< 2^31, checked by the host)

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuops.checks import WindowGeometry
-from gpuops.index_math import input_coord, output_coord, reflect_index
+from gpuops.index_math import ceil_div, input_coord, output_coord, reflect_index
 from gpuops.launch import Launch, ThreadRef
+from gpuops.maps.limits import largest_dilation, largest_kernel
 
 
 @dataclass(frozen=True)
@@ -177,20 +178,40 @@ class SettingLimits:
     dil_hi: int
 
 
-def setting_limits(H: int, W: int, k: int, pad: int, dil: int, padding_mode: str, *, max_k: int = 15,
-                   max_pad: int = 15, max_dil: int = 5) -> SettingLimits:  # fmt: skip
+def setting_limits(
+    H: int,
+    W: int,
+    k: int,
+    pad: int,
+    dil: int,
+    padding_mode: str,
+    *,
+    max_k: int = 15,
+    max_pad: int = 15,
+    max_dil: int = 5,
+) -> SettingLimits:
     """Each setting's range given the others (the page clamps pad, then dilation, then K)."""
     side = min(H, W)
     pad_hi = max_pad if padding_mode != "reflect" else max(0, min(max_pad, side - 1))
-    room = side + 2 * pad - 1  # D*(K-1) may be at most this
-    dil_hi = max_dil if k <= 1 else max(1, min(max_dil, room // (k - 1)))
-    k_hi = max(1, min(max_k, room // max(1, dil) + 1))
-    pad_lo = max(0, -(-(dil * (k - 1) + 1 - side) // 2))
+    dil_hi = largest_dilation(side, k, pad, max_dil)
+    k_hi = largest_kernel(side, pad, dil, max_k)
+    pad_lo = max(0, ceil_div(dil * (k - 1) + 1 - side, 2))
     return SettingLimits(k_hi, min(pad_lo, pad_hi), pad_hi, dil_hi)
 
 
-def fit_settings(H: int, W: int, k: int, pad: int, dil: int, padding_mode: str, *, k_fixed: bool = False,
-                 max_k: int = 15, max_pad: int = 15, max_dil: int = 5) -> tuple[int, int, int]:  # fmt: skip
+def fit_settings(
+    H: int,
+    W: int,
+    k: int,
+    pad: int,
+    dil: int,
+    padding_mode: str,
+    *,
+    k_fixed: bool = False,
+    max_k: int = 15,
+    max_pad: int = 15,
+    max_dil: int = 5,
+) -> tuple[int, int, int]:
     """(k, pad, dil) moved the least so the window fits: padding into its range first, then the
     dilation lowered, then K (unless the kernel is fixed, e.g. a 3 x 3 Sobel), and last the
     padding raised (a fixed kernel on a tiny image)."""
@@ -218,8 +239,9 @@ class PaddedWindow:
     source_cols: np.ndarray
 
 
-def padded_window(plane: np.ndarray, g: WindowGeometry, padding_mode: str, r0: int, r1: int, c0: int,
-                  c1: int) -> PaddedWindow:  # fmt: skip
+def padded_window(
+    plane: np.ndarray, g: WindowGeometry, padding_mode: str, r0: int, r1: int, c0: int, c1: int
+) -> PaddedWindow:
     """A window of the padded plane, computed for its cells only (no full padded copy)."""
     rows, cols = np.arange(r0, r1), np.arange(c0, c1)
     rr, cc = np.meshgrid(rows, cols, indexing="ij")
@@ -304,10 +326,15 @@ def animation_crop(g: WindowGeometry, oh: int, ow: int) -> Crop:
     r0, r1 = _crop_axis(oh, g.H_out, g.stride_h, span_h, max_outputs, CROP_CELLS)
     c0, c1 = _crop_axis(ow, g.W_out, g.stride_w, span_w, max_outputs, CROP_CELLS)
     return Crop(
-        r0, r1, c0, c1,
-        input_coord(r0, g.stride_h, g.pad_top, 0, g.dil_h), input_coord(r1 - 1, g.stride_h, g.pad_top, g.KH - 1, g.dil_h) + 1,
-        input_coord(c0, g.stride_w, g.pad_left, 0, g.dil_w), input_coord(c1 - 1, g.stride_w, g.pad_left, g.KW - 1, g.dil_w) + 1,
-    )  # fmt: skip
+        r0,
+        r1,
+        c0,
+        c1,
+        input_coord(r0, g.stride_h, g.pad_top, 0, g.dil_h),
+        input_coord(r1 - 1, g.stride_h, g.pad_top, g.KH - 1, g.dil_h) + 1,
+        input_coord(c0, g.stride_w, g.pad_left, 0, g.dil_w),
+        input_coord(c1 - 1, g.stride_w, g.pad_left, g.KW - 1, g.dil_w) + 1,
+    )
 
 
 def receptive_fields(g: WindowGeometry, oh: np.ndarray, ow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -319,7 +346,7 @@ def receptive_fields(g: WindowGeometry, oh: np.ndarray, ow: np.ndarray) -> tuple
     return np.broadcast_to(rows, (oh.shape[0], g.KH, g.KW)), np.broadcast_to(cols, (oh.shape[0], g.KH, g.KW))
 
 
-# ---- which block and thread computed an output, for every launch pattern ------------------------------------
+# ---- which block and thread computed an output, for every launch pattern ---------------------------------
 @dataclass(frozen=True)
 class ThreadWork:
     """What the thread that computed output (oh, ow) of filter m computes, and what its block
@@ -329,9 +356,9 @@ class ThreadWork:
     thread: tuple[int, int, int]
     thread_pixels: np.ndarray  # (k, 2) output pixels this thread computes (inside the output)
     block_pixels: np.ndarray  # (k, 2) output pixels its block computes
-    block_filters: range  # filters the block computes
-    thread_filters: tuple[int, ...]  # filters this thread computes (for each of its pixels)
-    tile: tuple[int, int] | None  # the block's output tile (rows, columns), for tiled kernels
+    block_filters: range = range(0)  # filters the block computes
+    thread_filters: tuple[int, ...] = ()  # filters this thread computes (for each of its pixels)
+    tile: tuple[int, int] | None = None  # the block's output tile (rows, columns), for tiled kernels
     note: str = ""  # what the pixels are when the kernel does not write y itself (im2col's unfold)
 
 
@@ -341,8 +368,9 @@ def _inside(pixels: np.ndarray, g: WindowGeometry) -> np.ndarray:
     return pixels[keep]
 
 
-def computed_by(launch: Launch, g: WindowGeometry, oh: int, ow: int, m: int = 0, *, channel: int = 0,
-                C: int = 1) -> ThreadWork:  # fmt: skip
+def computed_by(
+    launch: Launch, g: WindowGeometry, oh: int, ow: int, m: int = 0, *, channel: int = 0, C: int = 1
+) -> ThreadWork:
     """The block and thread of `launch` that compute output (oh, ow) of filter m (sample 0), and
     the pixels and filters they compute. For im2col's unfold (which writes X_unroll, not y):
     the thread that copies tap (0, 0) of input channel `channel` (of C) into the pick's column."""
@@ -365,7 +393,9 @@ def computed_by(launch: Launch, g: WindowGeometry, oh: int, ow: int, m: int = 0,
             [x.block == ref.block and x.thread == ref.thread and x.step[:1] == ref.step[:1] for x in refs]
         )
         note = f"the cells of X_unroll row {row} (channel {channel}, tap (0, 0)) for these output pixels"
-        return ThreadWork(ref.block, ref.thread, cand[same_thread], cand[same_block], range(0), (), None, note)  # fmt: skip
+        return ThreadWork(
+            ref.block, ref.thread, thread_pixels=cand[same_thread], block_pixels=cand[same_block], note=note
+        )
     ref = launch.thread_of(0, m, oh, ow)
     M = launch.arg("M")
     if isinstance(threads, PixelRowMap):
@@ -373,22 +403,37 @@ def computed_by(launch: Launch, g: WindowGeometry, oh: int, ow: int, m: int = 0,
         p = np.arange(first, min(first + threads.pixels, L))
         block_pixels = np.stack([p // g.W_out, p % g.W_out], axis=1)
         start = ref.block[1] * threads.filters
-        return ThreadWork(ref.block, ref.thread, np.array([[oh, ow]]), block_pixels,
-                          range(start, min(start + threads.filters, M)), (m,), None)  # fmt: skip
+        filters = range(start, min(start + threads.filters, M))
+        return ThreadWork(
+            ref.block,
+            ref.thread,
+            thread_pixels=np.array([[oh, ow]]),
+            block_pixels=block_pixels,
+            block_filters=filters,
+            thread_filters=(m,),
+        )
     if isinstance(threads, TileMap):
         th, tw = threads.tile
         r0, c0 = threads.tile_origin(oh, ow)
         rr, cc = np.meshgrid(np.arange(r0, r0 + th), np.arange(c0, c0 + tw), indexing="ij")
         block_pixels = _inside(np.stack([rr.ravel(), cc.ravel()], axis=1), g)
         filters = threads.filters_of_block(ref.block[1])
-        return ThreadWork(ref.block, ref.thread, _inside(threads.pixels_of_thread(oh, ow), g), block_pixels,
-                          filters, tuple(filters), (th, tw))  # fmt: skip
+        mine = _inside(threads.pixels_of_thread(oh, ow), g)
+        return ThreadWork(
+            ref.block,
+            ref.thread,
+            thread_pixels=mine,
+            block_pixels=block_pixels,
+            block_filters=filters,
+            thread_filters=tuple(filters),
+            tile=(th, tw),
+        )
     if isinstance(threads, GemmMap):
         block_pixels = threads.pixels_of_block(ref.block[0], 1)[:, 1:]
         mine = threads.pixels_of_thread(0, oh, ow)
         mine = mine[mine[:, 0] == 0][:, 1:]
         Mg = threads.filters_per_group
-        m_blocks = -(-Mg // threads.BM)
+        m_blocks = ceil_div(Mg, threads.BM)
         group, mb = divmod(ref.block[1], m_blocks)
         start = group * Mg + mb * threads.BM
         block_filters = range(start, min(start + threads.BM, (group + 1) * Mg))
@@ -397,8 +442,14 @@ def computed_by(launch: Launch, g: WindowGeometry, oh: int, ow: int, m: int = 0,
         slots = [start + tm * 4 + j for j in range(4)] + [
             start + threads.BM // 2 + tm * 4 + j for j in range(4)
         ]
-        return ThreadWork(ref.block, ref.thread, _inside(mine, g), _inside(block_pixels, g), block_filters,
-                          tuple(f for f in slots if f < block_filters.stop), None)  # fmt: skip
+        return ThreadWork(
+            ref.block,
+            ref.thread,
+            thread_pixels=_inside(mine, g),
+            block_pixels=_inside(block_pixels, g),
+            block_filters=block_filters,
+            thread_filters=tuple(f for f in slots if f < block_filters.stop),
+        )
     return _brute_force(launch, g, oh, ow, m, ref)
 
 
@@ -414,5 +465,11 @@ def _brute_force(launch: Launch, g: WindowGeometry, oh: int, ow: int, m: int, re
     thread_pixels = cand[[x.block == ref.block and x.thread == ref.thread for x in refs]]
     filters = [f for f in range(launch.arg("M")) if launch.thread_of(0, f, oh, ow).block == ref.block]
     mine = tuple(f for f in filters if launch.thread_of(0, f, oh, ow).thread == ref.thread)
-    return ThreadWork(ref.block, ref.thread, thread_pixels, block_pixels,
-                      range(min(filters), max(filters) + 1) if filters else range(0), mine, None)  # fmt: skip
+    return ThreadWork(
+        ref.block,
+        ref.thread,
+        thread_pixels=thread_pixels,
+        block_pixels=block_pixels,
+        block_filters=range(min(filters), max(filters) + 1) if filters else range(0),
+        thread_filters=mine,
+    )

@@ -13,6 +13,8 @@ from gpuops.checks import WindowGeometry
 from gpuops.conv_backward import TransposeGeometry, transpose_geometry
 from gpuops.index_math import input_coord, output_coord, reflect_index
 from gpuops.maps.conv2d import readers_of, receptive_field
+from gpuops.maps.limits import largest_dilation as largest_dilation  # the page's slider ranges
+from gpuops.maps.limits import largest_kernel as largest_kernel
 from gpuops.maps.reflect_pad import copies_of as reflect_copies_of
 from gpuops.reflect_pad import reflect_source_rows
 
@@ -140,19 +142,6 @@ def reflect_backward_count(H: int, W: int, pads: tuple[int, int, int, int]) -> n
 
 
 # ---- the page's settings: ranges that follow the geometry ------------------------------------------------
-def largest_kernel(side: int, pad: int, dilation: int, cap: int) -> int:
-    """The largest kernel size k <= cap whose window, dilation*(k-1) + 1 cells, fits a side of
-    `side` cells padded by `pad` on each end (at least 1)."""
-    return max(1, min(cap, (side + 2 * pad - 1) // max(1, dilation) + 1))
-
-
-def largest_dilation(side: int, k: int, pad: int, cap: int) -> int:
-    """The largest dilation <= cap for which a k-tap window fits side + 2*pad cells (at least 1)."""
-    if k <= 1:
-        return cap
-    return max(1, min(cap, (side + 2 * pad - 1) // (k - 1)))
-
-
 def largest_padding(k: int, dilation: int, cap: int) -> int:
     """Padding beyond the window's reach minus one (dilation*(k-1)) would add windows that read
     padding only; the page stops there (and at cap)."""
@@ -168,7 +157,7 @@ def clamp_cell(row: int, col: int, shape: tuple[int, int]) -> tuple[int, int]:
 def scatter_targets(g: WindowGeometry, oh: int, ow: int) -> np.ndarray:
     """(k, 4) rows (ih, iw, ki, kj): the input cells output gradient dy[oh, ow] is added into
     (times w[ki, kj]): the cells its forward window read, padding left out. One thread of the
-    scatter kernel (v1) does exactly these atomicAdds."""
+    scatter kernel (grad_input_v1) does exactly these atomicAdds."""
     rf = receptive_field(g, oh, ow)
     ki, kj = np.nonzero(rf.inside)
     return np.stack([rf.rows[ki, kj], rf.cols[ki, kj], ki, kj], axis=1).astype(np.int64).reshape(-1, 4)
@@ -208,9 +197,14 @@ def transposed_of(g: WindowGeometry) -> TransposeGeometry:
     """The transposed convolution that takes the forward output's shape back to the input's:
     same kernel, stride, padding and dilation, with output_padding(g)."""
     return transpose_geometry(
-        g.H_out, g.W_out, (g.KH, g.KW), (g.stride_h, g.stride_w), (g.pad_top, g.pad_left),
-        output_padding(g), (g.dil_h, g.dil_w),
-    )  # fmt: skip
+        g.H_out,
+        g.W_out,
+        (g.KH, g.KW),
+        (g.stride_h, g.stride_w),
+        (g.pad_top, g.pad_left),
+        output_padding(g),
+        (g.dil_h, g.dil_w),
+    )
 
 
 def stamp_canvas(tg: TransposeGeometry) -> tuple[int, int, int, int]:

@@ -9,6 +9,7 @@ import numpy as np
 from gpuops.checks import WindowGeometry
 from gpuops.index_math import input_coord
 from gpuops.maps.conv2d import readers_of
+from gpuops.maps.limits import largest_dilation, largest_kernel
 
 
 def column_of(g: WindowGeometry, oh: int, ow: int) -> int:
@@ -64,15 +65,13 @@ def copies_of(C: int, g: WindowGeometry, c: int, ih: int, iw: int) -> np.ndarray
 
 # ---- what the im2col page draws ------------------------------------------------------------------------
 def max_kernel(H: int, W: int, pad: int, dil: int) -> int:
-    """The largest K whose dilated window, dil*(K-1) + 1 cells, fits in both padded sides."""
-    return max(1, (min(H, W) + 2 * pad - 1) // max(1, dil) + 1)
+    """The largest K whose dilated window fits in both padded sides (gpuops.maps.limits)."""
+    return largest_kernel(min(H, W), pad, dil)
 
 
 def max_dilation(H: int, W: int, pad: int, k: int) -> int | None:
     """The largest dilation a K x K window may have on the padded input (None: any, when K = 1)."""
-    if k <= 1:
-        return None
-    return max(1, (min(H, W) + 2 * pad - 1) // (k - 1))
+    return largest_dilation(min(H, W), k, pad)
 
 
 def input_ids(C: int, g: WindowGeometry) -> np.ndarray:

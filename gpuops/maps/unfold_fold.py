@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from gpuops.checks import WindowGeometry
-from gpuops.index_math import input_coord, output_coord, windows_covering
+from gpuops.index_math import ceil_div, input_coord, output_coord, windows_covering
 from gpuops.maps.im2col import column_of as im2col_column_of
 from gpuops.maps.im2col import copies_of, position_of, row_labels
+from gpuops.maps.limits import largest_dilation as largest_dilation  # the page's slider ranges
+from gpuops.maps.limits import largest_kernel as largest_kernel
 
 
 def patch_cells(g: WindowGeometry, l: int) -> tuple[np.ndarray, np.ndarray]:
@@ -63,18 +65,6 @@ def overlap_count(g: WindowGeometry) -> np.ndarray:
 def extent(g: WindowGeometry) -> tuple[int, int]:
     """(rows, cols) one patch spans from its first tap to its last: dilation*(K-1) + 1."""
     return input_coord(0, 1, 0, g.KH - 1, g.dil_h) + 1, input_coord(0, 1, 0, g.KW - 1, g.dil_w) + 1
-
-
-def largest_kernel(size: int, pad: int, dil: int, limit: int) -> int:
-    """The largest K <= limit whose dilated patch fits the padded side: dil*(K-1)+1 <= size + 2*pad."""
-    return max(1, min(limit, (size + 2 * pad - 1) // dil + 1))
-
-
-def largest_dilation(size: int, k: int, pad: int, limit: int) -> int:
-    """The largest dilation <= limit at which a K-tap patch fits the padded side."""
-    if k <= 1:
-        return limit
-    return max(1, min(limit, (size + 2 * pad - 1) // (k - 1)))
 
 
 def column_of(g: WindowGeometry, oh: int, ow: int) -> int:
@@ -164,7 +154,8 @@ def region_around(
 def region_values(
     planes: np.ndarray, g: WindowGeometry, region: tuple[int, int, int, int]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(values (C, h, w), inside (h, w)): the cells of a region of the padded image, zero where it is padding."""
+    """(values (C, h, w), inside (h, w)): the cells of a region of the padded image, zero where it is
+    padding."""
     r0, r1, c0, c1 = region
     C = planes.shape[0]
     values = np.zeros((C, r1 - r0 + 1, c1 - c0 + 1), dtype=np.float32)
@@ -292,7 +283,7 @@ def starts_in(
     """(rows, cols, column l) of the patches whose first tap lies in the region: the patch grid there."""
     top, bottom, left, right = region
     first = [
-        (max(-(-(lo + p) // s), 0), min((hi + p) // s, count - 1))
+        (max(ceil_div(lo + p, s), 0), min((hi + p) // s, count - 1))
         for lo, hi, p, s, count in (
             (top, bottom, g.pad_top, g.stride_h, g.H_out),
             (left, right, g.pad_left, g.stride_w, g.W_out),

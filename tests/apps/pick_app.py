@@ -1,10 +1,7 @@
 """A tiny app for the bridge's own browser test (tests/test_e2e_pick.py): a heatmap, an image and
-two subplots, each pickable; hovering the heatmap outlines a mapped cell in the subplots."""
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+two subplots, each pickable; hovering the heatmap outlines a mapped cell in the subplots.
+`ui` imports from the repository root: tests/browser.py starts `python -m streamlit run` there, and
+`python -m` puts the working directory on sys.path (an installed project needs nothing)."""
 
 import numpy as np
 import plotly.graph_objects as go
