@@ -609,8 +609,17 @@ class RoomStore:
             raise RoomLimitReached(self.max_rooms, self.end_after_s)
         self.count_attempt("new rooms", client)
         secret = secrets.token_urlsafe(32)
-        record = {"secret": _digest(secret), "owner": client, "beat": now, "closed": False, "version": 0,
-                  "content": "", "page": "", "settings": {}, "image": None}  # fmt: skip
+        record = {
+            "secret": _digest(secret),
+            "owner": client,
+            "beat": now,
+            "closed": False,
+            "version": 0,
+            "content": "",
+            "page": "",
+            "settings": {},
+            "image": None,
+        }
         while True:
             code = _random_code()
             if self.backend.put(self._room_key(code), _encode(record), self._record_ttl_s, only_new=True):
@@ -633,8 +642,13 @@ class RoomStore:
         if image is not None:
             self.backend.put(self._image_key(image.key), image.png, self.end_after_s + 60)
         if content != record["content"]:
-            record.update(version=record["version"] + 1, content=content, page=page, settings=settings,
-                          image=None if image is None else [image.key, image.name])  # fmt: skip
+            record.update(
+                version=record["version"] + 1,
+                content=content,
+                page=page,
+                settings=settings,
+                image=None if image is None else [image.key, image.name],
+            )
         self._beat(room, record, now)
         return record["version"]
 

@@ -231,8 +231,12 @@ def _stop_following(code: str, why: str, *, ended: bool) -> None:
 
 
 def _break_away(code: str, what: str) -> None:
-    _stop_following(code, f"You {what}, so you are exploring on your own now. Room {code} goes on: "
-                    "**Follow again** brings back the instructor's view.", ended=False)  # fmt: skip
+    _stop_following(
+        code,
+        f"You {what}, so you are exploring on your own now. Room {code} goes on: "
+        "**Follow again** brings back the instructor's view.",
+        ended=False,
+    )
 
 
 def _on_join_typed() -> None:
@@ -251,8 +255,9 @@ def _on_rejoin() -> None:
 def _on_leave() -> None:
     code = _ss().get(_FOLLOW)
     if code:
-        _stop_following(code, f"You left room {code} and explore on your own: your changes stay yours.",
-                        ended=False)  # fmt: skip
+        _stop_following(
+            code, f"You left room {code} and explore on your own: your changes stay yours.", ended=False
+        )
 
 
 # ---- instructing -----------------------------------------------------------------------------------------
@@ -293,8 +298,11 @@ def _on_start() -> None:
     ss[_TEACH] = (code, secret)
     ss.pop(_LEFT, None)
     ss.pop(_PNG, None)
-    _note("success", f"Room {code} started. Show the QR code or the code; students who open the link "
-          "follow your page and settings live.")  # fmt: skip
+    _note(
+        "success",
+        f"Room {code} started. Show the QR code or the code; students who open the link "
+        "follow your page and settings live.",
+    )
 
 
 def _on_end() -> None:
@@ -346,11 +354,8 @@ def _cookie_script() -> None:
         return
     ss[_COOKIE] = want
     age = 6 * 3600 if want else 0
-    st.html(
-        f"<script>document.cookie = {json.dumps(f'{RESUME_COOKIE}={want}; path=/; max-age={age}; samesite=strict')};"
-        "</script>",
-        unsafe_allow_javascript=True,
-    )
+    cookie = f"{RESUME_COOKIE}={want}; path=/; max-age={age}; samesite=strict"
+    st.html(f"<script>document.cookie = {json.dumps(cookie)};</script>", unsafe_allow_javascript=True)
 
 
 def _shared_image(image: Any) -> SharedImage | None:
@@ -368,8 +373,11 @@ def _shared_image(image: Any) -> SharedImage | None:
 def _publish(page: Any, sidebar: Sequence[Param]) -> None:
     ss = _ss()
     code, secret = ss[_TEACH]
-    fields = {"page": page.url_path, "settings": _texts(_current_params(sidebar)),
-              "image": _shared_image(ss.get("image"))}  # fmt: skip
+    fields = {
+        "page": page.url_path,
+        "settings": _texts(_current_params(sidebar)),
+        "image": _shared_image(ss.get("image")),
+    }
     try:
         try:
             registry().publish(code, secret, fields)
@@ -505,13 +513,18 @@ def _lan_address() -> str | None:
 
 def _show_code(code: str, link: str, *, size: int) -> None:
     """The code (large), its QR code and the join link: all three on the first screen."""
-    st.markdown(f"<div style='font-size:{size}px;font-weight:700;letter-spacing:0.12em;line-height:1.1;"
-                f"font-family:monospace'>{code}</div>", unsafe_allow_html=True)  # fmt: skip
+    st.markdown(
+        f"<div style='font-size:{size}px;font-weight:700;letter-spacing:0.12em;line-height:1.1;"
+        f"font-family:monospace'>{code}</div>",
+        unsafe_allow_html=True,
+    )
     qr = qr_png(link)
     if qr is not None:
         st.image(qr, width=size * 6)
-    st.markdown(f"<div style='font-size:{max(13, size // 3)}px;word-break:break-all'>{html.escape(link)}</div>",
-                unsafe_allow_html=True)  # fmt: skip
+    st.markdown(
+        f"<div style='font-size:{max(13, size // 3)}px;word-break:break-all'>{html.escape(link)}</div>",
+        unsafe_allow_html=True,
+    )
 
 
 @st.dialog("Join this room", width="large")
@@ -533,13 +546,18 @@ def _sidebar(page: Any) -> None:
             if host in LOOPBACK:
                 lan = _lan_address()
                 where = f" such as `http://{lan}:{st.get_option('server.port')}/`" if lan else ""
-                st.warning(f"Students cannot open a {host} link: open Conv Explorer at this computer's network "
-                           f"address{where} and start the room there (or set {URL_ENV}).",
-                           icon=":material/wifi_off:")  # fmt: skip
+                st.warning(
+                    f"Students cannot open a {host} link: open Conv Explorer at this computer's network "
+                    f"address{where} and start the room there (or set {URL_ENV}).",
+                    icon=":material/wifi_off:",
+                )
             if ss.get("source") == "upload":
-                st.checkbox("Share my image with the class", key=SHARE_KEY,
-                            help="Followers get a PNG of the working-size image, never your file. "
-                            "Off: they keep their own image and are told yours is not shared.")  # fmt: skip
+                st.checkbox(
+                    "Share my image with the class",
+                    key=SHARE_KEY,
+                    help="Followers get a PNG of the working-size image, never your file. "
+                    "Off: they keep their own image and are told yours is not shared.",
+                )
             a, b = st.columns(2)
             if a.button("Show large", icon=":material/fullscreen:", width="stretch"):
                 _big_code(code, link)
@@ -549,8 +567,14 @@ def _sidebar(page: Any) -> None:
         return  # the mode line says it all
     with sb.expander("Classroom: follow or teach", icon=":material/school:"):
         st.caption("You are exploring on your own. Follow the instructor with the code on the projector:")
-        st.text_input("Room code", key=CODE_KEY, max_chars=12, placeholder="e.g. K7QF2M", on_change=_on_join_typed,
-                      help="The code on the projector. Opening the instructor's link does the same.")  # fmt: skip
+        st.text_input(
+            "Room code",
+            key=CODE_KEY,
+            max_chars=12,
+            placeholder="e.g. K7QF2M",
+            on_change=_on_join_typed,
+            help="The code on the projector. Opening the instructor's link does the same.",
+        )
         st.button("Follow", on_click=_on_join_typed, icon=":material/login:")
         st.divider()
         if os.environ.get(KEY_ENV):
@@ -584,11 +608,16 @@ def _following_line(code: str, titles: dict[str, str]) -> None:
     )
     if snap is not None and not snap.instructor_here:
         minutes = registry().end_after_s / 60
-        st.warning(f"The instructor has left: room {code} ends {minutes:g} minute{'' if minutes == 1 else 's'} "
-                   "after they left, unless they come back.", icon=":material/person_off:")  # fmt: skip
+        st.warning(
+            f"The instructor has left: room {code} ends {minutes:g} minute{'' if minutes == 1 else 's'} "
+            "after they left, unless they come back.",
+            icon=":material/person_off:",
+        )
     if snap is not None and snap.settings.get("source") == "upload" and snap.image_key is None:
-        st.caption("The instructor uses an uploaded image that is not shared: you see your own image, so sizes "
-                   "and picks may differ.")  # fmt: skip
+        st.caption(
+            "The instructor uses an uploaded image that is not shared: you see your own image, so sizes "
+            "and picks may differ."
+        )
 
 
 def _instructing_line(code: str) -> None:
@@ -612,8 +641,10 @@ def _heartbeat(code: str) -> None:
         _note("warning", f"{exc}.")
         st.rerun()
     n = status.followers
-    st.markdown(f":material/co_present: **Instructing room {code}** with {n} follower{'' if n == 1 else 's'}: "
-                "they see this page and its settings.")  # fmt: skip
+    st.markdown(
+        f":material/co_present: **Instructing room {code}** with {n} follower{'' if n == 1 else 's'}: "
+        "they see this page and its settings."
+    )
 
 
 def _mode_line(titles: dict[str, str]) -> None:
