@@ -26,8 +26,7 @@ import numpy as np
 
 import gpuops
 from bench.reports import SCHEMA, cudnn_text
-from gpuops.conv2d import PIPE_PREFIX, PRECISIONS, pipelined_launch
-from gpuops.launch import Call
+from gpuops.conv2d import PIPE_PREFIX, PRECISIONS, channels_last_fits, launch_call, pipelined_launch
 from gpuops.timing import measure
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -296,10 +295,14 @@ class Suite:
 
     def _tf32_versions(self, s: Shape, x: Any, w: Any, plan: Any) -> None:
         """The TF32 pipeline as each of its versions (v7: 4-byte input copies, v8: 16-byte ones where
-        the rows allow), whichever pipelined_tf32 picks: the measured gain of v8's delta."""
-        for version, wide in (("v7", False), ("v8", True)):
-            launch = pipelined_launch(plan.problem, "pipelined_tf32", wide_copies=wide)
-            call = Call(plan.problem.out_shape, launch)
+        the rows allow, v10: channels-last copies where the channels allow), whichever
+        pipelined_tf32 picks: the measured gain of each delta."""
+        versions = [("v7", dict(wide_copies=False)), ("v8", dict(wide_copies=True))]
+        if channels_last_fits(plan.problem):
+            versions.append(("v10", dict(channels_last=True)))
+        for version, choice in versions:
+            launch = pipelined_launch(plan.problem, "pipelined_tf32", **choice)
+            call = launch_call(plan.problem, launch)
             impl = f"ours:pipelined_tf32_{version}"
             self.add(
                 s.name, "conv2d", impl, lambda c=call: c(x, w, None), flops=plan.flops, kernel=launch.kernel
@@ -524,6 +527,7 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
         "v5",
         "v7",
         "v8",
+        "v10",
         "tf32",
         "cuDNN",
         "x auto",
@@ -562,7 +566,8 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
         bf16, fp16 = t("ours:pipelined_bf16"), t("ours:pipelined_fp16")
         lines.append(
             f"{shape:<14}{f(auto):>8}{f(t('ours:implicit_gemm_tf32')):>8}{f(t('ours:pipelined_tf32_v7')):>8}"
-            f"{f(t('ours:pipelined_tf32_v8')):>8}{f(tf32):>8}{f(t('torch:cudnn_tf32')):>8}"
+            f"{f(t('ours:pipelined_tf32_v8')):>8}{f(t('ours:pipelined_tf32_v10')):>8}"
+            f"{f(tf32):>8}{f(t('torch:cudnn_tf32')):>8}"
             f"{f(ratio(auto, tf32), '.2f'):>8}{f(ratio(tf32, t('torch:cudnn_tf32')), '.2f'):>8}"
             f"{f(bf16):>8}{f(ratio(bf16, t('torch:cudnn_bf16')), '.2f'):>8}"
             f"{f(fp16):>8}{f(ratio(fp16, t('torch:cudnn_fp16')), '.2f'):>8}"
@@ -575,7 +580,8 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
 def tensor_core_sweep(shapes: Iterable[Shape], repeat: int = 10) -> str:
     """The TF32 pipeline on each shape with every block tile and k split of interest (the one
     pipelined_splits picks, none, and twice and half the pick), next to cuDNN-TF32: the
-    measurements behind pipelined_tile and pipelined_splits. One line per (shape, tile, split)."""
+    measurements behind pipelined_tile and pipelined_splits. One line per (shape, tile, split),
+    in the version pipelined_tf32 runs there (v10 where the channels allow)."""
     import cupy
     import torch
 
@@ -583,7 +589,10 @@ def tensor_core_sweep(shapes: Iterable[Shape], repeat: int = 10) -> str:
 
     F = torch.nn.functional
     torch.backends.cudnn.benchmark = True
-    lines = [f"{'shape':<14}{'tile':>9}{'splits':>9}{'ms':>9}{'TFLOP/s':>9}{'cuDNN-TF32':>11}{'x cuDNN':>9}"]
+    head = ("shape", "tile", "splits", "ms", "TFLOP/s")
+    lines = [
+        f"{head[0]:<14}" + "".join(f"{h:>9}" for h in head[1:]) + f"{'cuDNN-TF32':>11}{'x cuDNN':>9}  kernel"
+    ]
     for s in shapes:
         rng = np.random.default_rng(0)
         x = cupy.asarray(rng.standard_normal((s.N, s.C, s.H, s.W)).astype(np.float32))
@@ -601,13 +610,15 @@ def tensor_core_sweep(shapes: Iterable[Shape], repeat: int = 10) -> str:
             pick = pipelined_splits(p, blocks)
             for splits in sorted({1, pick, 2 * pick, max(1, pick // 2)}):
                 launch = pipelined_launch(p, "pipelined_tf32", tile=tile, k_splits=splits)
-                call = Call(p.out_shape, launch, zeroed=launch.grid[2] > 1)
+                call = launch_call(p, launch)
                 ms = measure(
                     lambda c=call, x=x, w=w: c(x, w, None), gpu=True, warmup=3, repeat=repeat
                 ).median_ms
                 cells = (f"{tile[0]}x{tile[1]}", launch.grid[2], f"{ms:.3f}", f"{p.flops / ms / 1e9:.1f}")
                 lines.append(
-                    f"{s.name:<14}" + "".join(f"{c:>9}" for c in cells) + f"{peer:>11.3f}{ms / peer:>9.2f}"
+                    f"{s.name:<14}"
+                    + "".join(f"{c:>9}" for c in cells)
+                    + f"{peer:>11.3f}{ms / peer:>9.2f}  {launch.kernel}"
                 )
     return "\n".join(lines)
 

@@ -17,6 +17,9 @@ and, opt-in because they round the operands (sums stay fp32; `auto` never picks 
   pipelined_tf32      v7 / v8: the tensor-core kernel that keeps the tensor cores busy (wide,
                       3-deep cp.async stages, register-sized warp tiles, ldmatrix; v8 adds
                       16-byte input copies where stride-1 rows allow)
+                      and v10 where each group's channels fill whole 32-deep stages: x and w
+                      copied once to channels-last TF32, so a stage is one tap and the input
+                      copies need no gather
   pipelined_bf16      v9: v8 with bf16 operands and m16n8k16 (error ~2e-3 relative)
   pipelined_fp16      v9: v8 with fp16 operands (error ~3e-4; values past 65504 overflow)
 PRECISIONS names each algorithm's operand precision.
@@ -48,6 +51,7 @@ from gpuops.checks import (
 from gpuops.cublas import MIN_BUDGET
 from gpuops.index_math import INT32_MAX, ceil_div, tap_slices
 from gpuops.launch import (
+    GRID_YZ_LIMIT,
     SHARED_LIMIT,
     Call,
     Launch,
@@ -55,6 +59,7 @@ from gpuops.launch import (
     check_grid,
     ints,
     keep_ready,
+    packed,
     ready_call,
     ready_key,
 )
@@ -105,6 +110,9 @@ PIPE_SMS = 132  # the H100's multiprocessors
 PIPE_SPLIT_BELOW = 2  # v7-v9 split K only where the grid gives fewer blocks than this per SM,
 PIPE_SPLIT_STAGES = 32  # into splits of about this many stages of k (bench.suite --sweep, H100)
 PIPE_PREFIX = {"pipelined_tf32": "tf32", "pipelined_bf16": "bf16", "pipelined_fp16": "fp16"}
+CL_TILE = 32  # v10: the channels-last copy moves 32 channels x 32 columns of a row per block
+CL_BLOCK = (CL_TILE, 8, 1)
+CL_ARRAYS = ("x_cl", "w_cl", "bias", "y")  # v10's GEMM reads the channels-last copies
 
 
 # ---- check --------------------------------------------------------------------------------------
@@ -590,18 +598,28 @@ def pipelined_launch(
     wide_copies: bool | None = None,
     tile: tuple[int, int] | None = None,
     k_splits: int | None = None,
+    channels_last: bool | None = None,
 ) -> Launch:
-    """v7-v9: tile from pipelined_tile; TF32 takes v8 (16-byte input copies) where rows are
+    """v7-v10: tile from pipelined_tile; TF32 takes v10 (channels-last copies, run by
+    ChannelsLastCall) where channels_last_fits, else v8 (16-byte input copies) where rows are
     contiguous (stride_w 1, no reflect) and v7 elsewhere; 16-bit operands always run v9 (v8's
-    gather); k split over gridDim.z by pipelined_splits. `wide_copies`, `tile` and `k_splits`
-    override the choices (the benchmark and tests run each)."""
+    gather); k split over gridDim.z by pipelined_splits. `wide_copies` (v7 / v8, never v10),
+    `channels_last`, `tile` and `k_splits` override the choices (the benchmark and tests run each)."""
     g = p.geometry
     _check_pixels(p, algorithm)
     _check_plane(g, algorithm)
     BM, BN = tile or pipelined_tile(p)
     warps_m, warps_n = PIPE_TILES[BM, BN]
     precision = PIPE_PREFIX[algorithm]
-    if precision == "tf32":
+    if channels_last is None:
+        channels_last = precision == "tf32" and wide_copies is None and channels_last_fits(p)
+    if channels_last and (precision != "tf32" or not channels_last_fits(p)):
+        raise ValueError(
+            f"v10 (channels last) runs TF32 layers whose groups have a multiple of {PIPE_BK} channels"
+        )
+    if channels_last:
+        version = "v10"
+    elif precision == "tf32":
         wide = (g.stride_w == 1 and not p.reflect) if wide_copies is None else wide_copies
         version = "v8" if wide else "v7"
     else:
@@ -620,7 +638,128 @@ def pipelined_launch(
     kernel = f"conv2d_{version}_{precision}_{BM}x{BN}"
     block = (32 * warps_m * warps_n, 1, 1)
     args = _geometry_args(p) + ints(m_blocks=m_blocks, k_splits=splits)
-    return Launch(kernel, SOURCE, grid, block, shared, ARRAYS, args, threads, "(n, m, oh, ow) of y")
+    arrays = ARRAYS
+    if channels_last:  # both operands as [row][k] stages, pitch PIPE_BK + 4
+        shared = 4 * PIPE_STAGES * (BM + BN) * (PIPE_BK + 4)
+        args += ints(**dict(zip(("Hp", "Wp"), channels_last_size(p), strict=True)))
+        arrays = CL_ARRAYS
+    return Launch(kernel, SOURCE, grid, block, shared, arrays, args, threads, "(n, m, oh, ow) of y")
+
+
+def channels_last_size(p: ConvProblem) -> tuple[int, int]:
+    """(Hp, Wp): the rows and columns of v10's channels-last copy of x, padding included: the
+    input cells the windows read, (H_out - 1) * stride + (K - 1) * dilation + 1 along each axis."""
+    g = p.geometry
+    return (
+        (g.H_out - 1) * g.stride_h + (g.KH - 1) * g.dil_h + 1,
+        (g.W_out - 1) * g.stride_w + (g.KW - 1) * g.dil_w + 1,
+    )
+
+
+def channels_last_fits(p: ConvProblem) -> bool:
+    """Where v10 runs: each group's channels fill whole PIPE_BK-deep stages (a stage is then one
+    tap and PIPE_BK channels, 16-byte aligned), the copies' grids fit (rows and samples along y
+    and z) and one sample of the copy has fewer than 2^31 values (the kernel's tap offsets)."""
+    Cg = p.C // p.groups
+    Hp, Wp = channels_last_size(p)
+    return (
+        Cg > 0
+        and Cg % PIPE_BK == 0
+        and max(Hp, p.N, p.M) <= GRID_YZ_LIMIT
+        and Hp * Wp * p.C <= INT32_MAX
+        and p.geometry.KH * p.geometry.KW * Cg <= INT32_MAX
+    )
+
+
+@dataclass(frozen=True)
+class ChannelsLastCopyMap:
+    """v10's copy to channels last: block (x, r, n) moves CL_TILE channels x CL_TILE columns of
+    row r of sample n (x = channel block * s_tiles + column block); thread (tx, ty) writes channel
+    tx of columns ty, ty + 8, ty + 16, ty + 24 of the block."""
+
+    s_tiles: int
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        n, r, s, c = index
+        block = ((c // CL_TILE) * self.s_tiles + s // CL_TILE, r, n)
+        return ThreadRef(block, (c % CL_TILE, s % CL_TILE % CL_BLOCK[1], 0))
+
+    def describe(self) -> str:
+        return (
+            f"a block moves {CL_TILE} channels x {CL_TILE} columns of one row through shared memory: "
+            "read along the columns, written along the channels, rounded to TF32"
+        )
+
+
+def channels_last_copy_launch(
+    shape: tuple[int, int, int, int], Hp: int, Wp: int, pads: tuple[int, int] = (0, 0), reflect: bool = False
+) -> Launch:
+    """v10's copy of an (N, C, H, W) array to (N, Hp, Wp, C), TF32-rounded: row r, column s of
+    the copy is cell (r - pads[0], s - pads[1]) with the padding rule (zeros or mirrored).
+    The weights go through it too: (M, C/groups, KH, KW) -> (M, KH, KW, C/groups)."""
+    N, C, H, W = shape
+    s_tiles = ceil_div(Wp, CL_TILE)
+    grid = (s_tiles * (C // CL_TILE), Hp, N)
+    check_grid(grid, "the channels-last copy")
+    args = ints(N=N, C=C, H=H, W=W, Hp=Hp, Wp=Wp, pad_h=pads[0], pad_w=pads[1], reflect=int(reflect))
+    return Launch(
+        "conv2d_v10_to_channels_last",
+        SOURCE,
+        grid,
+        CL_BLOCK,
+        0,
+        ("src", "dst"),
+        args + ints(s_tiles=s_tiles),
+        ChannelsLastCopyMap(s_tiles),
+        "(n, r, s, c) of the channels-last copy",
+    )
+
+
+class ChannelsLastCall:
+    """v10's run: x and w copied to channels-last TF32 (two launches), then the GEMM launch on
+    the copies. Called as (x, w, bias) like Call; `into` writes a y the caller holds (zeroed
+    first where k is split, as Call does)."""
+
+    def __init__(self, p: ConvProblem, launch: Launch) -> None:
+        import cupy
+
+        g = p.geometry
+        Hp, Wp = channels_last_size(p)
+        Cg = p.C // p.groups
+        self.problem, self.launch = p, launch
+        self.x_shape, self.w_shape = (p.N, Hp, Wp, p.C), (p.M, g.KH, g.KW, Cg)
+        self.copies = (
+            channels_last_copy_launch((p.N, p.C, g.H, g.W), Hp, Wp, (g.pad_top, g.pad_left), p.reflect),
+            channels_last_copy_launch((p.M, Cg, g.KH, g.KW), g.KH, g.KW),
+        )
+        self.zeroed = dict(launch.args)["k_splits"] > 1
+        self._cupy = cupy
+        self._copy_x, self._copy_w, self._gemm = (packed(a) for a in (*self.copies, launch))
+
+    def channels_last(self, x: Any, w: Any) -> tuple[Any, Any]:
+        """The copies v10's GEMM reads: x (N, Hp, Wp, C) and w (M, KH, KW, C/groups), TF32."""
+        x_cl = self._cupy.empty(self.x_shape, dtype=np.float32)
+        w_cl = self._cupy.empty(self.w_shape, dtype=np.float32)
+        self._copy_x((x, x_cl))
+        self._copy_w((w, w_cl))
+        return x_cl, w_cl
+
+    def into(self, x: Any, w: Any, b: Any, y: Any) -> Any:
+        x_cl, w_cl = self.channels_last(x, w)
+        self._gemm((x_cl, w_cl, b, y))
+        return y
+
+    def __call__(self, x: Any, w: Any, b: Any) -> Any:
+        alloc = self._cupy.zeros if self.zeroed else self._cupy.empty
+        return self.into(x, w, b, alloc(self.problem.out_shape, dtype=np.float32))
+
+
+def launch_call(p: ConvProblem, launch: Launch) -> Any:
+    """The callable (x, w, bias) -> y that runs a planned conv2d launch on the GPU: v10's copies
+    and GEMM, or the one launch (into a zeroed y where k is split)."""
+    if launch.arrays == CL_ARRAYS:
+        return ChannelsLastCall(p, launch)
+    return Call(p.out_shape, launch, zeroed=dict(launch.args).get("k_splits", 1) > 1)
 
 
 def pipelined_splits(p: ConvProblem, blocks: int, k_splits: int | None = None) -> int:
@@ -834,7 +973,7 @@ def conv2d(
             keep_ready(key, (call, batched))
         y = call(x4, w, b)
     else:
-        call = Call(p.out_shape, plan.launch, zeroed=dict(plan.launch.args).get("k_splits", 1) > 1)
+        call = launch_call(p, plan.launch)
         keep_ready(key, (call, batched))  # auto too: its choice is fixed per shape once measured
         y = call(x4, w, b)
     return y if batched else y[0]

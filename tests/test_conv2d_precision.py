@@ -1,5 +1,6 @@
-"""The tensor-core kernels v7-v9 (pipelined_tf32 / _bf16 / _fp16): exact sums of the rounded
-operands, errors against float64 that their precision explains, every output written.
+"""The tensor-core kernels v7-v10 (pipelined_tf32 / _bf16 / _fp16): exact sums of the rounded
+operands, errors against float64 that their precision explains, every output written; v10's
+channels-last copies value by value.
 
 Why these tolerances. A value rounded to nearest with p explicit mantissa bits is off by at
 most u = 2^-(p+1) of itself: TF32 and fp16 (p = 10) u = 2^-11 = 4.9e-4, bf16 (p = 7)
@@ -25,6 +26,9 @@ from gpuops.conv2d import (
     PIPE_STAGES,
     PIPE_TILES,
     PRECISIONS,
+    ChannelsLastCall,
+    channels_last_fits,
+    channels_last_size,
     check_conv2d,
     pipelined_launch,
     pipelined_tile,
@@ -97,7 +101,7 @@ def test_every_pipelined_launch_matches_a_kernel_with_a_header(algorithm, tile, 
     pointers, scalars = kernel_signature(launch.source, launch.kernel)
     assert list(launch.arrays) == pointers and [n for n, _ in launch.args] == scalars
     header = kernel_span(launch.source, launch.kernel).text.split("extern")[0]
-    assert re.search(r"// v[789] ", header)
+    assert re.search(r"// v(?:[789]|10) ", header)
     warps_m, warps_n = PIPE_TILES[tile]
     assert launch.block == (32 * warps_m * warps_n, 1, 1)
     assert f"_{tile[0]}x{tile[1]}" in launch.kernel
@@ -122,10 +126,37 @@ def test_tile_and_version_choice():
     assert pipelined_tile(vgg) == (128, 128)
     assert pipelined_tile(late) == (128, 128)  # a small grid: k is split instead
     assert pipelined_tile(few_filters) == (64, 64)
-    assert "_v8_" in pipelined_launch(vgg).kernel  # stride 1: 16-byte input copies
+    assert "_v10_" in pipelined_launch(vgg).kernel  # 128 channels: whole 32-deep stages
+    assert "_v10_" in pipelined_launch(few_filters).kernel
+    assert "_v8_" in pipelined_launch(vgg, channels_last=False).kernel  # stride 1: 16-byte input copies
+    assert "_v8_" in pipelined_launch(_problem(8, 48, 40, 40, 16, 3, padding=1)).kernel  # 48 channels
+    assert "_v8_" in pipelined_launch(vgg, wide_copies=True).kernel  # asking for v7 / v8 gets them
     assert "_v7_" in pipelined_launch(_problem(8, 16, 40, 40, 16, 3, stride=2)).kernel
     assert "_v7_" in pipelined_launch(_problem(1, 2, 9, 9, 4, 3, padding=2, padding_mode="reflect")).kernel
     assert "_v9_" in pipelined_launch(_problem(1, 2, 9, 9, 4, 3, stride=2), "pipelined_bf16").kernel
+
+
+def test_channels_last_runs_where_the_channels_fill_whole_stages():
+    """v10 needs each group's channels in whole PIPE_BK-deep stages (then a stage is one tap)."""
+    assert channels_last_fits(_problem(2, 64, 9, 9, 8, 3, padding=1))
+    assert channels_last_fits(_problem(2, 128, 9, 9, 8, 3, groups=4))  # 32 channels a group
+    assert not channels_last_fits(_problem(2, 64, 9, 9, 8, 3, groups=4))  # 16 a group
+    assert not channels_last_fits(_problem(2, 40, 9, 9, 8, 3))
+    with pytest.raises(ValueError, match="multiple of 32"):
+        pipelined_launch(_problem(2, 40, 9, 9, 8, 3), channels_last=True)
+    with pytest.raises(ValueError, match="TF32"):
+        pipelined_launch(_problem(2, 64, 9, 9, 8, 3), "pipelined_bf16", channels_last=True)
+    assert "_v9_" in pipelined_launch(_problem(2, 64, 9, 9, 8, 3), "pipelined_bf16").kernel
+
+
+def test_channels_last_copy_covers_the_windows():
+    """(Hp, Wp): from the first padding cell to the last input cell a window reads, and the
+    GEMM's launch carries them; stride 2 with an odd remainder leaves the last row unread."""
+    p = _problem(1, 32, 10, 9, 8, 3, stride=2, padding=1)  # H_out 5, W_out 5
+    assert channels_last_size(p) == (11, 11)
+    assert dict(pipelined_launch(p).args)["Hp"] == 11
+    q = _problem(1, 32, 10, 9, 8, 5, padding=2, dilation=2)  # H_out 6, W_out 5
+    assert channels_last_size(q) == (5 + 8 + 1, 4 + 8 + 1)
 
 
 # ---- both backends: the sums of the rounded operands ------------------------------------------------------
@@ -257,3 +288,117 @@ def test_the_pipelined_choice_is_what_runs_and_the_ready_path_recomputes(rng):
             rounding = ROUNDING[PRECISIONS[algorithm]]
             ref = conv2d_ref(rounding(x), rounding(w.get()), padding=(1, 1))
             np.testing.assert_allclose(got, ref, rtol=2e-4, atol=2e-3)
+
+
+# ---- v10: channels-last copies, then the GEMM on them ------------------------------------------------
+CHANNELS_LAST_GEOMETRIES = [  # (N, C, H, W, M, K, stride, padding, dilation, groups, mode)
+    (2, 64, 13, 17, 136, 3, 1, 1, 1, 1, "zeros"),  # 3x3: two stages a tap, filters past 2 x 64
+    (3, 32, 10, 12, 70, 1, 1, 0, 1, 1, "zeros"),  # 1x1: no padding cells
+    (1, 64, 15, 11, 40, 3, 2, 2, 2, 2, "zeros"),  # stride, dilation, groups of 32 channels
+    (2, 32, 9, 14, 24, 5, 1, 2, 1, 1, "reflect"),  # mirrored padding cells in the copy
+    (1, 96, 7, 7, 201, 3, 1, 1, 1, 3, "zeros"),  # 67 filters a group, a 7 x 7 late layer
+]
+
+
+def _layer(shape, rng):
+    N, C, H, W, M, K, S, P, D, G, mode = shape
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((M, C // G, K, K)).astype(np.float32)
+    b = rng.standard_normal(M).astype(np.float32)
+    return x, w, b, check_conv2d(x.shape, w.shape, b.shape, S, P, D, G, mode)
+
+
+def _expected(torch, shape, x, w, b):
+    """float64 PyTorch on the TF32-rounded operands (reflect: padded first, as nn.Conv2d does)."""
+    S, P, D, G, mode = shape[6:]
+    xr = to_tf32(x)
+    if mode == "reflect":
+        xr = np.pad(xr, ((0, 0), (0, 0), (P, P), (P, P)), mode="reflect")
+        return _torch_ref(torch, xr, to_tf32(w), b, stride=S, dilation=D, groups=G)
+    return _torch_ref(torch, xr, to_tf32(w), b, stride=S, padding=P, dilation=D, groups=G)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", CHANNELS_LAST_GEOMETRIES, ids=str)
+def test_channels_last_copies_are_the_padded_rounded_transposes(shape, rng):
+    """x_cl[n, r, s, c] = TF32(x[n, c] padded)[r, s] and w_cl[m, i, j, c] = TF32(w[m, c, i, j]),
+    value for value (NumPy pads and transposes independently)."""
+    import cupy as cp
+
+    x, w, _, p = _layer(shape, rng)
+    P, mode = shape[7], shape[10]
+    call = ChannelsLastCall(p, pipelined_launch(p))
+    x_cl, w_cl = call.channels_last(cp.asarray(x), cp.asarray(w))
+    Hp, Wp = channels_last_size(p)
+    padded = np.pad(x, ((0, 0), (0, 0), (P, P), (P, P)), mode="reflect" if mode == "reflect" else "constant")
+    np.testing.assert_array_equal(x_cl.get(), to_tf32(padded[:, :, :Hp, :Wp].transpose(0, 2, 3, 1)))
+    np.testing.assert_array_equal(w_cl.get(), to_tf32(w.transpose(0, 2, 3, 1)))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", list(PIPE_TILES))
+@pytest.mark.parametrize("shape", CHANNELS_LAST_GEOMETRIES, ids=str)
+def test_channels_last_against_torch_with_poisoned_output(shape, tile, rng, torch):
+    """v10 with each tile: y starts as NaN, so an output no thread writes fails; the values are
+    float64 PyTorch's on the rounded operands up to fp32 summation."""
+    import cupy as cp
+
+    x, w, b, p = _layer(shape, rng)
+    launch = pipelined_launch(p, tile=tile, k_splits=1)
+    assert launch.kernel == f"conv2d_v10_tf32_{tile[0]}x{tile[1]}"
+    y = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
+    ChannelsLastCall(p, launch).into(cp.asarray(x), cp.asarray(w), cp.asarray(b), y)
+    got = y.get()
+    assert not np.isnan(got).any(), f"{launch.kernel}: outputs never written"
+    Cg, K = shape[1] // shape[9], shape[5]
+    expected = _expected(torch, shape, x, w, b)
+    np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-4 * np.sqrt(Cg * K * K))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k_splits", [2, 3, 7])
+def test_channels_last_split_k_adds_every_part_once(k_splits, rng, torch):
+    """Kdim 9 * 64 = 576: 18 stages of (tap, 32 channels); splits that start mid-tap too."""
+    import cupy as cp
+
+    shape = (2, 64, 9, 11, 70, 3, 1, 1, 1, 1, "zeros")
+    x, w, b, p = _layer(shape, rng)
+    launch = pipelined_launch(p, k_splits=k_splits)
+    assert launch.grid[2] == k_splits and "_v10_" in launch.kernel
+    y = ChannelsLastCall(p, launch)(cp.asarray(x), cp.asarray(w), cp.asarray(b))
+    np.testing.assert_allclose(y.get(), _expected(torch, shape, x, w, b), rtol=2e-4, atol=2e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", list(PIPE_TILES))
+def test_channels_last_thread_map_names_each_writer(tile, rng):
+    """Trace build of v10's GEMM on real copies: the warp-tile map the app draws is the kernel's."""
+    import cupy as cp
+
+    x, w, _, p = _layer((2, 64, 7, 9, 70, 3, 1, 1, 1, 2, "zeros"), rng)
+    launch = pipelined_launch(p, tile=tile, k_splits=1)
+    x_cl, w_cl = ChannelsLastCall(p, launch).channels_last(cp.asarray(x), cp.asarray(w))
+    out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
+    writer, dims = launch_module.traced(launch, x_cl, w_cl, None, out)
+    assert not np.isnan(out.get()).any() and (writer > 0).all()
+    assert dims == (*launch.grid, *launch.block)
+    for index in np.ndindex(out.shape):
+        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+
+
+@pytest.mark.gpu
+def test_conv2d_runs_the_copies_then_the_planned_gemm(rng):
+    """conv2d(algorithm="pipelined_tf32") on 64 channels: the two copies, then the plan's launch;
+    the second call takes the ready path with new values."""
+    import cupy as cp
+
+    w = cp.asarray(rng.standard_normal((48, 64, 3, 3)).astype(np.float32))
+    plan = gpuops.plan_conv2d((2, 64, 12, 10), w.shape, None, 1, 1, algorithm="pipelined_tf32")
+    copies = ChannelsLastCall(plan.problem, plan.launch).copies
+    for _ in range(2):
+        x = rng.standard_normal((2, 64, 12, 10)).astype(np.float32)
+        with launch_module.recorded() as ran:
+            got = gpuops.conv2d(cp.asarray(x), w, padding=1, algorithm="pipelined_tf32").get()
+        assert ran == [*copies, plan.launch]
+        ref = conv2d_ref(to_tf32(x), to_tf32(w.get()), padding=(1, 1))
+        np.testing.assert_allclose(got, ref, rtol=2e-4, atol=2e-3)

@@ -11,6 +11,7 @@
 //   v7 tensor cores    v5 pipelined: 32-deep k stages, 3 in flight, register-sized warp tiles, ldmatrix
 //   v8 tensor cores    v7 + 16-byte input copies where stride-1 rows are contiguous
 //   v9 tensor cores    v8 with bf16 or fp16 operands (m16n8k16), fp32 sums
+//   v10 tensor cores   v8 on channels-last TF32 copies of x and w: a stage is one tap, no gather
 //
 // Shapes: x (N, C, H, W), w (M, C/groups, KH, KW), y (N, M, H_out, W_out).
 // Output (n, m, oh, ow) of filter m in group g = m / (M/groups) sums, over the group's
@@ -796,6 +797,53 @@ __device__ __forceinline__ void store2(float* out, long long i, float a, float b
     trace_store(i + 1);
 }
 
+// Write back one warp's sums from the registers (v7-v10): sum e of mma tile (i, j) is filter
+// m_first + 16i + g (+8 for e >= 2) of group g_idx and batch pixel p_first + 8j + 2t (+1 for odd e).
+// A lane's two pixels usually sit side by side in y: one 8-byte store. (n, l) of pixel
+// p_first + 8j + 2t is carried from j to j + 1. With split K (k_splits > 1) the blocks along z add
+// their partial sums into a zeroed y, the bias from split 0 only.
+template <int MT, int NT>
+__device__ __forceinline__ void store_warp_tile(const float (&acc)[MT][NT][4], float* __restrict__ y,
+    const float* __restrict__ bias, int M, int Mg, int g_idx, int L, int P, int m_first, int p_first, int k_splits)
+{
+    const int lane = threadIdx.x % 32, gr = lane / 4, tq = lane % 4;
+    const int pj = p_first + 2 * tq;
+    int n_j = pj / L, l_j = pj % L;
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+        const int p = pj + j * 8;
+        if (p < P) {
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {            // rows g and g + 8 of the tile
+                    const int m = m_first + i * 16 + gr + h * 8;
+                    if (m >= Mg) continue;
+                    const int mm = g_idx * Mg + m;
+                    const float b_m = (bias && blockIdx.z == 0) ? bias[mm] : 0.0f;
+                    const float v0 = acc[i][j][2 * h] + b_m, v1 = acc[i][j][2 * h + 1] + b_m;
+                    const long long o = ((long long)n_j * M + mm) * L + l_j;
+                    if (k_splits > 1) {                      // partial sums: add
+                        store_add(y, o, v0);
+                        if (p + 1 < P)
+                            store_add(y, l_j + 1 < L ? o + 1 : ((long long)(n_j + 1) * M + mm) * L, v1);
+                    } else if (l_j + 1 < L && p + 1 < P && (o & 1) == 0) {
+                        store2(y, o, v0, v1);
+                    } else {
+                        store(y, o, v0);
+                        if (p + 1 < P) {                 // pixel p + 1 starts the next sample
+                            const int n1 = (p + 1) / L, l1 = (p + 1) % L;
+                            store(y, ((long long)n1 * M + mm) * L + l1, v1);
+                        }
+                    }
+                }
+            }
+        }
+        l_j += 8;
+        while (l_j >= L) { l_j -= L; ++n_j; }
+    }
+}
+
 template <int BM, int BN, int WARPS_M, int WARPS_N, int VEC, int PREC>
 __device__ __forceinline__ void tensor_core_conv(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
@@ -1006,44 +1054,7 @@ __device__ __forceinline__ void tensor_core_conv(
         }
     }
 
-    // ---- write back from the registers: sum e of tile (i, j) is filter wm + 16i + g (+8 for
-    // e >= 2) and pixel wn + 8j + 2t (+1 for odd e). A lane's two pixels usually sit side by
-    // side in y: one 8-byte store. (n, l) of pixel wn + 8j + 2t is carried from j to j + 1.
-    const int pj = p0 + wn + 2 * tq;
-    int n_j = pj / L, l_j = pj % L;
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-        const int p = pj + j * 8;
-        if (p < P) {
-#pragma unroll
-            for (int i = 0; i < MT; ++i) {
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {            // rows g and g + 8 of the tile
-                    const int m = m0 + wm + i * 16 + gr + h * 8;
-                    if (m >= Mg) continue;
-                    const int mm = g * Mg + m;
-                    const float b_m = (bias && blockIdx.z == 0) ? bias[mm] : 0.0f;
-                    const float v0 = acc[i][j][2 * h] + b_m, v1 = acc[i][j][2 * h + 1] + b_m;
-                    const long long o = ((long long)n_j * M + mm) * L + l_j;
-                    if (k_splits > 1) {                      // partial sums: add
-                        store_add(y, o, v0);
-                        if (p + 1 < P)
-                            store_add(y, l_j + 1 < L ? o + 1 : ((long long)(n_j + 1) * M + mm) * L, v1);
-                    } else if (l_j + 1 < L && p + 1 < P && (o & 1) == 0) {
-                        store2(y, o, v0, v1);
-                    } else {
-                        store(y, o, v0);
-                        if (p + 1 < P) {                 // pixel p + 1 starts the next sample
-                            const int n1 = (p + 1) / L, l1 = (p + 1) % L;
-                            store(y, ((long long)n1 * M + mm) * L + l1, v1);
-                        }
-                    }
-                }
-            }
-        }
-        l_j += 8;
-        while (l_j >= L) { l_j -= L; ++n_j; }
-    }
+    store_warp_tile<MT, NT>(acc, y, bias, M, Mg, g, L, P, m0 + wm, p0 + wn, k_splits);
 }
 
 // The kernels of v7: 4-byte input copies, TF32. Large tile: 128 filters x 128 pixels, 8 warps
@@ -1142,4 +1153,196 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_fp16_64x64(
 {
     tensor_core_conv<64, 64, 2, 2, 4, PREC_FP16>(x, w, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
         stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits);
+}
+
+// =======================================================================================
+// v10 implicit GEMM on tensor cores, CHANNELS LAST = v8 with the input and the weights first
+// copied to a layout in which the gather disappears. Nsight Compute on v8 (VGG-like layer,
+// H100) showed the SM issuing instructions, not the tensor cores or memory, as the limit: per
+// stage a thread spent several hundred instructions on its share of the gather (padding
+// tests, carries of (c, ki, kj), 64-bit offsets, four 4-byte copies wherever a tap's run is
+// not 16-byte aligned: two taps in three of a 3x3 layer) and 24 TF32 roundings per k-step,
+// for 16 mma; with one block of 8 warps per SM that work cannot hide behind the tensor cores.
+// What changes:
+//   1. k is ordered (ki, kj, c): channels innermost. A layer whose groups have a multiple of
+//      PIPE_BK channels then gives every 32-deep stage ONE tap and 32 consecutive channels;
+//   2. conv2d_v10_to_channels_last (below) copies x once to x_cl (N, Hp, Wp, C): channels
+//      last, the padding cells written out (zeros or mirrored), every value rounded to TF32;
+//      w goes the same way to w_cl (M, KH, KW, C/groups). In x_cl a stage's 32 values of k
+//      for one pixel are 128 contiguous bytes, at base(pixel) + tap offset + c0: no padding
+//      test, no division, and every copy is a 16-byte cp.async. The extra pass over x costs
+//      about what reading it costs (a transposition through shared memory, coalesced both ways);
+//   3. both operands sit in shared memory as [row][k] (k contiguous, pitch 36 floats), so the
+//      inputs' B fragments come by ldmatrix too (one ldmatrix.x4: two 8-pixel mma tiles);
+//   4. the operands are already TF32: the inner loop is ldmatrix and mma only;
+//   5. a thread needs ~100 registers instead of ~200: TWO blocks of 8 warps per SM (128 x 128
+//      tile), so one block's barrier wait overlaps the other's tensor-core work.
+// Unchanged: 3 cp.async stages of 32 k, the warp tiles of v7, split K, the write-back.
+// The host picks v10 for TF32 where C/groups is a multiple of PIPE_BK (every GEMM-class layer
+// of the benchmark) and the copies fit its limits; v7 / v8 elsewhere.
+// =======================================================================================
+#define CL_TILE 32   // conv2d_v10_to_channels_last: 32 channels x 32 columns per block
+
+// x (N, C, H, W) -> x_cl (N, Hp, Wp, C), rounded to TF32: x_cl row r, column s is input cell
+// (r - pad_h, s - pad_w) with the padding rule applied. C % CL_TILE == 0 (the host checks).
+// A block moves CL_TILE channels x CL_TILE columns of one row through shared memory: threads
+// read along the columns of x (coalesced) and write along the channels of x_cl (coalesced).
+// grid = (s_tiles * C / CL_TILE, Hp, N), block = (CL_TILE, 8). The weights use the same kernel:
+// w (M, Cg, KH, KW) is a batch of M images of Cg channels, no padding (Hp = KH, Wp = KW).
+extern "C" __global__ void __launch_bounds__(256) conv2d_v10_to_channels_last(
+    const float* __restrict__ src, float* __restrict__ dst,
+    int N, int C, int H, int W,       // src (N, C, H, W)
+    int Hp, int Wp, int pad_h, int pad_w, int reflect,   // dst (N, Hp, Wp, C)
+    int s_tiles)                      // blocks along a row: ceil(Wp / CL_TILE)
+{
+    __shared__ float tile[CL_TILE][CL_TILE + 1];      // [channel][column], padded: no bank conflicts
+    const int c0 = (blockIdx.x / s_tiles) * CL_TILE, s0 = (blockIdx.x % s_tiles) * CL_TILE;
+    const int r = blockIdx.y, n = blockIdx.z;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int s = s0 + tx;
+#pragma unroll
+    for (int i = ty; i < CL_TILE; i += 8) {
+        const float* __restrict__ plane = src + ((long long)n * C + c0 + i) * ((long long)H * W);
+        tile[i][tx] = s < Wp ? load_padded(plane, r - pad_h, s - pad_w, H, W, reflect) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = ty; i < CL_TILE; i += 8) {
+        if (s0 + i < Wp)
+            dst[(((long long)n * Hp + r) * Wp + s0 + i) * C + c0 + tx] = __uint_as_float(to_tf32(tile[tx][i]));
+    }
+}
+
+template <int BM, int BN, int WARPS_M, int WARPS_N>
+__device__ __forceinline__ void channels_last_conv(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+    constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;      // one warp's outputs
+    constexpr int MT = WM / 16, NT = WN / 8;                 // its mma tiles
+    constexpr int PITCH = PIPE_BK + 4;                       // floats a shared row: ldmatrix conflict-free
+    constexpr int CHUNKS = PIPE_BK / 4;                      // 16-byte copies per row of a stage
+    constexpr int ROWS = THREADS / CHUNKS;                   // rows one pass of the block copies
+    static_assert(BM % ROWS == 0 && BN % ROWS == 0 && NT % 2 == 0, "copy layout");
+
+    extern __shared__ __align__(16) float tc_smem[];
+    float (*As)[BM][PITCH] = reinterpret_cast<float (*)[BM][PITCH]>(tc_smem);                 // [stage][m][k]
+    float (*Bs)[BN][PITCH] = reinterpret_cast<float (*)[BN][PITCH]>(tc_smem + PIPE_STAGES * BM * PITCH);  // [stage][p][k]
+
+    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    const int Cg = C / groups, Mg = M / groups;
+    const int L = H_out * W_out, P = N * L;          // P < 2^31: the host checks
+    const int Kp = KH * KW * Cg;                     // k = (ki*KW + kj)*Cg + c
+    const int g = blockIdx.y / m_blocks;
+    const int m0 = (blockIdx.y % m_blocks) * BM;     // first filter of the block, within the group
+    const int p0 = blockIdx.x * BN;                  // first pixel of the block
+    const int all_tiles = Kp / PIPE_BK;              // Cg % PIPE_BK == 0: the host checks
+    const int per_split = (all_tiles + k_splits - 1) / k_splits;
+    const int tile0 = blockIdx.z * per_split;
+    const int tiles = min(all_tiles - tile0, per_split);
+
+    // ---- the copies: thread t moves 16 bytes (k = chunk..chunk+3 of the stage) of rows
+    // t / CHUNKS + i * ROWS of both operands. Where each row starts, computed once:
+    const int chunk = (t % CHUNKS) * 4, row = t / CHUNKS;
+    const float* a_src[BM / ROWS];                   // weight rows (filters); none past Mg
+    bool a_ok[BM / ROWS];
+#pragma unroll
+    for (int i = 0; i < BM / ROWS; ++i) {
+        const int m = m0 + row + i * ROWS;
+        a_ok[i] = m < Mg;
+        a_src[i] = w_cl + (long long)(g * Mg + (a_ok[i] ? m : 0)) * Kp + chunk;
+    }
+    const float* b_src[BN / ROWS];                   // x_cl cell of tap (0, 0) of each pixel
+    bool b_ok[BN / ROWS];
+#pragma unroll
+    for (int i = 0; i < BN / ROWS; ++i) {
+        const int p = p0 + row + i * ROWS;
+        b_ok[i] = p < P;
+        const int q = b_ok[i] ? p : 0;
+        const int n = q / L, l = q % L, oh = l / W_out, ow = l % W_out;
+        b_src[i] = x_cl + (((long long)n * Hp + oh * stride_h) * Wp + ow * stride_w) * C + g * Cg + chunk;
+    }
+    // the next stage to load: its offset along a weight row, its tap (ki, kj) and first channel
+    int k_a = tile0 * PIPE_BK;
+    int c0 = k_a % Cg, ki = (k_a / Cg) / KW, kj = (k_a / Cg) % KW;
+    const int row_step = dil_h * Wp * C, col_step = dil_w * C;   // x_cl offsets of a tap row / column
+    int tap = ki * row_step + kj * col_step;         // < one sample of x_cl < 2^31: the host checks
+
+    auto load_stage = [&](int s) {
+#pragma unroll
+        for (int i = 0; i < BM / ROWS; ++i) cp_async16(&As[s][row + i * ROWS][chunk], a_src[i] + k_a, a_ok[i]);
+#pragma unroll
+        for (int i = 0; i < BN / ROWS; ++i) cp_async16(&Bs[s][row + i * ROWS][chunk], b_src[i] + tap + c0, b_ok[i]);
+        asm volatile("cp.async.commit_group;\n" ::);
+        k_a += PIPE_BK;                              // k -> k + 32: next channels; past the last, next tap
+        c0 += PIPE_BK;
+        if (c0 == Cg) {
+            c0 = 0;
+            if (++kj == KW) { kj = 0; ++ki; tap = ki * row_step; } else tap += col_step;
+        }
+    };
+
+    // ---- what this warp computes: filters wm.. (WM of them), pixels wn.. (WN) of the tile ----
+    const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+    // lane l points ldmatrix at row l % 8 of matrix l / 8. Weights: matrices (filters 0-7, k 0-3),
+    // (8-15, 0-3), (0-7, 4-7), (8-15, 4-7) = a0..a3 of m16n8k8. Inputs: (pixels 0-7, k 0-3),
+    // (0-7, 4-7), (8-15, 0-3), (8-15, 4-7) = b0, b1 of one 8-pixel tile, then of the next
+    const int ld_row = (lane & 7) + ((lane >> 3) & 1) * 8, ld_k = (lane >> 4) * 4;
+    const int lb_row = (lane & 7) + (lane >> 4) * 8, lb_k = ((lane >> 3) & 1) * 4;
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < PIPE_STAGES - 1; ++s) {      // the pipeline fills
+        if (s < tiles) load_stage(s);
+        else asm volatile("cp.async.commit_group;\n" ::);
+    }
+    for (int tile = 0; tile < tiles; ++tile) {
+        asm volatile("cp.async.wait_group %0;\n" :: "n"(PIPE_STAGES - 2));
+        __syncthreads();                             // stage `tile` landed; stage tile - 1 is free
+        if (tile + PIPE_STAGES - 1 < tiles) load_stage((tile + PIPE_STAGES - 1) % PIPE_STAGES);
+        else asm volatile("cp.async.commit_group;\n" ::);
+        const int s = tile % PIPE_STAGES;
+#pragma unroll
+        for (int kk = 0; kk < PIPE_BK; kk += 8) {
+            unsigned a[MT][4], b[NT][2];
+#pragma unroll
+            for (int i = 0; i < MT; ++i) ldmatrix_x4(a[i], &As[s][wm + i * 16 + ld_row][kk + ld_k]);
+#pragma unroll
+            for (int j = 0; j < NT; j += 2)          // b0, b1 of pixel tiles j and j + 1
+                ldmatrix_x4(&b[j][0], &Bs[s][wn + j * 8 + lb_row][kk + lb_k]);
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], a[i], b[j]);
+        }
+    }
+    store_warp_tile<MT, NT>(acc, y, bias, M, Mg, g, L, P, m0 + wm, p0 + wn, k_splits);
+}
+
+// The kernels of v10 (TF32): x_cl and w_cl come from conv2d_v10_to_channels_last. Large tile:
+// 128 filters x 128 pixels, 8 warps of 64 x 32, two blocks per SM; small tile: 64 x 64, 4 warps
+// of 32 x 32, four blocks per SM.
+extern "C" __global__ void __launch_bounds__(256, 2) conv2d_v10_tf32_128x128(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    channels_last_conv<128, 128, 2, 4>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
+        stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v10_tf32_64x64(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    channels_last_conv<64, 64, 2, 2>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
+        stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
 }
