@@ -1157,12 +1157,11 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_fp16_64x64(
 
 // =======================================================================================
 // v10 implicit GEMM on tensor cores, CHANNELS LAST = v8 with the input and the weights first
-// copied to a layout in which the gather disappears. Nsight Compute on v8 (VGG-like layer,
-// H100) showed the SM issuing instructions, not the tensor cores or memory, as the limit: per
-// stage a thread spent several hundred instructions on its share of the gather (padding
-// tests, carries of (c, ki, kj), 64-bit offsets, four 4-byte copies wherever a tap's run is
-// not 16-byte aligned: two taps in three of a 3x3 layer) and 24 TF32 roundings per k-step,
-// for 16 mma; with one block of 8 warps per SM that work cannot hide behind the tensor cores.
+// copied to a layout in which the gather disappears. v8's main loop compiles (ptxas, sm_90) to
+// ~1080 instructions around the 64 mma a warp issues per 32-deep stage: the gather (padding tests,
+// carries of (c, ki, kj), 64-bit offsets, four 4-byte copies wherever a tap's run is not
+// 16-byte aligned: two taps in three of a 3x3 layer) and 24 TF32 roundings per k-step; at 206
+// registers one block of 8 warps runs per SM, so that work cannot hide behind the tensor cores.
 // What changes:
 //   1. k is ordered (ki, kj, c): channels innermost. A layer whose groups have a multiple of
 //      PIPE_BK channels then gives every 32-deep stage ONE tap and 32 consecutive channels;
@@ -1170,13 +1169,13 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_fp16_64x64(
 //      last, the padding cells written out (zeros or mirrored), every value rounded to TF32;
 //      w goes the same way to w_cl (M, KH, KW, C/groups). In x_cl a stage's 32 values of k
 //      for one pixel are 128 contiguous bytes, at base(pixel) + tap offset + c0: no padding
-//      test, no division, and every copy is a 16-byte cp.async. The extra pass over x costs
-//      about what reading it costs (a transposition through shared memory, coalesced both ways);
+//      test, no division, and every copy is a 16-byte cp.async. The copy costs one more read
+//      and write of x (a transposition through shared memory, coalesced both ways);
 //   3. both operands sit in shared memory as [row][k] (k contiguous, pitch 36 floats), so the
 //      inputs' B fragments come by ldmatrix too (one ldmatrix.x4: two 8-pixel mma tiles);
 //   4. the operands are already TF32: the inner loop is ldmatrix and mma only;
-//   5. a thread needs ~100 registers instead of ~200: TWO blocks of 8 warps per SM (128 x 128
-//      tile), so one block's barrier wait overlaps the other's tensor-core work.
+//   5. 128 registers a thread instead of 206 (ptxas): TWO blocks of 8 warps per SM (128 x 128
+//      tile), so one block's barrier wait can overlap the other's tensor-core work.
 // Unchanged: 3 cp.async stages of 32 k, the warp tiles of v7, split K, the write-back.
 // The host picks v10 for TF32 where C/groups is a multiple of PIPE_BK (every GEMM-class layer
 // of the benchmark) and the copies fit its limits; v7 / v8 elsewhere.
