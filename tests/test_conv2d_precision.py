@@ -131,6 +131,10 @@ def test_tile_and_version_choice():
     assert "_v8_" in pipelined_launch(vgg, channels_last=False).kernel  # stride 1: 16-byte input copies
     assert "_v8_" in pipelined_launch(_problem(8, 48, 40, 40, 16, 3, padding=1)).kernel  # 48 channels
     assert "_v8_" in pipelined_launch(vgg, wide_copies=True).kernel  # asking for v7 / v8 gets them
+    pointwise = _problem(32, 256, 28, 28, 256, 1)  # v8 already copies its rows without a gather
+    assert "_v8_" in pipelined_launch(pointwise).kernel
+    assert "_v10_" in pipelined_launch(pointwise, channels_last=True).kernel
+    assert "_v10_" in pipelined_launch(_problem(32, 256, 28, 28, 256, 1, stride=2)).kernel
     assert "_v7_" in pipelined_launch(_problem(8, 16, 40, 40, 16, 3, stride=2)).kernel
     assert "_v7_" in pipelined_launch(_problem(1, 2, 9, 9, 4, 3, padding=2, padding_mode="reflect")).kernel
     assert "_v9_" in pipelined_launch(_problem(1, 2, 9, 9, 4, 3, stride=2), "pipelined_bf16").kernel
@@ -327,7 +331,7 @@ def test_channels_last_copies_are_the_padded_rounded_transposes(shape, rng):
 
     x, w, _, p = _layer(shape, rng)
     P, mode = shape[7], shape[10]
-    call = ChannelsLastCall(p, pipelined_launch(p))
+    call = ChannelsLastCall(p, pipelined_launch(p, channels_last=True))
     x_cl, w_cl = call.channels_last(cp.asarray(x), cp.asarray(w))
     Hp, Wp = channels_last_size(p)
     padded = np.pad(x, ((0, 0), (0, 0), (P, P), (P, P)), mode="reflect" if mode == "reflect" else "constant")
@@ -344,7 +348,7 @@ def test_channels_last_against_torch_with_poisoned_output(shape, tile, rng, torc
     import cupy as cp
 
     x, w, b, p = _layer(shape, rng)
-    launch = pipelined_launch(p, tile=tile, k_splits=1)
+    launch = pipelined_launch(p, tile=tile, k_splits=1, channels_last=True)
     assert launch.kernel == f"conv2d_v10_tf32_{tile[0]}x{tile[1]}"
     y = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
     ChannelsLastCall(p, launch).into(cp.asarray(x), cp.asarray(w), cp.asarray(b), y)
@@ -356,15 +360,16 @@ def test_channels_last_against_torch_with_poisoned_output(shape, tile, rng, torc
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("k_splits", [2, 3, 7])
-def test_channels_last_split_k_adds_every_part_once(k_splits, rng, torch):
-    """Kdim 9 * 64 = 576: 18 stages of (tap, 32 channels); splits that start mid-tap too."""
+@pytest.mark.parametrize(("k_splits", "blocks"), [(2, 2), (5, 5), (7, 6)])
+def test_channels_last_split_k_adds_every_part_once(k_splits, blocks, rng, torch):
+    """Kdim 9 * 64 = 576: 18 stages of (tap, 32 channels), two a tap. 5 splits of 4 stages leave
+    a short last one; 7 asked for give 6 of 3 (no split empty), every other one starting mid-tap."""
     import cupy as cp
 
     shape = (2, 64, 9, 11, 70, 3, 1, 1, 1, 1, "zeros")
     x, w, b, p = _layer(shape, rng)
     launch = pipelined_launch(p, k_splits=k_splits)
-    assert launch.grid[2] == k_splits and "_v10_" in launch.kernel
+    assert launch.grid[2] == blocks and "_v10_" in launch.kernel
     y = ChannelsLastCall(p, launch)(cp.asarray(x), cp.asarray(w), cp.asarray(b))
     np.testing.assert_allclose(y.get(), _expected(torch, shape, x, w, b), rtol=2e-4, atol=2e-3)
 
@@ -376,7 +381,7 @@ def test_channels_last_thread_map_names_each_writer(tile, rng):
     import cupy as cp
 
     x, w, _, p = _layer((2, 64, 7, 9, 70, 3, 1, 1, 1, 2, "zeros"), rng)
-    launch = pipelined_launch(p, tile=tile, k_splits=1)
+    launch = pipelined_launch(p, tile=tile, k_splits=1, channels_last=True)
     x_cl, w_cl = ChannelsLastCall(p, launch).channels_last(cp.asarray(x), cp.asarray(w))
     out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
     writer, dims = launch_module.traced(launch, x_cl, w_cl, None, out)
