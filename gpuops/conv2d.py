@@ -591,6 +591,14 @@ def pipelined_tile(p: ConvProblem) -> tuple[int, int]:
     return (128, 128) if p.M // p.groups > 64 else (64, 64)
 
 
+def channels_last_tile(p: ConvProblem) -> tuple[int, int]:
+    """v10's block tile: 128 x 128 where a group has more than 32 filters, else 64 x 64. v10
+    runs two 128 x 128 blocks per SM (v7-v9 one), which pays even with half the filter rows
+    empty: H100, bench.suite --sweep, one run: 5x5 layer of 64 filters 0.120 ms with 128 x 128,
+    0.146 with 64 x 64; grouped layer of 32 filters a group 0.268 and 0.250."""
+    return (128, 128) if p.M // p.groups > 32 else (64, 64)
+
+
 def pipelined_launch(
     p: ConvProblem,
     algorithm: str = "pipelined_tf32",
@@ -610,8 +618,6 @@ def pipelined_launch(
     g = p.geometry
     _check_pixels(p, algorithm)
     _check_plane(g, algorithm)
-    BM, BN = tile or pipelined_tile(p)
-    warps_m, warps_n = PIPE_TILES[BM, BN]
     precision = PIPE_PREFIX[algorithm]
     if channels_last is None:  # a 1x1 layer of stride 1 without padding: v8 copies x without a gather
         pointwise = (g.KH, g.KW, g.stride_h, g.stride_w) == (1, 1, 1, 1) and not any(g.pads)
@@ -622,6 +628,8 @@ def pipelined_launch(
         raise ValueError(
             f"v10 (channels last) runs TF32 layers whose groups have a multiple of {PIPE_BK} channels"
         )
+    BM, BN = tile or (channels_last_tile(p) if channels_last else pipelined_tile(p))
+    warps_m, warps_n = PIPE_TILES[BM, BN]
     if channels_last:
         version = "v10"
     elif precision == "tf32":
@@ -663,14 +671,14 @@ def channels_last_size(p: ConvProblem) -> tuple[int, int]:
 
 def channels_last_fits(p: ConvProblem) -> bool:
     """Where v10 runs: each group's channels fill whole PIPE_BK-deep stages (a stage is then one
-    tap and PIPE_BK channels, 16-byte aligned), the copies' grids fit (rows and samples along y
-    and z) and one sample of the copy has fewer than 2^31 values (the kernel's tap offsets)."""
+    tap and PIPE_BK channels, 16-byte aligned), the copy's channel tiles fit grid y, and one
+    sample of the copy has fewer than 2^31 values (the kernel's tap offsets are 32-bit)."""
     Cg = p.C // p.groups
     Hp, Wp = channels_last_size(p)
     return (
         Cg > 0
         and Cg % PIPE_BK == 0
-        and max(Hp, p.N, p.M) <= GRID_YZ_LIMIT
+        and p.C // CL_TILE <= GRID_YZ_LIMIT
         and Hp * Wp * p.C <= INT32_MAX
         and p.geometry.KH * p.geometry.KW * Cg <= INT32_MAX
     )
@@ -678,21 +686,22 @@ def channels_last_fits(p: ConvProblem) -> bool:
 
 @dataclass(frozen=True)
 class ChannelsLastCopyMap:
-    """v10's copy to channels last: block (x, r, n) moves CL_TILE channels x CL_TILE columns of
-    row r of sample n (x = channel block * s_tiles + column block); thread (tx, ty) writes channel
-    tx of columns ty, ty + 8, ty + 16, ty + 24 of the block."""
+    """v10's copy to channels last: block (x, y) moves CL_TILE channels (y-th tile) x CL_TILE
+    consecutive cells q = (n*Hp + r)*Wp + s of the copy (x-th tile); thread (tx, ty) writes channel
+    tx of cells ty, ty + 8, ty + 16, ty + 24 of the block."""
 
-    s_tiles: int
+    Hp: int
+    Wp: int
 
     def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
         n, r, s, c = index
-        block = ((c // CL_TILE) * self.s_tiles + s // CL_TILE, r, n)
-        return ThreadRef(block, (c % CL_TILE, s % CL_TILE % CL_BLOCK[1], 0))
+        q = (n * self.Hp + r) * self.Wp + s
+        return ThreadRef((q // CL_TILE, c // CL_TILE, 0), (c % CL_TILE, q % CL_TILE % CL_BLOCK[1], 0))
 
     def describe(self) -> str:
         return (
-            f"a block moves {CL_TILE} channels x {CL_TILE} columns of one row through shared memory: "
-            "read along the columns, written along the channels, rounded to TF32"
+            f"a block moves {CL_TILE} channels x {CL_TILE} cells of the copy through shared memory: "
+            "read along the cells, written along the channels, rounded to TF32"
         )
 
 
@@ -703,8 +712,7 @@ def channels_last_copy_launch(
     the copy is cell (r - pads[0], s - pads[1]) with the padding rule (zeros or mirrored).
     The weights go through it too: (M, C/groups, KH, KW) -> (M, KH, KW, C/groups)."""
     N, C, H, W = shape
-    s_tiles = ceil_div(Wp, CL_TILE)
-    grid = (s_tiles * (C // CL_TILE), Hp, N)
+    grid = (ceil_div(N * Hp * Wp, CL_TILE), C // CL_TILE, 1)
     check_grid(grid, "the channels-last copy")
     args = ints(N=N, C=C, H=H, W=W, Hp=Hp, Wp=Wp, pad_h=pads[0], pad_w=pads[1], reflect=int(reflect))
     return Launch(
@@ -714,8 +722,8 @@ def channels_last_copy_launch(
         CL_BLOCK,
         0,
         ("src", "dst"),
-        args + ints(s_tiles=s_tiles),
-        ChannelsLastCopyMap(s_tiles),
+        args,
+        ChannelsLastCopyMap(Hp, Wp),
         "(n, r, s, c) of the channels-last copy",
     )
 

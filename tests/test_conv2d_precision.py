@@ -127,7 +127,8 @@ def test_tile_and_version_choice():
     assert pipelined_tile(late) == (128, 128)  # a small grid: k is split instead
     assert pipelined_tile(few_filters) == (64, 64)
     assert "_v10_" in pipelined_launch(vgg).kernel  # 128 channels: whole 32-deep stages
-    assert "_v10_" in pipelined_launch(few_filters).kernel
+    assert pipelined_launch(few_filters).kernel == "conv2d_v10_tf32_128x128"  # v10: two blocks an SM
+    assert "_v10_tf32_64x64" in pipelined_launch(_problem(2, 128, 9, 9, 128, 3, groups=4)).kernel
     assert "_v8_" in pipelined_launch(vgg, channels_last=False).kernel  # stride 1: 16-byte input copies
     assert "_v8_" in pipelined_launch(_problem(8, 48, 40, 40, 16, 3, padding=1)).kernel  # 48 channels
     assert "_v8_" in pipelined_launch(vgg, wide_copies=True).kernel  # asking for v7 / v8 gets them
@@ -385,6 +386,23 @@ def test_channels_last_thread_map_names_each_writer(tile, rng):
     x_cl, w_cl = ChannelsLastCall(p, launch).channels_last(cp.asarray(x), cp.asarray(w))
     out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
     writer, dims = launch_module.traced(launch, x_cl, w_cl, None, out)
+    assert not np.isnan(out.get()).any() and (writer > 0).all()
+    assert dims == (*launch.grid, *launch.block)
+    for index in np.ndindex(out.shape):
+        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+
+
+@pytest.mark.gpu
+def test_channels_last_copy_map_names_each_writer(rng):
+    """Trace build of the copy: the map of cells (across rows and samples) and channels to
+    blocks and threads is the kernel's; every value of the copy is written."""
+    import cupy as cp
+
+    x, _, _, p = _layer((2, 64, 5, 7, 8, 3, 2, 1, 1, 1, "zeros"), rng)  # Hp 7, Wp 9
+    call = ChannelsLastCall(p, pipelined_launch(p, channels_last=True))
+    launch = call.copies[0]
+    out = cp.full(call.x_shape, cp.nan, dtype=cp.float32)
+    writer, dims = launch_module.traced(launch, cp.asarray(x), out)
     assert not np.isnan(out.get()).any() and (writer > 0).all()
     assert dims == (*launch.grid, *launch.block)
     for index in np.ndindex(out.shape):

@@ -1180,35 +1180,42 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_fp16_64x64(
 // The host picks v10 for TF32 where C/groups is a multiple of PIPE_BK (every GEMM-class layer
 // of the benchmark) and the copies fit its limits; v7 / v8 elsewhere.
 // =======================================================================================
-#define CL_TILE 32   // conv2d_v10_to_channels_last: 32 channels x 32 columns per block
+#define CL_TILE 32   // conv2d_v10_to_channels_last: 32 channels x 32 cells of the copy per block
 
 // x (N, C, H, W) -> x_cl (N, Hp, Wp, C), rounded to TF32: x_cl row r, column s is input cell
 // (r - pad_h, s - pad_w) with the padding rule applied. C % CL_TILE == 0 (the host checks).
-// A block moves CL_TILE channels x CL_TILE columns of one row through shared memory: threads
-// read along the columns of x (coalesced) and write along the channels of x_cl (coalesced).
-// grid = (s_tiles * C / CL_TILE, Hp, N), block = (CL_TILE, 8). The weights use the same kernel:
-// w (M, Cg, KH, KW) is a batch of M images of Cg channels, no padding (Hp = KH, Wp = KW).
+// A block moves CL_TILE channels x CL_TILE consecutive cells q = (n*Hp + r)*Wp + s of the copy
+// (across rows and samples, so narrow images keep every thread busy) through shared memory:
+// threads read along the cells (coalesced within a row of x) and write along the channels of
+// x_cl (128 contiguous bytes a cell). grid = (ceil(N*Hp*Wp / CL_TILE), C / CL_TILE),
+// block = (CL_TILE, 8). The weights use the same kernel: w (M, Cg, KH, KW) is a batch of M
+// images of Cg channels, no padding (Hp = KH, Wp = KW).
+// (A first version tiled one row at a time, 32 columns a block: on a 3x3 weight tensor 29 of
+// every 32 threads idled. On the H100 the late 7x7x1024 layer then spent ~230 us of its 0.38 ms
+// outside its GEMM (148 us in Nsight Compute), most of it copying the 1024 x 1024 x 3 x 3 weights.)
 extern "C" __global__ void __launch_bounds__(256) conv2d_v10_to_channels_last(
     const float* __restrict__ src, float* __restrict__ dst,
     int N, int C, int H, int W,       // src (N, C, H, W)
-    int Hp, int Wp, int pad_h, int pad_w, int reflect,   // dst (N, Hp, Wp, C)
-    int s_tiles)                      // blocks along a row: ceil(Wp / CL_TILE)
+    int Hp, int Wp, int pad_h, int pad_w, int reflect)   // dst (N, Hp, Wp, C)
 {
-    __shared__ float tile[CL_TILE][CL_TILE + 1];      // [channel][column], padded: no bank conflicts
-    const int c0 = (blockIdx.x / s_tiles) * CL_TILE, s0 = (blockIdx.x % s_tiles) * CL_TILE;
-    const int r = blockIdx.y, n = blockIdx.z;
+    __shared__ float tile[CL_TILE][CL_TILE + 1];      // [channel][cell], padded: no bank conflicts
+    const long long cells = (long long)N * Hp * Wp;
+    const long long q0 = (long long)blockIdx.x * CL_TILE;
+    const int c0 = blockIdx.y * CL_TILE;
     const int tx = threadIdx.x, ty = threadIdx.y;
-    const int s = s0 + tx;
+    if (q0 + tx < cells) {                           // no return: a barrier follows
+        const long long q = q0 + tx, nr = q / Wp;
+        const int s = (int)(q - nr * Wp), n = (int)(nr / Hp), r = (int)(nr - (long long)n * Hp);
 #pragma unroll
-    for (int i = ty; i < CL_TILE; i += 8) {
-        const float* __restrict__ plane = src + ((long long)n * C + c0 + i) * ((long long)H * W);
-        tile[i][tx] = s < Wp ? load_padded(plane, r - pad_h, s - pad_w, H, W, reflect) : 0.0f;
+        for (int i = ty; i < CL_TILE; i += 8) {
+            const float* __restrict__ plane = src + ((long long)n * C + c0 + i) * ((long long)H * W);
+            tile[i][tx] = load_padded(plane, r - pad_h, s - pad_w, H, W, reflect);
+        }
     }
     __syncthreads();
 #pragma unroll
     for (int i = ty; i < CL_TILE; i += 8) {
-        if (s0 + i < Wp)
-            dst[(((long long)n * Hp + r) * Wp + s0 + i) * C + c0 + tx] = __uint_as_float(to_tf32(tile[tx][i]));
+        if (q0 + i < cells) store(dst, (q0 + i) * C + c0 + tx, __uint_as_float(to_tf32(tile[tx][i])));
     }
 }
 
