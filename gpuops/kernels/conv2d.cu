@@ -1177,8 +1177,19 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_fp16_64x64(
 //   5. 128 registers a thread instead of 206 (ptxas): TWO blocks of 8 warps per SM (128 x 128
 //      tile), so one block's barrier wait can overlap the other's tensor-core work.
 // Unchanged: 3 cp.async stages of 32 k, the warp tiles of v7, split K, the write-back.
-// The host picks v10 for TF32 where C/groups is a multiple of PIPE_BK (every GEMM-class layer
-// of the benchmark) and the copies fit its limits; v7 / v8 elsewhere.
+// The host picks v10 for TF32 where C/groups is a multiple of PIPE_BK and the copies fit its
+// limits, except 1x1 layers of stride 1 without padding (v8 copies those without a gather);
+// v7 / v8 elsewhere. Its tile: 128 x 128 where a group has more than 32 filters.
+// Measured (H100, bench.suite at 36ead58, two runs in one lease), ms, v8 -> v10 with its copies
+// (cuDNN-TF32): VGG-like 0.663 / 0.648 -> 0.288 / 0.288 (0.205 / 0.213); 5x5 0.244 / 0.249 ->
+// 0.117 / 0.119 (0.076 / 0.080); grouped g=4 0.561 / 0.562 -> 0.254 / 0.251 (0.176 / 0.173);
+// late 14x14x256 0.267 / 0.266 -> 0.108 / 0.109 (0.058 / 0.061); 7x7x512 0.281 / 0.288 ->
+// 0.116 / 0.124 (0.073 / 0.074); 7x7x1024 0.489 / 0.490 -> 0.210 / 0.212 (0.150 / 0.150);
+// 1x1 0.078 / 0.074 -> 0.095 / 0.086 (so v8 stays there). Error against float64 2.9e-4, as
+// cuDNN-TF32's. Nsight Compute, VGG-like GEMM alone: v8 655 us, 230 M instructions issued
+// (~1020 a warp per stage), 8 warps per SM, 61% of cycles with no warp ready; v10 218 us, 51 M
+// instructions, 16 warps per SM, L2 throughput at 74% of its peak: the L2, and the ~70 us of
+// copies, are what is left to win (cuDNN's larger tiles read fewer L2 bytes per mma).
 // =======================================================================================
 #define CL_TILE 32   // conv2d_v10_to_channels_last: 32 channels x 32 cells of the copy per block
 
