@@ -294,29 +294,27 @@ def section_images(conv: Conv, cell: Cell, detail: tuple[int, int], zoom: tuple[
     g = conv.g
     rf = maps.receptive_field(g, *detail, conv.mode)
     in_pixels = session_cached(("dc_in_display", image.key), lambda: to_display(image.planes))
+    pads = (g.pad_top, g.pad_bottom, g.pad_left, g.pad_right)
     left, right = st.columns(2)
     with left:
         if cell.space == "out":
-            fig = viz.input_figure(in_pixels, look, f"Input: {W} x {H}, {C} channel{'s' if C > 1 else ''}",
-                                   pads=(g.pad_top, g.pad_bottom, g.pad_left, g.pad_right), taps=(rf.rows, rf.cols),
-                                   inside=rf.inside, sources=(rf.source_rows, rf.source_cols), zoom=zoom)  # fmt: skip
+            marks = viz.ImageMarks(pads, taps=rf, zoom=zoom)
             what = f"orange: the {g.KH} x {g.KW} taps output ({cell.row}, {cell.col}) reads"
         else:
-            fig = viz.input_figure(in_pixels, look, f"Input: {W} x {H}, {C} channel{'s' if C > 1 else ''}",
-                                   pads=(g.pad_top, g.pad_bottom, g.pad_left, g.pad_right), picked=(cell.row, cell.col),
-                                   zoom=zoom)  # fmt: skip
+            marks = viz.ImageMarks(pads, picked=(cell.row, cell.col), zoom=zoom)
             what = f"orange: the picked input cell ({cell.row}, {cell.col})"
+        fig = viz.input_figure(in_pixels, look, f"Input: {W} x {H}, {C} channel{'s' if C > 1 else ''}", marks)
         pad_note = "mirrored cells" if conv.mode == "reflect" else "zeros"
         show(fig, "conv_input", f"Click a pixel. {what}; blue band: padding ({pad_note}); dotted cyan: the close-up.",
                pickable=True)  # fmt: skip
     with right:
         if cell.space == "out":
-            fig = viz.output_figure(conv.out_pixels, look, f"Output: {g.W_out} x {g.H_out}", picked=detail)
+            fig = viz.output_figure(conv.out_pixels, look, f"Output: {g.W_out} x {g.H_out}", viz.ImageMarks(picked=detail))
             what = f"orange: output ({cell.row}, {cell.col})"
         else:
             readers = maps.readers_of(g, cell.row, cell.col, conv.mode)
-            fig = viz.output_figure(conv.out_pixels, look, f"Output: {g.W_out} x {g.H_out}", readers=readers[:, :2],
-                                    detail=detail)  # fmt: skip
+            marks = viz.ImageMarks(readers=readers[:, :2], detail=detail)
+            fig = viz.output_figure(conv.out_pixels, look, f"Output: {g.W_out} x {g.H_out}", marks)
             what = (f"red: the {len(np.unique(readers[:, :2], axis=0))} outputs that read input ({cell.row}, "
                     f"{cell.col}); dotted: output {detail}, explained below")  # fmt: skip
         show(fig, "conv_output", f"Click a pixel. {what}. Shown as {conv.shown_as}.", pickable=True)
@@ -362,10 +360,8 @@ def section_receptive_field(conv: Conv, cell: Cell, detail: tuple[int, int], zoo
     left, right = st.columns([1.1, 1])
     with left:
         win = maps.padded_window(image.planes[ch], g, conv.mode, *zoom)
-        fig = viz.receptive_field_figure(win.rows, win.cols, win.values, win.inside, win.source_rows, win.source_cols,
-                                         rf.rows, rf.cols, conv.kernel, look,
-                                         f"Receptive field of output ({oh}, {ow}), channel {ch}",
-                                         picked=(cell.row, cell.col) if cell.space == "in" else None)  # fmt: skip
+        closeup = viz.Closeup(win, rf, conv.kernel, (cell.row, cell.col) if cell.space == "in" else None)
+        fig = viz.receptive_field_figure(closeup, look, f"Receptive field of output ({oh}, {ow}), channel {ch}")
         pad_note = ("copies of mirrored cells (arrows, or hover a padding cell: the cell it copies)"
                     if conv.mode == "reflect" else "zeros")  # fmt: skip
         picked = "; red: the picked input cell" if cell.space == "in" else ""
@@ -425,12 +421,19 @@ def section_sliding_window(conv: Conv, detail: tuple[int, int], ch: int) -> None
     out_values = conv.out[m, crop.out_r0 : crop.out_r1, crop.out_c0 : crop.out_c1]
     budget.check(budget.bytes_cost(60 * len(oh) * (6 * g.KH * g.KW + 30)), "The animation",
                  "Use a smaller kernel or a dilation of 1.")  # fmt: skip
-    fig = viz.sliding_window_figure(
-        win.rows, win.cols, win.values, ~win.inside & np.isfinite(win.values), np.arange(crop.out_r0, crop.out_r1),
-        np.arange(crop.out_c0, crop.out_c1), out_values, tap_rows, tap_cols, conv.out[m][oh, ow],
-        crop.index_of(*detail), look, f"Outputs {crop.out_r0}..{crop.out_r1 - 1} x {crop.out_c0}..{crop.out_c1 - 1}, "
-        f"channel {ch}", conv.weight.shape[1] * g.KH * g.KW,
-    )  # fmt: skip
+    sweep = viz.Sweep(
+        win,
+        np.arange(crop.out_r0, crop.out_r1),
+        np.arange(crop.out_c0, crop.out_c1),
+        out_values,
+        tap_rows,
+        tap_cols,
+        conv.out[m][oh, ow],
+        crop.index_of(*detail),
+        conv.weight.shape[1] * g.KH * g.KW,
+    )
+    title = f"Outputs {crop.out_r0}..{crop.out_r1 - 1} x {crop.out_c0}..{crop.out_c1 - 1}, channel {ch}"
+    fig = viz.sliding_window_figure(sweep, look, title)
     show(fig, "dc_window", f"{len(oh)} steps, one per output, starting at the pick. Play, pause, or drag the "
            "slider; grey outputs are not computed yet. A GPU computes them all at once, one thread each (below). "
            "Where you pause is the pick.", pickable=True)  # fmt: skip
@@ -468,7 +471,7 @@ def section_threads(conv: Conv, detail: tuple[int, int], ch: int) -> None:
                      "the kernel's filter slots for a group hold that one filter.")  # fmt: skip
     left, right = st.columns(2)
     with left:
-        fig = viz.thread_figure(conv.out_pixels, work.block_pixels, work.thread_pixels, detail, look, title)
+        fig = viz.thread_figure(conv.out_pixels, work, detail, look, title)
         show(fig, "dc_threads", "Cyan: the block's pixels; orange: this thread's. Click a pixel to pick it.",
                pickable=True)  # fmt: skip
     with right:
@@ -486,8 +489,8 @@ def section_shared_tile(conv: Conv, detail: tuple[int, int], ch: int, work: maps
                                                                           np.array([c0, c1 - 1]), g, 2))  # fmt: skip
     taps = [maps.receptive_field(g, int(r), int(c), conv.mode) for r, c in work.thread_pixels]
     cells = np.concatenate([np.stack([t.rows.ravel(), t.cols.ravel()], axis=1) for t in taps])
-    fig = viz.shared_tile_figure(win.rows, win.cols, win.values, win.inside, (r0, r1, c0, c1), cells, look,
-                                 f"Shared-memory tile: {r1 - r0} x {c1 - c0} input cells (tile + halo)")  # fmt: skip
+    title = f"Shared-memory tile: {r1 - r0} x {c1 - c0} input cells (tile + halo)"
+    fig = viz.shared_tile_figure(win, (r0, r1, c0, c1), cells, look, title)
     stage = dict(launch.args).get("cb_max", 1)  # v3 stages several channels per barrier; v2 and v6 one
     show(fig, "dc_tile", f"Cyan: the input tile the block copies to shared memory ({stage} channel(s) at a time, "
            f"{launch.shared_bytes:,} bytes) before any thread multiplies; orange: the cells this thread's "

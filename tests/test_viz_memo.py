@@ -65,6 +65,8 @@ def test_keys_tell_types_and_containers_apart():
     assert key((1, 2)) != key([1, 2]) != key((1, (2,)))
     assert key({"a": 1, "b": 2}) == key({"b": 2, "a": 1})
     assert key(np.array(["ab", "c"], dtype=object)) != key(np.array(["a", "bc"], dtype=object))
+    assert key(range(3)) == key(range(3)) != key(range(4)) != key(range(0, 4, 2))
+    assert key(range(3)) != key((0, 1, 2))
     assert key(NORMAL) != key(PRESENTATION)
     assert key(dataclasses.replace(NORMAL, line=4)) != key(NORMAL)
 

@@ -126,8 +126,7 @@ def ratio_figure(
     finish(
         fig,
         title,
-        f"speed relative to {reference}: its time ÷ this time (> 1 = faster){scale}",
-        "",
+        (f"speed relative to {reference}: its time ÷ this time (> 1 = faster){scale}", ""),
         400,
         style,
     )
@@ -234,8 +233,7 @@ def sweep_figure(
     finish(
         fig,
         f"conv2d time vs image size: median and min-max of repeated runs ({clock})",
-        "image side H = W (pixels)",
-        "milliseconds" + (" (log scale)" if log else ""),
+        ("image side H = W (pixels)", "milliseconds" + (" (log scale)" if log else "")),
         460,
         style,
     )

@@ -17,7 +17,7 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
-from viz.animation import controls
+from viz.animation import Controls, controls
 from viz.memo import figure_memo
 from viz.style import (
     HALO,
@@ -26,6 +26,7 @@ from viz.style import (
     PADDING_COLOUR,
     READER,
     SECOND,
+    Pen,
     Style,
     label_size,
     outline,
@@ -212,15 +213,13 @@ def panels_figure(panels: Sequence[Panel], title: str, style: Style = NORMAL, *,
         x0 = x1 + gap / total
     shapes: list[dict] = []
     for panel, r, c, bh, bw in marks.boxes:
-        shapes += outline(
-            r, c, style, ORIGINAL_LINE, h=bh, w=bw, xref=_ref("x", panel), yref=_ref("y", panel)
-        )[1:]
+        shapes += outline((r, c), style, Pen(ORIGINAL_LINE, panel=_ref("x", panel)), size=(bh, bw))[1:]
     for panel, r, c in marks.mapped:
         if (panel, r, c) != marks.picked:
-            shapes += outline(r, c, style, marks.mapped_colour, xref=_ref("x", panel), yref=_ref("y", panel))
+            shapes += outline((r, c), style, Pen(marks.mapped_colour, panel=_ref("x", panel)))
     if marks.picked is not None:
         panel, r, c = marks.picked
-        shapes += outline(r, c, style, HIGHLIGHT, xref=_ref("x", panel), yref=_ref("y", panel))
+        shapes += outline((r, c), style, Pen(HIGHLIGHT, panel=_ref("x", panel)))
     lay.update(shapes=shapes, annotations=annotations, **(layout or {}))
     return go.Figure(dict(data=[*data, *extra_data], layout=lay, frames=list(frames)), _validate=False)
 
@@ -475,7 +474,7 @@ def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: n
         title += f" ({step} cells per frame)"
     fig = panels_figure(panels, title, style,
                         marks=Marks(boxes=[(2, 0, 0, H_out, W_out)]), plot_width=plot_width, extra_data=outlines,
-                        extra_bottom=extra, frames=frames, layout=controls(labels, style, step_labels=False))  # fmt: skip
+                        extra_bottom=extra, frames=frames, layout=controls(labels, style, Controls(step_labels=False)))  # fmt: skip
     plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
     y = -(below_axis + 2) / max(1, plot_h)  # just under the axis titles
     fig.layout.updatemenus[0].y = y

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.animation import controls
-from viz.cells import identity_grid, value_grid
+from viz.animation import Controls, controls
+from viz.cells import GridLook, identity_grid, value_grid
 from viz.memo import figure_memo
-from viz.style import HALO, HIGHLIGHT, NORMAL, READER, SECOND, Style, finish, label_size, outline
+from viz.style import HALO, HIGHLIGHT, NORMAL, READER, SECOND, Pen, Style, finish, label_size, outline
 
 FULL_WIDTH = 820  # px of plot area a full-width figure gets at 1366 x 768 with the sidebar open
 LEFT_WIDTH = 470  # the input maps' column (left of Y) at that size
@@ -161,7 +161,7 @@ def _merge(base: dict, over: dict) -> dict:
 @functools.lru_cache(maxsize=256)
 def _look(title: str, x_title: str, y_title: str, style: Style) -> dict:
     """viz.style.finish's figure-level settings, as a dict (finish on an empty figure)."""
-    return finish(go.Figure(), title, x_title, y_title, 10, style).layout.to_plotly_json()
+    return finish(go.Figure(), title, (x_title, y_title), 10, style).layout.to_plotly_json()
 
 
 def _assemble(
@@ -201,7 +201,7 @@ def _shapes(
 ) -> list[dict]:
     out: list[dict] = []
     for r, c in cells:
-        out += outline(r, c, style, colour, h=h, w=w, xref=panel, yref=_yref(panel), dash=dash)
+        out += outline((r, c), style, Pen(colour, dash, panel=panel), size=(h, w))
     return out
 
 
@@ -298,7 +298,9 @@ def input_maps_figure(
                 np.char.add(np.char.add(np.char.add(text, "<br>copied "), count), " times into X_unroll"),
                 text,
             )
-        trace = identity_grid(ids[c], vals, row0, col0, style, n_cells=n_cells, width_px=int(panel_px))
+        trace = identity_grid(
+            ids[c], vals, style, origin=(row0, col0), look=GridLook(n_cells=n_cells, width_px=int(panel_px))
+        )
         data.append(
             _dict(
                 trace,
@@ -334,9 +336,7 @@ def input_maps_figure(
     shapes: list[dict] = []
     if row0 < 0 or col0 < 0:  # the real input, inside its padding
         for c in range(C):
-            shapes += outline(
-                0, 0, style, SECOND, h=H, w=W, xref=input_panel(c), yref=_yref(input_panel(c)), dash="dash"
-            )
+            shapes += outline((0, 0), style, Pen(SECOND, "dash", panel=input_panel(c)), size=(H, W))
     for c, r, q, inside in taps:
         shapes += _shapes([(r, q)], style, input_panel(int(c)), dash="solid" if inside else "dot")
     if picked is not None:
@@ -410,7 +410,9 @@ def x_unroll_figure(
     R, L = x_unroll.shape
     frac, col_px = _plot_width(L, width_px)
     row_px, plot_h = _matrix_height(R, style, 1000 if style.presentation else 880)
-    trace = identity_grid(src_ids, x_unroll, 0, 0, style, n_cells=n_cells, width_px=int(frac * width_px))
+    trace = identity_grid(
+        src_ids, x_unroll, style, look=GridLook(n_cells=n_cells, width_px=int(frac * width_px))
+    )
     text = _cell_text(src_ids, channel, src_rows, src_cols)
     rl = np.array([row_label(t) for t in labels])
     custom = np.char.add(
@@ -471,7 +473,7 @@ def _filter_rows(
     M, n = mat.shape
     frac, col_px = _plot_width(n, width_px)
     row_px = float(max(style.tick + 14, min(MAX_CELL, row_base * style.height_scale)))
-    trace = value_grid(mat, 0, 0, style, name=name, fmt="g", width_px=int(frac * width_px))
+    trace = value_grid(mat, style, look=GridLook(name, "g", int(frac * width_px)))
     labels = label_props(_text(mat), n, frac * width_px, row_px, style, dark=False)
     return (
         [_dict(trace, customdata=np.broadcast_to(column_text, (M, n)), hovertemplate=hover, **labels)],
@@ -553,7 +555,7 @@ def output_figure(
     xt, step = column_ticks(positions, col_px, style)
     shapes: list[dict] = []
     for first, count in runs(columns):
-        shapes += outline(0, first, style, READER, h=M, w=count)
+        shapes += outline((0, first), style, Pen(READER), size=(M, count))
     if column is not None:
         shapes += _shapes([(0, column)], style, h=M)
     if cell is not None:
@@ -628,7 +630,7 @@ def column_animation(
         vals = values_of(ids[c], x)
         data.append(
             _dict(
-                identity_grid(ids[c], vals, row0, col0, style, n_cells=n_cells),
+                identity_grid(ids[c], vals, style, origin=(row0, col0), look=GridLook(n_cells=n_cells)),
                 xaxis=xr,
                 yaxis=yr,
                 hovertemplate="row %{y}, col %{x}<br>value %{text}<extra></extra>",
@@ -652,7 +654,7 @@ def column_animation(
     xk, yk, xr, yr = _axis_ids(C + 1)
     data.append(
         _dict(
-            identity_grid(src_ids, x_unroll, 0, 0, style, n_cells=n_cells),
+            identity_grid(src_ids, x_unroll, style, look=GridLook(n_cells=n_cells)),
             xaxis=xr,
             yaxis=yr,
             hovertemplate="row r = %{y}, column l = %{x}<br>value %{text}<extra></extra>",
@@ -670,7 +672,7 @@ def column_animation(
     xk, yk, xr, yr = _axis_ids(C + 2)
     data.append(
         _dict(
-            value_grid(y_mat, 0, 0, style, name="Y", fmt="g"),
+            value_grid(y_mat, style, look=GridLook("Y", "g")),
             xaxis=xr,
             yaxis=yr,
             **label_props(_text(y_mat), L, frac * width_px, y_row_px, style, dark=False),
@@ -725,11 +727,13 @@ def column_animation(
         **controls(
             names,
             style,
-            prefix=frame_prefix,
-            ms=800,
-            y=-(30 + style.tick + style.font) / plot_h,
-            buttons_pad=style.font + 24,
-            slider_pad=style.font + 14,
+            Controls(
+                prefix=frame_prefix,
+                ms=800,
+                y=-(30 + style.tick + style.font) / plot_h,
+                buttons_pad=style.font + 24,
+                slider_pad=style.font + 14,
+            ),
         ),
     )
     return _assemble(
@@ -792,8 +796,7 @@ def expansion_figure(
     finish(
         fig,
         "Expansion ratio vs image size",
-        "image side H = W (pixels, log scale)",
-        "X_unroll / input",
+        ("image side H = W (pixels, log scale)", "X_unroll / input"),
         420,
         style,
     )
@@ -822,7 +825,7 @@ def runtime_figure(
             hovertemplate="%{y}: %{x:.3f} ms<extra></extra>",
         )
     )
-    finish(fig, title, f"milliseconds (median, {backend})", "", 150 + 60 * len(ms), style)
+    finish(fig, title, (f"milliseconds (median, {backend})", ""), 150 + 60 * len(ms), style)
     fig.update_yaxes(autorange="reversed", automargin=True)
     fig.update_xaxes(rangemode="tozero")
     return fig

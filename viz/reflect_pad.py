@@ -14,10 +14,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from gpuops.maps.reflect_pad import AxisSource
-from viz.cells import identity_grid
+from viz.cells import GridLook, identity_grid
 from viz.images import image_trace
 from viz.memo import figure_memo
-from viz.style import HIGHLIGHT, NORMAL, READER, SECOND, Style, cell_colours, finish, label_size, outline
+from viz.style import HIGHLIGHT, NORMAL, READER, SECOND, Pen, Style, cell_colours, finish, label_size, outline
 
 ORIGINAL_LINE = "#111111"  # the original grid inside the padded one
 Cells = Iterable[tuple[str, int, int]]  # (panel "x" input / "x2" padded, row, col)
@@ -134,15 +134,14 @@ def grid_figure(rows: np.ndarray, cols: np.ndarray, H: int, W: int, pads: tuple[
     ]
     for k, (grid_ids, labels, hover) in enumerate(panels, start=1):
         w = grid_ids.shape[1]
-        trace = identity_grid(
-            grid_ids, np.zeros(grid_ids.shape), 0, 0, style, n_cells=n, width_px=int(cell_px * w)
-        )
+        look = GridLook(n_cells=n, width_px=int(cell_px * w))
+        trace = identity_grid(grid_ids, np.zeros(grid_ids.shape), style, look=look)
         labelled = label_size(w, int(cell_px * w), style) is not None
         trace.update(
             text=labels, texttemplate="%{text}" if labelled else None, hovertemplate=hover + "<extra></extra>"
         )
         fig.add_trace(trace, row=1, col=k)
-    finish(fig, "Same colour = same source", "column", "row", 300, style)
+    finish(fig, "Same colour = same source", ("column", "row"), 300, style)
     _panel_titles(fig, (f"input {H} x {W}", f"padded {H_out} x {W_out}"), style)
     margin = _margins(style, subplot_titles=True)
     fig.update_layout(margin=margin, height=int(H_out * cell_px + margin["t"] + margin["b"] + 4))
@@ -154,10 +153,10 @@ def grid_figure(rows: np.ndarray, cols: np.ndarray, H: int, W: int, pads: tuple[
                       xaxis_title_text="column", yaxis_title_text="row",
                       xaxis2_title_text="column", yaxis2_title_text="",
                       yaxis_scaleanchor="x", yaxis2_scaleanchor="x2")  # fmt: skip
-    shapes = outline(top, left, style, ORIGINAL_LINE, h=H, w=W, xref="x2", yref="y2")
+    shapes = outline((top, left), style, Pen(ORIGINAL_LINE, panel="x2"), size=(H, W))
     for panel, r, c in [*mapped, *([picked] if picked else [])]:
         colour = HIGHLIGHT if (panel, r, c) == picked else mapped_colour
-        shapes += outline(r, c, style, colour, xref=panel, yref="y" + panel[1:])
+        shapes += outline((r, c), style, Pen(colour, panel=panel))
     fig.update_layout(shapes=shapes)
     return fig
 
@@ -208,14 +207,14 @@ def padded_image_figure(pixels: np.ndarray, H: int, W: int, pads: tuple[int, int
     Hp, Wp = pixels.shape[:2]
     fig = go.Figure(image_trace(pixels))
     fig.data[0].hovertemplate = "padded row %{y}, col %{x}<extra></extra>"
-    shapes = outline(top, left, style, SECOND, h=H, w=W)
+    shapes = outline((top, left), style, Pen(SECOND), size=(H, W))
     for r, c in copies:
         if (r, c) != picked and (r, c) != source:
-            shapes += outline(r, c, style, READER)
+            shapes += outline((r, c), style, Pen(READER))
     for cell in (source, picked):
         if cell is not None:
-            shapes += outline(cell[0], cell[1], style, HIGHLIGHT)
-    finish(fig, f"Padded by {top}: {Hp} x {Wp}", "padded column", "padded row", 300, style)
+            shapes += outline(cell, style, Pen(HIGHLIGHT))
+    finish(fig, f"Padded by {top}: {Hp} x {Wp}", ("padded column", "padded row"), 300, style)
     margin = _margins(style)
     plot_h = min(max_height, plot_width * Hp / max(Wp, 1))
     fig.update_layout(shapes=shapes, margin=margin, height=int(plot_h + margin["t"] + margin["b"]))
@@ -235,7 +234,7 @@ def blur_figure(zeros: np.ndarray, reflect: np.ndarray, k: int, style: Style = N
         trace = image_trace(pixels)
         trace.hovertemplate = "row %{y}, col %{x}<extra></extra>"
         fig.add_trace(trace, row=1, col=col)
-    finish(fig, f"The same {k} x {k} box blur, padding {k // 2}", "column", "row", 300, style)
+    finish(fig, f"The same {k} x {k} box blur, padding {k // 2}", ("column", "row"), 300, style)
     _panel_titles(fig, ("padding_mode = 'zeros'", "padding_mode = 'reflect'"), style)
     margin = _margins(style, subplot_titles=True)
     plot_h = min(max_height, 0.47 * plot_width * H / max(W, 1))

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 import gpuops
-from viz.animation import controls
+from viz.animation import Controls, controls
 from viz.images import image_trace
 from viz.memo import figure_memo
 from viz.style import (
@@ -23,9 +23,11 @@ from viz.style import (
     HIGHLIGHT,
     NORMAL,
     PADDING_COLOUR,
+    PEN,
     READER,
     SECOND,
     SEQUENTIAL,
+    Pen,
     Style,
     finish,
     outline,
@@ -106,20 +108,9 @@ def _colorbar(style: Style, title: str, **extra) -> dict:
     return dict(title=dict(text=title, font=dict(size=style.font)), tickfont=dict(size=style.tick), **extra)
 
 
-def _box_shapes(
-    box: Box,
-    style: Style,
-    colour: str = HIGHLIGHT,
-    *,
-    xref: str = "x",
-    yref: str = "y",
-    dash: str = "solid",
-    halo: bool = True,
-) -> list[dict]:
+def _box_shapes(box: Box, style: Style, pen: Pen = PEN, *, halo: bool = True) -> list[dict]:
     top, bottom, left, right = box
-    shapes = outline(
-        top, left, style, colour, h=bottom - top + 1, w=right - left + 1, xref=xref, yref=yref, dash=dash
-    )
+    shapes = outline((top, left), style, pen, size=(bottom - top + 1, right - left + 1))
     return shapes if halo else shapes[1:]
 
 
@@ -180,7 +171,7 @@ def _image_figure(
     margins and image axes (true pixel coordinates, rows down)."""
     if pixel is not None:
         _ring(fig, pixel, style, ring)
-    finish(fig, title, "image column", "image row", height, style)
+    finish(fig, title, ("image column", "image row"), height, style)
     _tight(fig, style)
     _image_axes(fig)
     return fig
@@ -203,11 +194,11 @@ def image_view(
     fig = go.Figure(image_trace(pixels))
     shapes: list[dict] = []
     if region is not None:
-        shapes += _box_shapes(region, style, SECOND, dash="dash")
+        shapes += _box_shapes(region, style, Pen(SECOND, "dash"))
     for box in boxes:
-        shapes += _box_shapes(box, style, HIGHLIGHT, halo=len(boxes) == 1)
+        shapes += _box_shapes(box, style, Pen(HIGHLIGHT), halo=len(boxes) == 1)
     if pixel is not None:
-        shapes += _box_shapes((pixel[0], pixel[0], pixel[1], pixel[1]), style, READER)
+        shapes += _box_shapes((pixel[0], pixel[0], pixel[1], pixel[1]), style, Pen(READER))
     fig.update_layout(shapes=shapes, showlegend=False)
     return _image_figure(fig, title, style, height, pixel)
 
@@ -256,13 +247,13 @@ def patch_view(
         fig.add_trace(_padding_cells(inside, top, left, PADDING_COLOUR))
     shapes: list[dict] = []
     for box in boxes:
-        shapes += _box_shapes(box, style, SECOND, halo=False)
+        shapes += _box_shapes(box, style, Pen(SECOND), halo=False)
     if taps is not None:
         flags = np.ones(taps[0].size, bool) if tap_inside is None else np.ravel(tap_inside)
         for r, c, real in zip(np.ravel(taps[0]), np.ravel(taps[1]), flags, strict=True):
-            shapes += outline(int(r), int(c), style, HIGHLIGHT, dash="solid" if real else "dot")
+            shapes += outline((int(r), int(c)), style, Pen(HIGHLIGHT, "solid" if real else "dot"))
     if pixel is not None:
-        shapes += outline(pixel[0], pixel[1], style, READER)
+        shapes += outline(pixel, style, Pen(READER))
     if starts is not None and len(starts[0]):
         fig.add_trace(
             go.Scatter(
@@ -276,7 +267,7 @@ def patch_view(
             )
         )
     fig.update_layout(shapes=shapes, showlegend=False)
-    finish(fig, title, "column (image coordinates)", "row", height, style)
+    finish(fig, title, ("column (image coordinates)", "row"), height, style)
     _tight(fig, style)
     _image_axes(fig, region)
     step = max(1, int(np.ceil(max(h, w) / 8)))
@@ -372,17 +363,15 @@ def matrix_view(
     )
     shapes: list[dict] = []
     for l in marked:
-        shapes += outline(0, l, style, HIGHLIGHT, h=rows, w=1, xref="x", yref="y")[1:]
+        shapes += outline((0, l), style, Pen(HIGHLIGHT), size=(rows, 1))[1:]
     if contiguous:
-        shapes += outline(
-            0, int(window_cols[0]), style, SECOND, h=rows, w=n, xref="x", yref="y", dash="dash"
-        )[1:]
+        shapes += outline((0, int(window_cols[0])), style, Pen(SECOND, "dash"), size=(rows, n))[1:]
     if picked is not None:
-        shapes += outline(0, picked, style, HIGHLIGHT, h=rows, w=1, xref="x2", yref="y2")
+        shapes += outline((0, picked), style, Pen(HIGHLIGHT, panel="x2"), size=(rows, 1))
     for r, pos in copies:
-        shapes += outline(r, pos, style, READER, xref="x2", yref="y2")
+        shapes += outline((r, pos), style, Pen(READER, panel="x2"))
     fig.update_layout(shapes=shapes, showlegend=False)
-    finish(fig, f"Unfold matrix: {rows:,} x {L:,}", "", "", over_h + panel_h + 200, style)
+    finish(fig, f"Unfold matrix: {rows:,} x {L:,}", ("", ""), over_h + panel_h + 200, style)
     fig.update_layout(height=over_h + panel_h + int(200 * style.height_scale))
     fig.update_xaxes(title_text="column l = patch (true index)", row=1, col=1, range=[-0.5, L - 0.5])
     fig.update_yaxes(title_text="row", row=1, col=1, range=[rows - 0.5, -0.5])
@@ -422,7 +411,7 @@ def pixel_image(
     """An image in true pixel coordinates with the picked pixel outlined."""
     fig = go.Figure(image_trace(pixels))
     if pixel is not None:
-        fig.update_layout(shapes=outline(pixel[0], pixel[1], style, READER))
+        fig.update_layout(shapes=outline(pixel, style, Pen(READER)))
     return _image_figure(fig, title, style, height, pixel)
 
 
@@ -455,7 +444,7 @@ def count_map(
         )
     )
     if pixel is not None:
-        fig.update_layout(shapes=outline(pixel[0], pixel[1], style, READER))
+        fig.update_layout(shapes=outline(pixel, style, Pen(READER)))
     return _image_figure(fig, title, style, height, pixel, ring="white")
 
 
@@ -584,11 +573,13 @@ def patch_animation(
     fig.frames = frames
     fig.update_layout(
         **controls(
-            labels, style, prefix="patch l = ", ms=600, buttons_pad=below + 2 * style.font, slider_pad=below
+            labels,
+            style,
+            Controls(prefix="patch l = ", ms=600, buttons_pad=below + 2 * style.font, slider_pad=below),
         ),
         showlegend=False,
     )
-    finish(fig, title, "", "", plot_h + top_px + bottom_px, style)
+    finish(fig, title, ("", ""), plot_h + top_px + bottom_px, style)
     fig.update_layout(
         height=plot_h + top_px + bottom_px, margin=dict(t=top_px, b=bottom_px, l=30 + 3 * style.tick, r=20)
     )
@@ -629,8 +620,7 @@ def runtime_bars(
     finish(
         fig,
         f"{title}<br><sub>median on {backend}; shorter is faster</sub>",
-        "milliseconds",
-        "",
+        ("milliseconds", ""),
         140 + 70 * len(ms),
         style,
     )
