@@ -183,14 +183,11 @@ def section_grad_input(ex: Example, cell: Cell) -> None:
     g = ex.g
     if cell.space == "dx":
         src = maps.gradient_sources(g, cell.row, cell.col)
-        fig = viz.grad_input_figure(ex.dy, ex.w, ex.w_flipped, ex.dx, sty, picked=("dx", cell.row, cell.col),
-                                    outputs=src.outputs, taps=src.taps, flipped=src.flipped, inputs=np.zeros((0, 2)),
-                                    fmt=ex.fmt)  # fmt: skip
+        links = viz.Links(outputs=src.outputs, taps=src.taps, flipped=src.flipped)
     else:
         targets = maps.scatter_targets(g, cell.row, cell.col)
-        fig = viz.grad_input_figure(ex.dy, ex.w, ex.w_flipped, ex.dx, sty, picked=("dy", cell.row, cell.col),
-                                    outputs=np.zeros((0, 2)), taps=targets[:, 2:], flipped=np.zeros((0, 2)),
-                                    inputs=targets[:, :2], fmt=ex.fmt)  # fmt: skip
+        links = viz.Links(taps=targets[:, 2:], inputs=targets[:, :2])
+    fig = viz.grad_input_figure(ex, sty, picked=(cell.space, cell.row, cell.col), links=links)
     figure(fig, DX_CHART, "w flipped[a, b] = w[K-1-a, K-1-b] (rotated by 180°). Hover a cell of dX or dY: what it "
            "maps to lights up; click to pick it. Letters (where the cells have room) pair the two factors of each product.", pickable=True)  # fmt: skip
     row = st.columns([1.5, 0.8, 0.8, 2.4], vertical_alignment="bottom")
@@ -201,14 +198,12 @@ def section_grad_input(ex: Example, cell: Cell) -> None:
     launch = ex.plan.input_launch
     if cell.space == "dx":
         terms = maps.gradient_terms(ex.dy[None], ex.w[None, None], g, 0, cell.row, cell.col)
-        st.latex(viz.gather_latex(cell.row, cell.col, src.outputs, src.flipped, terms.grad, terms.weight,
-                                  float(ex.dx[cell.row, cell.col])))  # fmt: skip
+        st.latex(viz.gather_latex((cell.row, cell.col), src, terms, float(ex.dx[cell.row, cell.col])))
         st.caption(f"Sum of {len(terms.product)} products = {terms.total:.6g}; the {ALG_NAMES[state.get(ALG)]} kernel "
                    f"computed dX[{cell.row}, {cell.col}] = {ex.dx[cell.row, cell.col]:.6g}. " + _who_gathers(ex, cell, src))  # fmt: skip
     else:
         terms = maps.scatter_terms(ex.dy, ex.w, g, cell.row, cell.col)
-        st.latex(viz.scatter_latex(cell.row, cell.col, terms.grad, terms.targets[:, :2], terms.targets[:, 2:],
-                                   terms.weight))  # fmt: skip
+        st.latex(viz.scatter_latex((cell.row, cell.col), terms))
         st.caption(_who_scatters(ex, cell, len(terms.targets)))
     if ex.note:
         st.caption(ex.note)
@@ -260,9 +255,7 @@ def section_transposed(ex: Example) -> None:
     width = viz.FULL_WIDTH[sty.name]
 
     def animation() -> object:
-        f = maps.stamp_frames(tg, ex.dy, ex.w)
-        return viz.stamp_animation(ex.dy, f.sums, f.stamps, f.rows, f.cols, f.canvas, f.output_shape, sty, fmt=ex.fmt,
-                                   plot_width=width)  # fmt: skip
+        return viz.stamp_animation(ex.dy, maps.stamp_frames(tg, ex.dy, ex.w), sty, fmt=ex.fmt, plot_width=width)
 
     fig = session_cached(("bw_anim", ex.key, sty.name), animation)  # the same for every pick: built once
     figure(fig, ANIM_CHART, f"Press Play, or step with the slider. conv_transpose2d(dY, w, stride {g.stride_h}, "
@@ -347,8 +340,7 @@ def section_grad_weight(ex: Example, cell: Cell) -> None:
     else:
         src = maps.gradient_sources(g, cell.row, cell.col)
         pairs = np.hstack([src.outputs, src.taps]).reshape(-1, 4)
-    fig = viz.grad_weight_figure(ex.x, ex.dy, ex.dw, sty, picked=(cell.space, cell.row, cell.col), pairs=pairs,
-                                 fmt=ex.fmt)  # fmt: skip
+    fig = viz.grad_weight_figure(ex, sty, picked=(cell.space, cell.row, cell.col), pairs=pairs)
     figure(fig, DW_CHART, "Hover or click a weight of dW (the cells it sums light up) or an input cell of x "
            "(the weights it feeds). Letters (where the cells have room) pair the two factors of each product.", pickable=True)  # fmt: skip
     row = st.columns([1.5, 0.8, 0.8, 2.4], vertical_alignment="bottom")
@@ -356,8 +348,7 @@ def section_grad_weight(ex: Example, cell: Cell) -> None:
     state.widget(WALG, container=row[3], format_func=ALG_NAMES.get)
     launch = ex.plan.weight_launch
     if cell.space == "w":
-        st.latex(viz.weight_latex(cell.row, cell.col, terms.pairs, terms.grad, terms.value,
-                                  float(ex.dw[cell.row, cell.col])))  # fmt: skip
+        st.latex(viz.weight_latex((cell.row, cell.col), terms, float(ex.dw[cell.row, cell.col])))
         how = (f"On the GPU, block {launch.thread_of(0, 0, cell.row, cell.col).block[0]} of `{launch.kernel}` "
                f"sums these products for this one weight (its threads split them, a shared-memory tree adds the "
                f"shares)" if state.get(WALG) == "direct" else
@@ -398,9 +389,8 @@ def section_reflect(h: int, w: int, pads: tuple[int, int, int, int], cell: Cell)
         cells = terms.cells
     else:
         cells = np.array([maps.reflect_receiver(h, w, pads, cell.row, cell.col)])
-    fig = viz.reflect_backward_figure(
-        dy, counts, dx, pads, sty, picked=(cell.space, cell.row, cell.col), cells=cells
-    )
+    grads = viz.PadGrads(dy, counts, dx, pads)
+    fig = viz.reflect_backward_figure(grads, sty, picked=(cell.space, cell.row, cell.col), cells=cells)
     figure(fig, RP_CHART, "Cyan box: the input inside the padded grid. Border cells were copied into the padding "
            "(mirrored, edge not repeated), so their gradient is a sum: the count map. Hover or click a cell.",
            pickable=True)  # fmt: skip
@@ -410,7 +400,7 @@ def section_reflect(h: int, w: int, pads: tuple[int, int, int, int], cell: Cell)
     launch = reflect_pad_backward_launch(1, h, w, pads, alg)
     if cell.space == "in":
         st.latex(
-            viz.reflect_latex(cell.row, cell.col, terms.cells, terms.grad, float(dx[cell.row, cell.col]))
+            viz.reflect_latex((cell.row, cell.col), terms, float(dx[cell.row, cell.col]))
         )
         if alg == "gather":
             who = (f"On the GPU, {_thread(launch.thread_of(0, cell.row, cell.col))} of `{launch.kernel}` reads these "

@@ -15,7 +15,8 @@ import pytest
 
 import gpuops
 from tests.apptest import AppTest, expected_out, open_page, typed_array
-from viz.style import HIGHLIGHT, READER
+from ui.records import Example
+from viz.style import HIGHLIGHT, NORMAL, READER
 
 PAGE = "pages/backward.py"
 CHARTS = {"bw_dx", "bw_anim", "bw_count", "bw_dw", "bw_reflect"}
@@ -385,9 +386,9 @@ def test_tags_pair_cells_in_every_panel_or_in_none():
     w = np.array([[-1, 1, 2], [2, -2, -2], [2, 2, -2]], np.float32)
 
     def tagged_panels(dy):
-        fig = viz.grad_input_figure(dy, w, maps.flipped(w), np.zeros((7, 8)), picked=("dx", 3, 3),
-                                    outputs=src.outputs, taps=src.taps, flipped=src.flipped, inputs=np.zeros((0, 2)),
-                                    fmt=".1f")  # fmt: skip
+        ex = Example(g, np.zeros((7, 8)), w, dy, np.zeros((7, 8)), np.zeros_like(w), None, ".1f", "", ())
+        links = viz.Links(outputs=src.outputs, taps=src.taps, flipped=src.flipped)
+        fig = viz.grad_input_figure(ex, NORMAL, picked=("dx", 3, 3), links=links)
         return {
             t.xaxis for t in fig.data if t.text is not None and any("<b" in str(v) for v in np.ravel(t.text))
         }

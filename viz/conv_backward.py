@@ -12,6 +12,7 @@ import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import plotly.colors
@@ -32,6 +33,16 @@ from viz.style import (
     outline,
     value_scale,
 )
+
+if TYPE_CHECKING:  # the maps' records, read by attribute (viz imports no compute code)
+    from gpuops.maps.conv_backward import (
+        GradientSources,
+        GradientTerms,
+        ReflectTerms,
+        ScatterTerms,
+        StampFrames,
+        WeightTerms,
+    )
 
 # plotting width (px) a full-width figure gets, per mode: a 1366 x 768 laptop with the sidebar open
 # (normal); in presentation mode between that and a 1920 x 1080 projector (its text is larger). The
@@ -73,6 +84,68 @@ class Marks:
     boxes: Sequence[tuple[int, int, int, int, int]] = field(
         default_factory=tuple
     )  # (panel, r, c, h, w) black
+
+
+NO_MARKS = Marks()
+
+
+@dataclass(frozen=True)
+class Framing:
+    """How a row of panels is framed: the least plot width (px; None: the style's full width),
+    the title's lines, traces drawn over the grids (extra_data: animated outlines) with the px
+    they need below the axes (extra_bottom), and an animation's frames and layout entries."""
+
+    plot_width: int | None = None
+    title_lines: int = 1
+    extra_data: Sequence[dict] = ()
+    extra_bottom: int = 0
+    frames: Sequence[dict] = ()
+    layout: dict | None = None
+
+
+PLAIN = Framing()
+
+
+def _no_cells() -> np.ndarray:
+    return np.zeros((0, 2), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Links:
+    """What a picked cell of dX or dY maps to, (k, 2) cells each: the output gradients (dY) and
+    the taps of w and of w flipped that a dX cell gathers; the dX cells a dY cell scatters into."""
+
+    outputs: np.ndarray = field(default_factory=_no_cells)
+    taps: np.ndarray = field(default_factory=_no_cells)
+    flipped: np.ndarray = field(default_factory=_no_cells)
+    inputs: np.ndarray = field(default_factory=_no_cells)
+
+
+class Example(Protocol):
+    """The small example the page draws (ui.records.Example): x, w (and w flipped), dY, and what
+    the kernels computed from them, with the format its numbers are written in."""
+
+    x: np.ndarray
+    w: np.ndarray
+    dy: np.ndarray
+    dx: np.ndarray
+    dw: np.ndarray
+    fmt: str
+
+    @property
+    def w_flipped(self) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class PadGrads:
+    """Reflect-pad backward on a small grid: dY of the padded grid, how many padded cells send
+    their gradient to each input cell, dX = reflect_pad_backward(dY), and the pads (left,
+    right, top, bottom)."""
+
+    dy: np.ndarray
+    counts: np.ndarray
+    dx: np.ndarray
+    pads: tuple[int, int, int, int]
 
 
 def _chars(values: np.ndarray, fmt: str) -> int:
@@ -144,20 +217,18 @@ def _heatmap(values: np.ndarray, row0: int, col0: int, axis: int, **kw: object) 
                 xaxis=_ref("x", axis), yaxis=_ref("y", axis), showscale=False, **kw)  # fmt: skip
 
 
-def panels_figure(panels: Sequence[Panel], title: str, style: Style = NORMAL, *, marks: Marks = Marks(),
-                  plot_width: int | None = None, title_lines: int = 1,
-                  extra_data: Sequence[dict] = (), extra_bottom: int = 0, frames: Sequence[dict] = (),
-                  layout: dict | None = None) -> go.Figure:  # fmt: skip
+def panels_figure(
+    panels: Sequence[Panel], title: str, style: Style = NORMAL, marks: Marks = NO_MARKS, framing: Framing = PLAIN
+) -> go.Figure:
     """Grids side by side (one subplot each, square cells, top-aligned), every value written in
     its cell when it fits, picked and mapped cells outlined (halo + bright line), corner tags
-    that pair cells across panels, and washed cells (padding). extra_data: traces added after
-    the grids (animated outlines); frames and layout: more for animated figures."""
-    plot_width = plot_width or FULL_WIDTH[style.name]
+    that pair cells across panels, and washed cells (padding)."""
+    plot_width = framing.plot_width or FULL_WIDTH[style.name]
     widths = [p.values.shape[1] for p in panels]
     cell = cell_px(widths, style, plot_width)
     gap = _gap_px(style)
     total = cell * sum(widths) + gap * (len(panels) - 1)
-    margin = margins(style, title_lines, bottom_extra=extra_bottom)
+    margin = margins(style, framing.title_lines, bottom_extra=framing.extra_bottom)
     rows = max(p.values.shape[0] for p in panels)
     lay = layout_base(title, style, rows * cell + margin["t"] + margin["b"] + 4, margin)
     data: list[dict] = []
@@ -220,8 +291,9 @@ def panels_figure(panels: Sequence[Panel], title: str, style: Style = NORMAL, *,
     if marks.picked is not None:
         panel, r, c = marks.picked
         shapes += outline((r, c), style, Pen(HIGHLIGHT, panel=_ref("x", panel)))
-    lay.update(shapes=shapes, annotations=annotations, **(layout or {}))
-    return go.Figure(dict(data=[*data, *extra_data], layout=lay, frames=list(frames)), _validate=False)
+    lay.update(shapes=shapes, annotations=annotations, **(framing.layout or {}))
+    figure = dict(data=[*data, *framing.extra_data], layout=lay, frames=list(framing.frames))
+    return go.Figure(figure, _validate=False)
 
 
 def _tagged(p: Panel, tags: Mapping[tuple[int, int], str], size: int | None, cell: float,
@@ -269,17 +341,17 @@ def tags_for(n: int) -> list[str]:
 
 # ---- dE/dX: who gathers what, who scatters where -----------------------------------------------------
 @figure_memo
-def grad_input_figure(dy: np.ndarray, w: np.ndarray, w_flipped: np.ndarray, dx: np.ndarray, style: Style = NORMAL, *,
-                      picked: tuple[str, int, int], outputs: np.ndarray, taps: np.ndarray, flipped: np.ndarray,
-                      inputs: np.ndarray, fmt: str = ".3g", plot_width: int | None = None) -> go.Figure:  # fmt: skip
+def grad_input_figure(ex: Example, style: Style, *, picked: tuple[str, int, int], links: Links) -> go.Figure:
     """dY | w | w flipped | dX, one panel each. picked = ("dx" | "dy", row, col).
 
-    Gather (a dX cell picked): its sources `outputs` (k, 2) in dY, the taps (k, 2) they meet in w
-    and `flipped` (k, 2) in w flipped, outlined orange, each term tagged A, B, ... in dY and in
-    both kernels. Scatter (a dY cell picked): the cells `inputs` (k, 2) of dX it adds into and
-    the taps of w, outlined red, tagged in w and dX.
+    Gather (a dX cell picked): its sources `links.outputs` in dY, the taps they meet in w and in
+    w flipped (`links.taps`, `links.flipped`), outlined orange, each term tagged A, B, ... in dY
+    and in both kernels. Scatter (a dY cell picked): the cells `links.inputs` of dX it adds into
+    and the taps of w, outlined red, tagged in w and dX.
     """
     space, r, c = picked
+    dy, w, w_flipped, dx, fmt = ex.dy, ex.w, ex.w_flipped, ex.dx, ex.fmt
+    outputs, taps, flipped, inputs = links.outputs, links.taps, links.flipped, links.inputs
     scale_w = shared_scale(w)
     panels = [
         Panel(dy, f"dY {dy.shape[0]} x {dy.shape[1]}", "dY", "ow", "oh", fmt=fmt),
@@ -306,7 +378,7 @@ def grad_input_figure(dy: np.ndarray, w: np.ndarray, w_flipped: np.ndarray, dx: 
         marks = Marks((0, r, c), [(p, int(a), int(b)) for p, a, b in mapped], READER,
                       [(p, int(a), int(b), t) for p, a, b, t in tagged])  # fmt: skip
         title = f"dY[{r}, {c}] scatters into {len(inputs)} input cell{'s' * (len(inputs) != 1)} (atomicAdd)"
-    return panels_figure(panels, title, style, marks=marks, plot_width=plot_width)
+    return panels_figure(panels, title, style, marks)
 
 
 def grad_input_hover(chart: str, sources: Mapping[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]],
@@ -351,9 +423,12 @@ def _aligned(lhs: str, blocks: Sequence[Sequence[str]]) -> str:
     return r"\begin{aligned}" + r" \\ ".join(rows) + r"\end{aligned}"
 
 
-def gather_latex(r: int, c: int, outputs: np.ndarray, flipped: np.ndarray, grad: np.ndarray, weight: np.ndarray,
-                 computed: float, per_line: int = 4) -> str:  # fmt: skip
-    """dX[r, c] = sum of dY[oh, ow] * w_flipped[a, b], the same with numbers, and the total."""
+def gather_latex(
+    cell: tuple[int, int], src: GradientSources, terms: GradientTerms, computed: float, per_line: int = 4
+) -> str:
+    """dX[r, c] = sum of dY[oh, ow] * w_flipped[a, b], the same with numbers, and the total: src
+    holds the output gradients and flipped taps, terms their values (grad, weight)."""
+    (r, c), outputs, flipped, grad, weight = cell, src.outputs, src.flipped, terms.grad, terms.weight
     if len(outputs) == 0:
         return rf"dX[{r}, {c}] = 0 \quad \text{{(no window read this cell: it gets no gradient)}}"
     tags = tags_for(len(outputs))
@@ -363,9 +438,10 @@ def gather_latex(r: int, c: int, outputs: np.ndarray, flipped: np.ndarray, grad:
     return _aligned(f"dX[{r}, {c}]", [_lines(names, per_line), _lines(values, per_line), [_num(computed)]])
 
 
-def scatter_latex(r: int, c: int, grad: float, inputs: np.ndarray, taps: np.ndarray, weight: np.ndarray,
-                  per_line: int = 3) -> str:  # fmt: skip
+def scatter_latex(cell: tuple[int, int], terms: ScatterTerms, per_line: int = 3) -> str:
     """dY[r, c] adds dY * w[ki, kj] onto dX[ih, iw], one addition per tap (each an atomicAdd)."""
+    (r, c), grad, weight = cell, terms.grad, terms.weight
+    inputs, taps = terms.targets[:, :2], terms.targets[:, 2:]
     if len(inputs) == 0:
         return rf"dY[{r}, {c}] \text{{ read padding only: it adds nothing to dX}}"
     tags = tags_for(len(inputs))
@@ -375,9 +451,9 @@ def scatter_latex(r: int, c: int, grad: float, inputs: np.ndarray, taps: np.ndar
     return r"\begin{aligned}" + r" \\ ".join(f"&{row}" for row in rows) + r"\end{aligned}"
 
 
-def weight_latex(ki: int, kj: int, pairs: np.ndarray, grad: np.ndarray, value: np.ndarray, computed: float,
-                 per_line: int = 4, most: int = 16) -> str:  # fmt: skip
+def weight_latex(tap: tuple[int, int], terms: WeightTerms, computed: float, *, per_line: int = 4, most: int = 16) -> str:
     """dW[ki, kj] = sum of dY[oh, ow] * x[ih, iw] (the first `most` terms written out)."""
+    (ki, kj), pairs, grad, value = tap, terms.pairs, terms.grad, terms.value
     if len(pairs) == 0:
         return rf"dW[{ki}, {kj}] = 0 \quad \text{{(this tap only ever read padding)}}"
     n = len(pairs)
@@ -392,8 +468,9 @@ def weight_latex(ki: int, kj: int, pairs: np.ndarray, grad: np.ndarray, value: n
     return _aligned(f"dW[{ki}, {kj}]", [_lines(names, per_line), _lines(values, per_line), [_num(computed)]])
 
 
-def reflect_latex(y: int, x: int, cells: np.ndarray, grad: np.ndarray, computed: float) -> str:
+def reflect_latex(cell: tuple[int, int], terms: ReflectTerms, computed: float) -> str:
     """dx[y, x] = the sum of the gradients of every padded cell that copied it."""
+    (y, x), cells, grad = cell, terms.cells, terms.grad
     names = [rf"dY_{{pad}}[{a},{b}]" for a, b in cells]
     values = [_num(g) for g in grad]
     return _aligned(f"dX[{y}, {x}]", [_lines(names, 5), _lines(values, 9), [_num(computed)]])
@@ -409,17 +486,19 @@ def _square_path(rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
 
 
 @figure_memo
-def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: np.ndarray, cols: np.ndarray,
-                    canvas: tuple[int, int, int, int], output_shape: tuple[int, int], style: Style = NORMAL, *,
-                    fmt: str = ".3g", x_name: str = "dY", plot_width: int | None = None) -> go.Figure:  # fmt: skip
+def stamp_animation(
+    x: np.ndarray, stamped: StampFrames, style: Style = NORMAL, *, fmt: str = ".3g", plot_width: int | None = None
+) -> go.Figure:
     """The transposed convolution as stamps: input cell (i, j) in turn (outlined on the left)
     lays down x[i, j] * w (middle) at its stamp position on the output (outlined on the right),
     which accumulates. The canvas includes the cells the stamps reach beyond the output (washed:
     padding crops them off); the output itself is boxed. Frames run in the browser.
 
-    sums (n + 1, ch, cw) the canvas before any stamp and after each; stamps (n, KH, KW);
-    rows / cols (n, KH*KW) each stamp's cells in output coordinates.
+    stamped: the canvas (n + 1 sums: before any stamp and after each), each stamp (n, KH, KW)
+    and its cells (rows, cols: (n, KH*KW), output coordinates), from gpuops.maps.conv_backward.
     """
+    sums, stamps, rows, cols = stamped.sums, stamped.stamps, stamped.rows, stamped.cols
+    canvas, output_shape, x_name = stamped.canvas, stamped.output_shape, "dY"
     top, bottom, left, right = canvas
     H_out, W_out = output_shape
     n = stamps.shape[0]
@@ -472,9 +551,14 @@ def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: n
     title = "conv_transpose2d: every input cell stamps the kernel, stride apart"
     if step > 1:
         title += f" ({step} cells per frame)"
-    fig = panels_figure(panels, title, style,
-                        marks=Marks(boxes=[(2, 0, 0, H_out, W_out)]), plot_width=plot_width, extra_data=outlines,
-                        extra_bottom=extra, frames=frames, layout=controls(labels, style, Controls(step_labels=False)))  # fmt: skip
+    framing = Framing(
+        plot_width,
+        extra_data=outlines,
+        extra_bottom=extra,
+        frames=frames,
+        layout=controls(labels, style, Controls(step_labels=False)),
+    )
+    fig = panels_figure(panels, title, style, Marks(boxes=[(2, 0, 0, H_out, W_out)]), framing)
     plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
     y = -(below_axis + 2) / max(1, plot_h)  # just under the axis titles
     fig.layout.updatemenus[0].y = y
@@ -492,7 +576,7 @@ def overlap_figure(counts: np.ndarray, style: Style = NORMAL, *, picked: tuple[i
         counts.astype(np.float64), f"output {H} x {W}", "stamps on", "output column", "output row", fmt=".0f"
     )
     marks = Marks(picked=(0, *picked) if picked else None)
-    fig = panels_figure([panel], "Stamps per output cell", style, marks=marks, plot_width=plot_width)
+    fig = panels_figure([panel], "Stamps per output cell", style, marks, Framing(plot_width))
     fig.data[0].hovertemplate = "output row %{y}, col %{x}<br>%{z:.0f} stamps land here<extra></extra>"
     return fig
 
@@ -508,14 +592,13 @@ def counts_hover(targets: Sequence[tuple[str, str]], sources: Mapping[tuple[int,
 
 # ---- dE/dW -----------------------------------------------------------------------------------------
 @figure_memo
-def grad_weight_figure(x: np.ndarray, dy: np.ndarray, dw: np.ndarray, style: Style = NORMAL, *,
-                       picked: tuple[str, int, int], pairs: np.ndarray, fmt: str = ".3g", dw_fmt: str = ".3g",
-                       plot_width: int | None = None) -> go.Figure:  # fmt: skip
+def grad_weight_figure(ex: Example, style: Style, *, picked: tuple[str, int, int], pairs: np.ndarray) -> go.Figure:
     """x | dY | dW. picked ("w", ki, kj): the input cells and output gradients weight (ki, kj)
     multiplied, pairs (k, 4) rows (oh, ow, ih, iw), outlined orange and tagged A, B, ...;
     picked ("x", ih, iw): pairs (k, 4) rows (oh, ow, ki, kj), the outputs and weights this input
     cell fed, outlined red and tagged."""
     space, r, c = picked
+    x, dy, dw, fmt, dw_fmt = ex.x, ex.dy, ex.dw, ex.fmt, ".3g"
     panels = [
         Panel(x, f"x {x.shape[0]} x {x.shape[1]}", "x", "iw", "ih", fmt=fmt),
         Panel(dy, f"dY {dy.shape[0]} x {dy.shape[1]}", "dY", "ow", "oh", fmt=fmt),
@@ -532,7 +615,7 @@ def grad_weight_figure(x: np.ndarray, dy: np.ndarray, dw: np.ndarray, style: Sty
         title = f"dW[{r}, {c}] sums {len(pairs)} products dY · x: dY slides over x"
     else:
         title = f"x[{r}, {c}] feeds {len(pairs)} weight gradient term{'s' * (len(pairs) != 1)}"
-    return panels_figure(panels, title, style, marks=marks, plot_width=plot_width)
+    return panels_figure(panels, title, style, marks)
 
 
 def grad_weight_hover(chart: str, by_weight: Mapping[tuple[int, int], np.ndarray],
@@ -554,14 +637,15 @@ def grad_weight_hover(chart: str, by_weight: Mapping[tuple[int, int], np.ndarray
 
 # ---- reflect-pad backward -------------------------------------------------------------------------------
 @figure_memo
-def reflect_backward_figure(dy: np.ndarray, counts: np.ndarray, dx: np.ndarray, pads: tuple[int, int, int, int],
-                            style: Style = NORMAL, *, picked: tuple[str, int, int], cells: np.ndarray,
-                            plot_width: int | None = None) -> go.Figure:  # fmt: skip
+def reflect_backward_figure(
+    grads: PadGrads, style: Style, *, picked: tuple[str, int, int], cells: np.ndarray
+) -> go.Figure:
     """dY of the padded grid (the original region boxed) | how many padded cells send their
     gradient to each input cell (sequential) | dX = reflect_pad_backward(dY).
     picked ("in", y, x): the padded cells it sums (cells (k, 2), padded coordinates), orange;
     picked ("pad", row, col): the input cell it sends its gradient to (cells (1, 2)), red."""
-    left, _, top, _ = pads
+    dy, counts, dx = grads.dy, grads.counts, grads.dx
+    left, _, top, _ = grads.pads
     H, W = counts.shape
     panels = [
         Panel(dy, f"dY of the padded grid {dy.shape[0]} x {dy.shape[1]}", "dY", "padded column", "padded row",
@@ -582,7 +666,7 @@ def reflect_backward_figure(dy: np.ndarray, counts: np.ndarray, dx: np.ndarray, 
         marks = Marks((0, r, c), mapped, READER, boxes=boxes)
         y, x = cells[0]
         title = f"Padded cell ({r}, {c}) sends its gradient to input cell ({y}, {x})"
-    return panels_figure(panels, title, style, marks=marks, plot_width=plot_width)
+    return panels_figure(panels, title, style, marks)
 
 
 def reflect_hover(chart: str, copies: Mapping[tuple[int, int], np.ndarray]) -> dict:
