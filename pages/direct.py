@@ -53,7 +53,6 @@ CHANNEL = Param("dc_ch", 0, "Channel", "number", lo=0, hi=3,
                 help="The channel the close-up, the table and the animation show.")  # fmt: skip
 KERNEL = KernelParam("dc_kernel", None, "Custom kernel")
 PARAMS = [PRESET, K, STRIDE, PAD, MODE, DIL, MIX, ALGO, PICK, CHANNEL, KERNEL]
-CHANNEL_NAMES = {0: "red", 1: "green", 2: "blue"}
 
 state.use(PARAMS)
 image = st.session_state["image"]

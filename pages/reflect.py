@@ -33,9 +33,6 @@ PARAMS = [GRID_H, GRID_W, LEFT, RIGHT, TOP, BOTTOM, IMG_PAD, BLUR, PICK, IMG_PIC
 GRID, IMAGE = "reflect_grid", "reflect_image"
 SPACES = {"pad": "padded cell", "in": "input cell"}
 MODES = ("zeros", "reflect")
-# the least plotting width (px) each figure gets at 1280 px with the sidebar open: labels sized for it always fit
-WIDTHS = {"normal": {"grid": 360, "image": dict(plot_width=250, max_height=420)},
-          "presentation": {"grid": 680, "image": dict(plot_width=680, max_height=520)}}  # fmt: skip
 
 state.use(PARAMS)
 image = st.session_state["image"]
@@ -114,13 +111,12 @@ def section_grid(h: int, w: int, pads: tuple[int, int, int, int], cell: Cell) ->
     if cell.space == "pad":
         row_axis, col_axis = maps.source_of(h, w, pads, cell.row, cell.col)
         src = (row_axis.source, col_axis.source)
-        fig = viz.grid_figure(rows, cols, h, w, pads, sty, picked=("x2", cell.row, cell.col), mapped=[("x", *src)],
-                              plot_width=WIDTHS[sty.name]["grid"])  # fmt: skip
+        marks = viz.GridMarks(("x2", cell.row, cell.col), (("x", *src),))
     else:
         copies = maps.copies_of(h, w, pads, cell.row, cell.col)
-        fig = viz.grid_figure(rows, cols, h, w, pads, sty, picked=("x", cell.row, cell.col),
-                              mapped=[("x2", int(r), int(c)) for r, c in copies], mapped_colour=viz.READER,
-                              plot_width=WIDTHS[sty.name]["grid"])  # fmt: skip
+        mapped = tuple(("x2", int(r), int(c)) for r, c in copies)
+        marks = viz.GridMarks(("x", cell.row, cell.col), mapped, viz.READER)
+    fig = viz.grid_figure((rows, cols), pads, sty, marks)
     figure(fig, GRID, "Hover a cell: its source (or its copies) light up. Click to pick it. Black box: the "
            "original grid inside the padded one.", pickable=True)  # fmt: skip
     pick_inputs(cell, h, w, pads)
@@ -164,9 +160,7 @@ def section_image(p_img: int) -> None:
         if cell is not None:
             picked = maps.pick_padded(H, W, pads, *maps.nearest_cell(cell.row, cell.col, padded.shape[1:]))
             state.put(IMG_PICK, Cell("pad", *picked.cell))
-        fig = viz.padded_image_figure(to_display(padded), H, W, pads, sty, picked=picked and picked.cell,
-                                      source=picked and picked.source_at, copies=picked.copies if picked else (),
-                                      **WIDTHS[sty.name]["image"])  # fmt: skip
+        fig = viz.padded_image_figure(to_display(padded), pads, sty, picked)
         figure(fig, IMAGE, "", pickable=True)
         if picked is None:
             st.caption(
@@ -195,7 +189,7 @@ def section_blur() -> None:
                      f"The two {k} x {k} blurs", "Use a smaller blur size K or a smaller working size.")  # fmt: skip
         outs = {mode: session_cached(("blur", image.key, k, mode), lambda m=mode: gpuops.to_numpy(
                     gpuops.conv2d(x, wt, padding=k // 2, groups=groups, padding_mode=m))) for mode in MODES}  # fmt: skip
-        figure(viz.blur_figure(to_display(outs["zeros"]), to_display(outs["reflect"]), k, sty, plot_width=680),
+        figure(viz.blur_figure(to_display(outs["zeros"]), to_display(outs["reflect"]), k, sty),
                "reflect_blur",
                "Left: a dark frame, the kernel averages in zeros at the border. Right: no frame, the border "
                "averages mirrored pixels, which look like the image. Zoom one side: both follow.")  # fmt: skip

@@ -34,7 +34,6 @@ from viz.style import (
     Style,
     axis_text,
     base_layout,
-    label_size,
     value_scale,
 )
 
@@ -662,11 +661,6 @@ def runtime_figure(
                      "median runtime (ms, linear axis)", "", 150 + 46 * len(ms), style)  # fmt: skip
     layout["margin"]["l"] = 30 + style.tick * max(len(n) for n in names) * 6 // 10
     return go.Figure([bars], _merge(layout, yaxis=dict(autorange="reversed"), xaxis=dict(rangemode="tozero")))
-
-
-def labels_fit(cells_across: int, style: Style, width: int = GRID_WIDTH) -> bool:
-    """Whether values can be written on a grid this many cells wide."""
-    return label_size(cells_across, width, style) is not None
 
 
 __all__ = [

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from gpuops.maps.reflect_pad import AxisSource
+from gpuops.maps.reflect_pad import AxisSource, PixelPick
 from viz.cells import GridLook, identity_grid
 from viz.images import image_trace
 from viz.memo import figure_memo
@@ -21,6 +22,21 @@ from viz.style import HIGHLIGHT, NORMAL, READER, SECOND, Pen, Style, cell_colour
 
 ORIGINAL_LINE = "#111111"  # the original grid inside the padded one
 Cells = Iterable[tuple[str, int, int]]  # (panel "x" input / "x2" padded, row, col)
+# the least plotting width (px) each figure gets at 1280 px with the sidebar open, per style: labels
+# sized for it always fit; the padded image also keeps to a height (plot width, max height)
+GRID_WIDTH = {"normal": 360, "presentation": 680}
+IMAGE_FIT = {"normal": (250, 420), "presentation": (680, 520)}
+BLUR_FIT = (680, 380)
+
+
+@dataclass(frozen=True)
+class GridMarks:
+    """The grid's pick: picked (panel, row, col), outlined orange, and the cells it maps to
+    (mapped), outlined in `colour`."""
+
+    picked: tuple[str, int, int] | None = None
+    mapped: tuple[tuple[str, int, int], ...] = ()
+    colour: str = HIGHLIGHT
 
 
 # ---- one colour per input cell, neighbours clearly apart --------------------------------------------
@@ -107,19 +123,22 @@ def _margins(style: Style, title_lines: int = 1, subplot_titles: bool = False) -
 
 
 @figure_memo
-def grid_figure(rows: np.ndarray, cols: np.ndarray, H: int, W: int, pads: tuple[int, int, int, int],
-                style: Style = NORMAL, *, picked: tuple[str, int, int] | None = None, mapped: Cells = (),
-                mapped_colour: str = HIGHLIGHT, plot_width: int = 340) -> go.Figure:  # fmt: skip
+def grid_figure(
+    source: tuple[np.ndarray, np.ndarray], pads: tuple[int, int, int, int], style: Style, marks: GridMarks
+) -> go.Figure:
     """The input grid (panel x) and the padded grid (panel x2), every cell coloured by the input
     cell it holds and labelled with that cell's (row, col): same colour = same source.
 
-    rows, cols: (H_out, W_out) source map of the padded grid. picked: the picked cell (panel,
-    row, col), outlined; mapped: the cells it maps to, outlined in `mapped_colour`. Axes carry
-    the true indices: input (y, x) on the left, padded (row, col) on the right. plot_width: the
-    least width (px) the two panels will get; cells, labels and height are sized from it (a
-    wider column leaves the cells square and as sized: the height decides)."""
-    left, _, top, _ = pads
+    source: the padded grid's source map (rows, cols), each (H_out, W_out); pads (left, right,
+    top, bottom). Axes carry the true indices: input (y, x) on the left, padded (row, col) on
+    the right. Cells, labels and height are sized for the least width (px) the two panels get
+    in this style (a wider column leaves the cells square and as sized: the height decides)."""
+    rows, cols = source
+    left, right, top, bottom = pads
     H_out, W_out = rows.shape
+    H, W = H_out - top - bottom, W_out - left - right
+    picked, mapped, mapped_colour = marks.picked, marks.mapped, marks.colour
+    plot_width = GRID_WIDTH[style.name]
     ids, n = source_ids(H, W)
     gap_px = 1.5 * style.tick + 16  # between the panels: the padded panel's row numbers sit there
     cell_px = min(2.8 * style.font, (plot_width - gap_px) / (W + W_out))
@@ -197,23 +216,26 @@ def copies_latex(name: str, coordinate: int, copies: Sequence[int]) -> str:
 
 # ---- the padded image and the blur ------------------------------------------------------------------
 @figure_memo
-def padded_image_figure(pixels: np.ndarray, H: int, W: int, pads: tuple[int, int, int, int], style: Style = NORMAL,
-                        *, picked: tuple[int, int] | None = None, source: tuple[int, int] | None = None,
-                        copies: Sequence[tuple[int, int]] = (), plot_width: int = 320,
-                        max_height: int = 420) -> go.Figure:  # fmt: skip
-    """The reflect-padded image in padded coordinates, the original image boxed (cyan); picked
+def padded_image_figure(
+    pixels: np.ndarray, pads: tuple[int, int, int, int], style: Style, picked: PixelPick | None = None
+) -> go.Figure:
+    """The reflect-padded image in padded coordinates, the original image boxed (cyan); a picked
     pixel and its source (orange) and every other padded pixel that copies the source (red)."""
-    left, _, top, _ = pads
+    left, right, top, bottom = pads
     Hp, Wp = pixels.shape[:2]
+    H, W = Hp - top - bottom, Wp - left - right
+    plot_width, max_height = IMAGE_FIT[style.name]
+    cell, source = (picked.cell, picked.source_at) if picked else (None, None)
+    copies = picked.copies if picked else ()
     fig = go.Figure(image_trace(pixels))
     fig.data[0].hovertemplate = "padded row %{y}, col %{x}<extra></extra>"
     shapes = outline((top, left), style, Pen(SECOND), size=(H, W))
     for r, c in copies:
-        if (r, c) != picked and (r, c) != source:
+        if (r, c) != cell and (r, c) != source:
             shapes += outline((r, c), style, Pen(READER))
-    for cell in (source, picked):
-        if cell is not None:
-            shapes += outline(cell, style, Pen(HIGHLIGHT))
+    for marked in (source, cell):
+        if marked is not None:
+            shapes += outline(marked, style, Pen(HIGHLIGHT))
     finish(fig, f"Padded by {top}: {Hp} x {Wp}", ("padded column", "padded row"), 300, style)
     margin = _margins(style)
     plot_h = min(max_height, plot_width * Hp / max(Wp, 1))
@@ -224,10 +246,10 @@ def padded_image_figure(pixels: np.ndarray, H: int, W: int, pads: tuple[int, int
 
 
 @figure_memo
-def blur_figure(zeros: np.ndarray, reflect: np.ndarray, k: int, style: Style = NORMAL,
-                plot_width: int = 760, max_height: int = 380) -> go.Figure:  # fmt: skip
+def blur_figure(zeros: np.ndarray, reflect: np.ndarray, k: int, style: Style = NORMAL) -> go.Figure:
     """The same k x k box blur with padding_mode 'zeros' and 'reflect', side by side; zooming
     one panel zooms both (matched axes), so the borders can be compared up close."""
+    plot_width, max_height = BLUR_FIT
     H, W = zeros.shape[:2]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.06)
     for col, pixels in ((1, zeros), (2, reflect)):

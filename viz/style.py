@@ -28,7 +28,6 @@ READER = "#d62728"  # red: the reverse direction (outputs that read the picked i
 PADDING_COLOUR = "rgba(120,140,220,0.55)"  # blue-grey wash over padding cells
 SEQUENTIAL = "Viridis"
 DIVERGING = "RdBu_r"  # negative blue, 0 white, positive red
-GREYS = "Greys_r"  # black = 0, white = max: pixel intensities
 
 
 @dataclass(frozen=True)

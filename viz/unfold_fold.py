@@ -35,7 +35,6 @@ from viz.style import (
 )
 
 Box = tuple[int, int, int, int]  # (top, bottom, left, right), inclusive cell coordinates
-HALF_WIDTH = 380  # px of plot area a half-width figure gets at 1366 x 768 with the sidebar open
 FULL_WIDTH = 760  # px of plot area a full-width figure gets there
 MAX_FRAMES = 144
 PAD_SOLID = "#c4cdec"  # padding cells over a value scale: a light blue-grey no sequential scale uses
