@@ -111,9 +111,7 @@ def section_op(runs: list[reports.Run], op: str, key: str) -> None:
         ref = peers[0]
         shown = [r for r in rows if r.impl != ref and ref in r.vs]
         fig = viz.ratio_figure(
-            [r.shape for r in shown],
-            [r.impl for r in shown],
-            [r.vs[ref] for r in shown],
+            [viz.RatioRow(r.shape, r.impl, r.vs[ref]) for r in shown],
             ref,
             reports.run_labels(runs),
             f"{op}: speed relative to {ref}, per shape",

@@ -222,13 +222,13 @@ def unfold_and_fold() -> Folded:
     x = gpuops.asarray(image.planes)
     cols = gpuops.unfold(x, k, dil, pad, stride)
     folded = gpuops.to_numpy(gpuops.fold(cols, (H, W), k, dil, pad, stride))
-    overview, fy, fx = viz.block_mean(cols, 81, 600)
+    overview = viz.block_mean(cols, 81, 600)
     del cols  # the matrix itself is not kept: the window of it is gathered per pick
     counts = maps.overlap_count(g)
     covered = counts > 0
     restored = np.where(covered[None], folded / np.maximum(counts, 1)[None], 0).astype(np.float32)
     err = float(np.abs(restored - image.planes)[:, covered].max()) if covered.any() else 0.0
-    return Folded(overview, fy, fx, folded, counts, restored, err, int((~covered).sum()))
+    return Folded(overview, folded, counts, restored, err, int((~covered).sum()))
 
 
 # ---- sections ------------------------------------------------------------------------------------
@@ -273,12 +273,7 @@ def section_views(cell: Cell, result: dict) -> None:
     with left_col:
         figure(
             viz.image_view(
-                to_display(image.planes),
-                f"Your image, {W} x {H}",
-                sty,
-                boxes=boxes,
-                region=region,
-                pixel=pixel,
+                to_display(image.planes), f"Your image, {W} x {H}", sty, viz.Marks(boxes, pixel, region=region)
             ),
             "image",
             "Orange: the picked patch's extent (or the patches covering the picked pixel); cyan, dashed: "
@@ -288,18 +283,10 @@ def section_views(cell: Cell, result: dict) -> None:
     with right_col:
         figure(
             viz.patch_view(
-                to_display(values),
-                values,
-                inside,
-                counts,
-                region,
+                viz.Zoom(to_display(values), values, inside, counts, region, maps.starts_in(g, region)),
                 f"Zoom: {what}",
                 sty,
-                taps=taps,
-                tap_inside=tap_inside,
-                boxes=boxes if taps is None else (),
-                pixel=pixel,
-                starts=maps.starts_in(g, region),
+                viz.Marks(boxes if taps is None else (), pixel, taps, tap_inside),
             ),
             "zoom",
             f"Dots: where each patch starts (every {stride} cells). Orange: the picked patch's taps (dotted: a "
@@ -322,16 +309,9 @@ def section_matrix(cell: Cell, result: dict) -> None:
     figure(
         viz.matrix_view(
             result.overview,
-            result.fy,
-            result.fx,
-            (ROWS, L),
-            values,
-            window,
-            maps.row_names(C, g),
+            viz.MatrixWindow((ROWS, L), tuple(maps.row_names(C, g)), values, window),
             sty,
-            picked=picked,
-            copies=copies,
-            marked=marked,
+            viz.MatrixMarks(picked, tuple(copies), tuple(marked)),
         ),
         "matrix",
         f"Row (c, ki, kj) holds tap (ki, kj) of channel c; column l holds patch l, patches taken row by row "
@@ -431,18 +411,17 @@ def animation_figure(block: tuple[int, int, int, int]) -> tuple:
     values, inside = maps.region_values(image.planes[:1], g, region)
     top, bottom, left, right = region
     n = len(columns)
-    fig = viz.patch_animation(
+    patches = viz.PatchFrames(
         values[0],
         inside,
         region,
         columns,
         maps.patch_taps(g, columns),
         maps.column_values(image.planes[:1], g, columns).T,
-        maps.tap_names(g),
-        f"{n} patch{'es' if n != 1 else ''} near the pick: rows {top}..{bottom}, "
-        f"cols {left}..{right}, channel 0",
-        sty,
+        tuple(maps.tap_names(g)),
     )
+    title = f"{n} patch{'es' if n != 1 else ''} near the pick: rows {top}..{bottom}, cols {left}..{right}, channel 0"
+    fig = viz.patch_animation(patches, title, sty)
     return fig, region
 
 
