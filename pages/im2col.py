@@ -222,6 +222,14 @@ def section_values(C: int, H: int, W: int, K: int, M: int) -> tuple[np.ndarray, 
 
 
 # ---- the figures ---------------------------------------------------------------------------------------------
+def unroll_of(C: int, g: gpuops.WindowGeometry) -> viz.Unroll:
+    """What X_unroll's entries, rows and columns hold, for its figures."""
+    sources = maps.source_cells(C, g)
+    return viz.Unroll(
+        maps.unfold_source_map(C, g), sources, tuple(maps.row_labels(C, g)), maps.positions(g), C * g.H * g.W, g.KH * g.KW
+    )
+
+
 def hover_maps(g: gpuops.WindowGeometry, C: int, M: int) -> dict:
     """Client-side outlines for the small example (no rerun): hovering an input cell outlines its
     copies in X_unroll; a column of X_unroll or of Y outlines the cells it reads and its output."""
@@ -229,13 +237,12 @@ def hover_maps(g: gpuops.WindowGeometry, C: int, M: int) -> dict:
     copies = {
         (c, i, j): maps.copies_of(C, g, c, i, j) for c in range(C) for i in range(g.H) for j in range(g.W)
     }
-    pairs = viz.hover_pairs(copies, taps, C * g.KH * g.KW, M, CHARTS, max_targets=HOVER_TARGETS)
+    pairs = viz.hover_pairs(copies, taps, M, CHARTS, max_targets=HOVER_TARGETS)
     return {name: pick.hover_map(chart_pairs) for name, chart_pairs in pairs.items()}
 
 
 def section_first_row(x, w_mat, x_unroll, y_mat, g, C, M, p: Cell, is_book: bool, launch) -> None:
     """Input maps | Y with the pick written out: the lesson's first screen."""
-    ids, row0, col0 = maps.padded_ids(C, g)
     labels = maps.row_labels(C, g)
     positions = maps.positions(g)
     taps, picked, columns, cell, column = [], None, [], None, None
@@ -252,14 +259,9 @@ def section_first_row(x, w_mat, x_unroll, y_mat, g, C, M, p: Cell, is_book: bool
         figure(
             viz.input_maps_figure(
                 x,
-                ids,
-                row0,
-                col0,
+                maps.padded_ids(C, g),
                 st_style,
-                n_cells=x.size,
-                copies=maps.copy_counts(C, g),
-                taps=taps,
-                picked=picked,
+                viz.InputMarks(maps.copy_counts(C, g), tuple(taps), picked),
                 width_px=viz.LEFT_WIDTH if beside else viz.FULL_WIDTH,
             ),
             "inputs",
@@ -273,7 +275,7 @@ def section_first_row(x, w_mat, x_unroll, y_mat, g, C, M, p: Cell, is_book: bool
         y_col = right
     with y_col:
         figure(
-            viz.output_figure(y_mat, positions, st_style, column=column, cell=cell, columns=columns),
+            viz.output_figure(y_mat, positions, st_style, viz.OutputMarks(column, cell, tuple(columns))),
             "ymat",
             f"Row m reshaped to {g.H_out} × {g.W_out} is output map m. Click a cell: its sum.",
             pickable=True,
@@ -335,7 +337,6 @@ def section_explain(x_unroll, w_mat, g, C, M, p: Cell, labels, launch) -> None:
 def section_gemm(x_unroll, w_mat, g, C, p: Cell) -> None:
     st.subheader("The GEMM: W × X_unroll = Y")
     R = x_unroll.shape[0]
-    channel, rows, cols = maps.source_cells(C, g)
     entries, column, row = [], None, None
     if p.space == "in":
         entries = [tuple(e) for e in maps.copies_of(C, g, state.get(PICK_C), p.row, p.col)]
@@ -348,27 +349,14 @@ def section_gemm(x_unroll, w_mat, g, C, p: Cell) -> None:
         f"W ({w_mat.shape[0]} × {R}) × X_unroll ({R} × {g.L}) = Y ({w_mat.shape[0]} × {g.L})."
     )
     figure(
-        viz.x_unroll_figure(
-            x_unroll,
-            maps.unfold_source_map(C, g),
-            channel,
-            rows,
-            cols,
-            maps.row_labels(C, g),
-            maps.positions(g),
-            st_style,
-            n_cells=C * g.H * g.W,
-            taps_per_channel=g.KH * g.KW,
-            column=column,
-            entries=entries,
-        ),
+        viz.x_unroll_figure(x_unroll, unroll_of(C, g), st_style, column=column, entries=entries),
         "xunroll",
         "Each entry in the colour of the input cell it copies (white: a zero from the padding); black lines "
         "separate channels. Click a column: the cells it copies and its outputs.",
         pickable=True,
     )
     figure(
-        viz.filter_figure(w_mat, maps.row_labels(C, g), st_style, row=row, taps_per_channel=g.KH * g.KW),
+        viz.filter_figure(w_mat, unroll_of(C, g), st_style, row=row),
         "wmat",
         "Filter m flattened into row m, in X_unroll's row order: weight r multiplies row r of X_unroll. "
         "Click a row: that filter's sum.",
@@ -381,22 +369,9 @@ def section_animation(x, x_unroll, y_mat, g, C) -> None:
     st.subheader("Column by column")
 
     def build():
-        ids, row0, col0 = maps.padded_ids(C, g)
-        taps = [maps.column_taps(C, g, l) for l in range(g.L)]
-        return viz.column_animation(
-            x,
-            ids,
-            row0,
-            col0,
-            x_unroll,
-            maps.unfold_source_map(C, g),
-            y_mat,
-            taps,
-            maps.positions(g),
-            maps.row_labels(C, g),
-            st_style,
-            n_cells=C * g.H * g.W,
-        )
+        taps = tuple(maps.column_taps(C, g, l) for l in range(g.L))
+        steps = viz.Steps(x, maps.padded_ids(C, g), x_unroll, y_mat, taps)
+        return viz.column_animation(steps, unroll_of(C, g), st_style)
 
     fig = session_cached(("im2col_animation", g, x.tobytes(), y_mat.tobytes(), st_style), build)
     figure(
@@ -503,7 +478,7 @@ def section_expansion() -> None:
         no_pad = [gpuops.window_geometry(s, s, k, 1, 0).expansion_ratio for s in sizes]
         same = [gpuops.window_geometry(s, s, k, 1, k // 2).expansion_ratio for s in sizes]
         figure(
-            viz.expansion_figure(sizes, no_pad, same, k, (max(H, W), gi.expansion_ratio), st_style),
+            viz.expansion_figure(sizes, (no_pad, same), k, (max(H, W), gi.expansion_ratio), st_style),
             "expansion",
             "Without padding H_out = H - K + 1, so the ratio K²(H-K+1)²/H² climbs toward K² as H grows.",
         )

@@ -307,7 +307,7 @@ def test_thread_caption_comes_from_the_launch_that_builds_x_unroll():
 def test_downloaded_figure_html_needs_no_network():
     g = gpuops.window_geometry(3, 3, 2)
     ids, r0, c0 = maps.padded_ids(1, g)
-    html = viz.input_maps_figure(np.ones((1, 3, 3)), ids, r0, c0, n_cells=9).to_html(include_plotlyjs=True)
+    html = viz.input_maps_figure(np.ones((1, 3, 3)), (ids, r0, c0)).to_html(include_plotlyjs=True)
     assert not re.search(r"<script[^>]+src=[\"']https?://", html)
 
 
@@ -360,7 +360,6 @@ def test_index_maps_equal_the_sliding_window(name):
     pairs = viz.hover_pairs(
         {(c, i, j): maps.copies_of(C, g, c, i, j) for c in range(C) for i in range(H) for j in range(W)},
         [maps.column_taps(C, g, l) for l in range(g.L)],
-        C * K * K,
         M,
         ("inputs", "xunroll", "ymat", "wmat"),
         max_targets=10**6,
@@ -380,18 +379,10 @@ def test_styles_of_both_modes_build_every_figure_without_labels_smaller_than_all
     xu = gpuops.unfold(x, 1, 1, 2, 1)
     for style in (NORMAL, PRESENTATION):
         ch, rr, cc = maps.source_cells(3, g)
-        fig = viz.x_unroll_figure(
-            xu,
-            maps.unfold_source_map(3, g),
-            ch,
-            rr,
-            cc,
-            maps.row_labels(3, g),
-            maps.positions(g),
-            style,
-            n_cells=108,
-            taps_per_channel=1,
+        unroll = viz.Unroll(
+            maps.unfold_source_map(3, g), (ch, rr, cc), tuple(maps.row_labels(3, g)), maps.positions(g), 108, 1
         )
+        fig = viz.x_unroll_figure(xu, unroll, style)
         go.Figure(fig.to_dict())
         assert fig.data[0].texttemplate in ("", None) or fig.data[0].textfont.size >= style.label
         assert "labelled" in fig.layout.xaxis.title.text  # thinned, and it says so
