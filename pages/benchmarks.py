@@ -119,7 +119,8 @@ def section_op(runs: list[reports.Run], op: str, key: str) -> None:
         )
         others = [p for p in peers if p != ref]
         caption = (
-            f"Reference: {reports.describe_peer(ref, gpu)}, measured in the same run; right of the dashed line is "
+            f"Reference: {reports.describe_peer(ref, gpu)}, measured in the same run; right of the dashed "
+            f"line is "
             "faster."
             + (
                 " Other peers: " + ", ".join(reports.describe_peer(p, gpu) for p in others) + "."

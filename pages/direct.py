@@ -24,6 +24,7 @@ from ui.common import (
     shown_errors,
     style,
 )
+from ui.fit_images import fit_images
 from ui.images import png_bytes, to_display
 from ui.kernel_param import KernelParam, as_cells, fit_to
 from ui.records import Conv
@@ -35,22 +36,53 @@ from viz.images import signed_to_display
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 PRESET = Param("dc_preset", "box blur", "Kernel", "select", choices=(*filters.PRESETS, "custom"))
-K = Param("dc_k", 3, "Size K", "slider", lo=1, hi=filters.MAX_KERNEL,
-          help="Sharpen, Laplacian, Sobel and emboss are defined as 3 x 3.")  # fmt: skip
+K = Param(
+    "dc_k",
+    3,
+    "Size K",
+    "slider",
+    lo=1,
+    hi=filters.MAX_KERNEL,
+    help="Sharpen, Laplacian, Sobel and emboss are defined as 3 x 3.",
+)
 STRIDE = Param("dc_stride", 1, "Stride S", "slider", lo=1, hi=8)
 PAD = Param("dc_pad", 1, "Padding P", "slider", lo=0, hi=15, help="Cells added on every side.")
-MODE = Param("dc_mode", "zeros", "Pad mode", "select", choices=("zeros", "reflect"),
-             help="zeros: the padding reads 0. reflect: it copies the mirrored input cell.")  # fmt: skip
+MODE = Param(
+    "dc_mode",
+    "zeros",
+    "Pad mode",
+    "select",
+    choices=("zeros", "reflect"),
+    help="zeros: the padding reads 0. reflect: it copies the mirrored input cell.",
+)
 DIL = Param("dc_dil", 1, "Dilation D", "slider", lo=1, hi=5, help="Taps are D cells apart.")
-MIX = Param("dc_mix", False, "Mix channels", "toggle",
-            help="Off: each colour channel is filtered on its own (groups = C). On: one filter spans all channels.")  # fmt: skip
+MIX = Param(
+    "dc_mix",
+    False,
+    "Mix channels",
+    "toggle",
+    help="Off: each colour channel is filtered on its own (groups = C). On: one filter spans all channels.",
+)
 ALGORITHMS = getattr(gpuops, "ALL_ALGORITHMS", gpuops.ALGORITHMS)  # fp32 ones, then tensor-core (TF32) ones
-ALGO = Param("dc_algo", gpuops.AUTO, "Algorithm", "select", choices=(gpuops.AUTO, *ALGORITHMS),
-             help="auto: on the GPU, the fastest for this shape (timed once, like cuDNN's benchmark mode); "
-             "on the CPU, direct.")  # fmt: skip
+ALGO = Param(
+    "dc_algo",
+    gpuops.AUTO,
+    "Algorithm",
+    "select",
+    choices=(gpuops.AUTO, *ALGORITHMS),
+    help="auto: on the GPU, the fastest for this shape (timed once, like cuDNN's benchmark mode); "
+    "on the CPU, direct.",
+)
 PICK = Param("dc_pick", None, "Picked cell", choices=("out", "in"))
-CHANNEL = Param("dc_ch", 0, "Channel", "number", lo=0, hi=3,
-                help="The channel the close-up, the table and the animation show.")  # fmt: skip
+CHANNEL = Param(
+    "dc_ch",
+    0,
+    "Channel",
+    "number",
+    lo=0,
+    hi=3,
+    help="The channel the close-up, the table and the animation show.",
+)
 KERNEL = KernelParam("dc_kernel", None, "Custom kernel")
 PARAMS = [PRESET, K, STRIDE, PAD, MODE, DIL, MIX, ALGO, PICK, CHANNEL, KERNEL]
 
@@ -69,8 +101,11 @@ def show(fig: go.Figure, name: str, caption: str = "", *, pickable: bool = False
 # ---- settings ------------------------------------------------------------------------------------------
 def upload_notice() -> None:
     if st.session_state.get("source") == "upload" and st.session_state.get("upload_file") is None:
-        st.info("This link was made with an uploaded image, which links cannot carry: upload one in the sidebar "
-                "(Image source: Upload). Meanwhile the sample image is shown.", icon=":material/upload:")  # fmt: skip
+        st.info(
+            "This link was made with an uploaded image, which links cannot carry: upload one in the sidebar "
+            "(Image source: Upload). Meanwhile the sample image is shown.",
+            icon=":material/upload:",
+        )
 
 
 def fit_geometry(fixed: bool) -> None:
@@ -105,8 +140,17 @@ def section_settings() -> tuple[str, int, int, int, str, int, bool, str]:
     if fixed:
         state.put(K, 3)
     fit_geometry(fixed)
-    lim = maps.setting_limits(H, W, state.get(K), state.get(PAD), state.get(DIL), state.get(MODE), max_k=K.hi,
-                              max_pad=PAD.hi, max_dil=DIL.hi)  # fmt: skip
+    lim = maps.setting_limits(
+        H,
+        W,
+        state.get(K),
+        state.get(PAD),
+        state.get(DIL),
+        state.get(MODE),
+        max_k=K.hi,
+        max_pad=PAD.hi,
+        max_dil=DIL.hi,
+    )
     cols = st.columns([1.15, 0.8, 0.8, 0.85, 0.9, 0.85, 1.35, 1.0], vertical_alignment="bottom")
     preset = state.widget(PRESET, container=cols[0])
     k = state.widget(K, container=cols[1], hi=lim.k_hi, disabled=fixed)
@@ -199,21 +243,25 @@ def section_formula(
     if g is None:
         label = "**Output size: invalid** (the formula with these values)"
     else:
-        label = (f"**Output: {g.W_out} x {g.H_out}** · H_out = ⌊({H} + 2·{pad} − {dil}·({kh}−1) − 1) / {stride}⌋ + 1 = "
-                 f"{g.H_out} · W_out = ⌊({W} + 2·{pad} − {dil}·({kw}−1) − 1) / {stride}⌋ + 1 = {g.W_out}")  # fmt: skip
+        label = (
+            f"**Output: {g.W_out} x {g.H_out}** · H_out = ⌊({H} + 2·{pad} − {dil}·({kh}−1) − 1) / {stride}⌋ "
+            f"+ 1 = "
+            f"{g.H_out} · W_out = ⌊({W} + 2·{pad} − {dil}·({kw}−1) − 1) / {stride}⌋ + 1 = {g.W_out}"
+        )
     with st.expander(label, expanded=g is None):
         st.latex(
             rf"H_{{out}} = \left\lfloor \frac{{H + 2P - D(K-1) - 1}}{{S}} \right\rfloor + 1 = "
-            rf"\left\lfloor \frac{{{H} + 2\cdot{pad} - {dil}\cdot({kh}-1) - 1}}{{{stride}}} \right\rfloor + 1 = "
-            + (str(g.H_out) if g else r"\text{invalid}")
+            rf"\left\lfloor \frac{{{H} + 2\cdot{pad} - {dil}\cdot({kh}-1) - 1}}{{{stride}}} \right\rfloor + "
+            rf"1 = " + (str(g.H_out) if g else r"\text{invalid}")
         )
         st.latex(
-            rf"W_{{out}} = \left\lfloor \frac{{{W} + 2\cdot{pad} - {dil}\cdot({kw}-1) - 1}}{{{stride}}} \right\rfloor"
+            rf"W_{{out}} = \left\lfloor \frac{{{W} + 2\cdot{pad} - {dil}\cdot({kw}-1) - 1}}{{{stride}}} "
+            rf"\right\rfloor"
             rf" + 1 = " + (str(g.W_out) if g else r"\text{invalid}")
         )
 
 
-# ---- the pick -----------------------------------------------------------------------------------------------
+# ---- the pick ----------------------------------------------------------------------------------------------
 CHARTS_OUT = ("conv_output", "dc_threads")
 CHARTS_IN = ("conv_input", "dc_zoom", "dc_tile")
 
@@ -231,8 +279,9 @@ def click_to_cell(click: pick.Click | None, conv: Conv, detail: tuple[int, int])
     if click.chart in CHARTS_OUT:
         return Cell("out", *maps.clamp_cell("out", click.row, click.col, conv.g))
     if click.chart in CHARTS_IN:
-        win = maps.padded_window(image.planes[0], conv.g, conv.mode, click.row, click.row + 1, click.col,
-                                 click.col + 1)  # fmt: skip
+        win = maps.padded_window(
+            image.planes[0], conv.g, conv.mode, click.row, click.row + 1, click.col, click.col + 1
+        )
         if win.source_rows[0, 0] < 0:
             return None
         return Cell("in", int(win.source_rows[0, 0]), int(win.source_cols[0, 0]))
@@ -265,8 +314,9 @@ def resolve_pick(conv: Conv) -> tuple[Cell, tuple[int, int]]:
 
 def _set_pick_from_inputs() -> None:
     space = "out" if st.session_state["w_dc_pick_space"].startswith("output") else "in"
-    st.session_state[PICK.key] = Cell(space, int(st.session_state["w_dc_pick_row"]),
-                                      int(st.session_state["w_dc_pick_col"]))  # fmt: skip
+    st.session_state[PICK.key] = Cell(
+        space, int(st.session_state["w_dc_pick_row"]), int(st.session_state["w_dc_pick_col"])
+    )
 
 
 def section_pick_inputs(cell: Cell, conv: Conv) -> None:
@@ -278,8 +328,13 @@ def section_pick_inputs(cell: Cell, conv: Conv) -> None:
     st.session_state["w_dc_pick_row"] = cell.row
     st.session_state["w_dc_pick_col"] = cell.col
     a, b, c, d = st.columns([1.2, 1, 1, 1.3], vertical_alignment="bottom")
-    a.selectbox("Pick", spaces, key="w_dc_pick_space", on_change=_set_pick_from_inputs,
-                help="Or click a pixel of either image.")  # fmt: skip
+    a.selectbox(
+        "Pick",
+        spaces,
+        key="w_dc_pick_space",
+        on_change=_set_pick_from_inputs,
+        help="Or click a pixel of either image.",
+    )
     b.number_input("Row", 0, rows - 1, key="w_dc_pick_row", on_change=_set_pick_from_inputs)
     c.number_input("Column", 0, cols - 1, key="w_dc_pick_col", on_change=_set_pick_from_inputs)
     if C > 1 and conv.groups > 1:
@@ -304,18 +359,26 @@ def section_images(conv: Conv, cell: Cell, detail: tuple[int, int], zoom: tuple[
             what = f"orange: the picked input cell ({cell.row}, {cell.col})"
         fig = viz.input_figure(in_pixels, look, f"Input: {W} x {H}, {C} channel{'s' if C > 1 else ''}", marks)
         pad_note = "mirrored cells" if conv.mode == "reflect" else "zeros"
-        show(fig, "conv_input", f"Click a pixel. {what}; blue band: padding ({pad_note}); dotted cyan: the close-up.",
-               pickable=True)  # fmt: skip
+        show(
+            fig,
+            "conv_input",
+            f"Click a pixel. {what}; blue band: padding ({pad_note}); dotted cyan: the close-up.",
+            pickable=True,
+        )
     with right:
         if cell.space == "out":
-            fig = viz.output_figure(conv.out_pixels, look, f"Output: {g.W_out} x {g.H_out}", viz.ImageMarks(picked=detail))
+            fig = viz.output_figure(
+                conv.out_pixels, look, f"Output: {g.W_out} x {g.H_out}", viz.ImageMarks(picked=detail)
+            )
             what = f"orange: output ({cell.row}, {cell.col})"
         else:
             readers = maps.readers_of(g, cell.row, cell.col, conv.mode)
             marks = viz.ImageMarks(readers=readers[:, :2], detail=detail)
             fig = viz.output_figure(conv.out_pixels, look, f"Output: {g.W_out} x {g.H_out}", marks)
-            what = (f"red: the {len(np.unique(readers[:, :2], axis=0))} outputs that read input ({cell.row}, "
-                    f"{cell.col}); dotted: output {detail}, explained below")  # fmt: skip
+            what = (
+                f"red: the {len(np.unique(readers[:, :2], axis=0))} outputs that read input ({cell.row}, "
+                f"{cell.col}); dotted: output {detail}, explained below"
+            )
         show(fig, "conv_output", f"Click a pixel. {what}. Shown as {conv.shown_as}.", pickable=True)
 
 
@@ -323,20 +386,24 @@ def pick_summary(cell: Cell, conv: Conv, detail: tuple[int, int], ch: int) -> No
     g = conv.g
     m = 0 if conv.groups == 1 else ch
     if cell.space == "out":
-        st.markdown(f"**Picked: output pixel ({cell.row}, {cell.col})** of channel {m}: value "
-                    f"{float(conv.out[m, cell.row, cell.col]):.4f}, the sum of {conv.weight.shape[1] * g.KH * g.KW} "
-                    "products (below).")  # fmt: skip
+        st.markdown(
+            f"**Picked: output pixel ({cell.row}, {cell.col})** of channel {m}: value "
+            f"{float(conv.out[m, cell.row, cell.col]):.4f}, the sum of {conv.weight.shape[1] * g.KH * g.KW} "
+            "products (below)."
+        )
         return
     readers = maps.readers_of(g, cell.row, cell.col, conv.mode)
     outputs = len(np.unique(readers[:, :2], axis=0))
     reads = f"read by **{outputs} output pixel{'s' if outputs != 1 else ''}** ({len(readers)} taps)"
     if outputs == 0:
         reads = "read by **no output**: the stride steps over it"
-    st.markdown(f"**Picked: input cell ({cell.row}, {cell.col})**, {reads}, outlined red on the output: what the "
-                f"backward pass will sum for its gradient. Below: output {detail}, which reads it.")  # fmt: skip
+    st.markdown(
+        f"**Picked: input cell ({cell.row}, {cell.col})**, {reads}, outlined red on the output: what the "
+        f"backward pass will sum for its gradient. Below: output {detail}, which reads it."
+    )
 
 
-# ---- the receptive field up close ------------------------------------------------------------------------------
+# ---- the receptive field up close --------------------------------------------------------------------------
 def zoom_region(conv: Conv, detail: tuple[int, int]) -> tuple[int, int, int, int]:
     rf = maps.receptive_field(conv.g, *detail, conv.mode)
     return maps.around(rf.rows, rf.cols, conv.g, 1 if conv.g.KH * conv.g.dil_h > 9 else 2)
@@ -346,13 +413,19 @@ def reads_text(rf: maps.ReceptiveField) -> np.ndarray:
     text = np.empty(rf.rows.shape, dtype=object)
     for i, j in np.ndindex(rf.rows.shape):
         r, c, sr, sc = rf.rows[i, j], rf.cols[i, j], rf.source_rows[i, j], rf.source_cols[i, j]
-        text[i, j] = (f"input ({r}, {c})" if rf.inside[i, j] else
-                      f"padding ({r}, {c}) = copy of ({sr}, {sc})" if sr >= 0 else f"padding ({r}, {c}) = 0")  # fmt: skip
+        text[i, j] = (
+            f"input ({r}, {c})"
+            if rf.inside[i, j]
+            else f"padding ({r}, {c}) = copy of ({sr}, {sc})"
+            if sr >= 0
+            else f"padding ({r}, {c}) = 0"
+        )
     return text
 
 
-def section_receptive_field(conv: Conv, cell: Cell, detail: tuple[int, int], zoom: tuple[int, int, int, int],
-                            ch: int) -> None:  # fmt: skip
+def section_receptive_field(
+    conv: Conv, cell: Cell, detail: tuple[int, int], zoom: tuple[int, int, int, int], ch: int
+) -> None:
     g, (oh, ow) = conv.g, detail
     rf = maps.receptive_field(g, oh, ow, conv.mode)
     st.subheader(f"Output ({oh}, {ow}) up close")
@@ -360,20 +433,34 @@ def section_receptive_field(conv: Conv, cell: Cell, detail: tuple[int, int], zoo
     with left:
         win = maps.padded_window(image.planes[ch], g, conv.mode, *zoom)
         closeup = viz.Closeup(win, rf, conv.kernel, (cell.row, cell.col) if cell.space == "in" else None)
-        fig = viz.receptive_field_figure(closeup, look, f"Receptive field of output ({oh}, {ow}), channel {ch}")
-        pad_note = ("copies of mirrored cells (arrows, or hover a padding cell: the cell it copies)"
-                    if conv.mode == "reflect" else "zeros")  # fmt: skip
+        fig = viz.receptive_field_figure(
+            closeup, look, f"Receptive field of output ({oh}, {ow}), channel {ch}"
+        )
+        pad_note = (
+            "copies of mirrored cells (arrows, or hover a padding cell: the cell it copies)"
+            if conv.mode == "reflect"
+            else "zeros"
+        )
         picked = "; red: the picked input cell" if cell.space == "in" else ""
-        show(fig, "dc_zoom", f"The dotted cyan box on the input image. Orange: the taps (dashed in the padding)"
-               f"{picked}; blue: padding, {pad_note}. Click a cell to pick it.", pickable=True)  # fmt: skip
+        show(
+            fig,
+            "dc_zoom",
+            f"The dotted cyan box on the input image. Orange: the taps (dashed in the padding)"
+            f"{picked}; blue: padding, {pad_note}. Click a cell to pick it.",
+            pickable=True,
+        )
     with right:
         mixed = conv.groups == 1
         kernel_title = f"Weights: {state.get(PRESET)}, {g.KH} x {g.KW}" + (
             f" (÷ {C} per channel)" if mixed else ""
         )
         fig = viz.weights_figure(conv.kernel, look, kernel_title, reads=reads_text(rf))
-        show(fig, "dc_kernel", "Hover a weight: the cell it multiplies is outlined on the close-up and the image.",
-               pickable=True)  # fmt: skip
+        show(
+            fig,
+            "dc_kernel",
+            "Hover a weight: the cell it multiplies is outlined on the close-up and the image.",
+            pickable=True,
+        )
     section_products(conv, rf, detail, ch)
 
 
@@ -385,30 +472,40 @@ def section_products(conv: Conv, rf: maps.ReceptiveField, detail: tuple[int, int
     terms = maps.tap_products(x_group, filt, rf)
     channels = terms.channel if mixed else np.full(terms.channel.shape, ch)
     reads = reads_text(rf).ravel()
-    table = pa.table({  # Arrow, what st.dataframe sends: a pandas frame cost 1.3 ms more per rerun
-        "channel": channels, "tap (ki, kj)": [f"({i}, {j})" for i, j in zip(terms.ki, terms.kj, strict=True)],
-        "reads": np.tile(reads, len(terms.channel) // max(1, len(reads))), "value": terms.value,
-        "weight": terms.weight, "product": terms.product,
-    })  # fmt: skip
+    table = pa.table(
+        {  # Arrow, what st.dataframe sends: a pandas frame cost 1.3 ms more per rerun
+            "channel": channels,
+            "tap (ki, kj)": [f"({i}, {j})" for i, j in zip(terms.ki, terms.kj, strict=True)],
+            "reads": np.tile(reads, len(terms.channel) // max(1, len(reads))),
+            "value": terms.value,
+            "weight": terms.weight,
+            "product": terms.product,
+        }
+    )
     s, p, d = g.stride_h, g.pad_top, g.dil_h
     st.latex(
-        rf"y[{oh},{ow}] = \sum_{{c,k_i,k_j}} x\big[c,\ {oh}\cdot{s} - {p} + {d}\,k_i,\ {ow}\cdot{g.stride_w} - "
+        rf"y[{oh},{ow}] = \sum_{{c,k_i,k_j}} x\big[c,\ {oh}\cdot{s} - {p} + {d}\,k_i,\ {ow}\cdot{g.stride_w} "
+        rf"- "
         rf"{g.pad_left} + {g.dil_w}\,k_j\big]\; w[c,k_i,k_j] = {terms.total:.4f}"
     )
     a, b = st.columns([2.2, 1])
     with a:
-        st.markdown(f"**The {len(table)} products that sum to output ({oh}, {ow})** "
-                    f"(channel {'all, mixed' if mixed else ch})")  # fmt: skip
+        st.markdown(
+            f"**The {len(table)} products that sum to output ({oh}, {ow})** "
+            f"(channel {'all, mixed' if mixed else ch})"
+        )
         st.dataframe(table, hide_index=True, height=260)
     with b:
         got = float(conv.out[0 if mixed else ch, oh, ow])
         st.metric("Sum of products", f"{terms.total:.5f}", help="Equals the output value the kernel wrote.")
         st.caption(f"The kernel wrote {got:.5f} at this pixel.")
-        st.caption(f"Input rows read: {sorted(set(rf.rows[:, 0].tolist()))}; columns: "
-                   f"{sorted(set(rf.cols[0].tolist()))} (outside 0..{H - 1} / 0..{W - 1}: padding).")  # fmt: skip
+        st.caption(
+            f"Input rows read: {sorted(set(rf.rows[:, 0].tolist()))}; columns: "
+            f"{sorted(set(rf.cols[0].tolist()))} (outside 0..{H - 1} / 0..{W - 1}: padding)."
+        )
 
 
-# ---- the sliding window ---------------------------------------------------------------------------------------
+# ---- the sliding window ------------------------------------------------------------------------------------
 def section_sliding_window(conv: Conv, detail: tuple[int, int], ch: int) -> None:
     g = conv.g
     st.subheader("The window sliding over your image")
@@ -418,8 +515,11 @@ def section_sliding_window(conv: Conv, detail: tuple[int, int], ch: int) -> None
     win = maps.padded_window(image.planes[ch], g, conv.mode, crop.in_r0, crop.in_r1, crop.in_c0, crop.in_c1)
     tap_rows, tap_cols = maps.receptive_fields(g, oh, ow)
     out_values = conv.out[m, crop.out_r0 : crop.out_r1, crop.out_c0 : crop.out_c1]
-    budget.check(budget.bytes_cost(60 * len(oh) * (6 * g.KH * g.KW + 30)), "The animation",
-                 "Use a smaller kernel or a dilation of 1.")  # fmt: skip
+    budget.check(
+        budget.bytes_cost(60 * len(oh) * (6 * g.KH * g.KW + 30)),
+        "The animation",
+        "Use a smaller kernel or a dilation of 1.",
+    )
     sweep = viz.Sweep(
         win,
         np.arange(crop.out_r0, crop.out_r1),
@@ -433,12 +533,18 @@ def section_sliding_window(conv: Conv, detail: tuple[int, int], ch: int) -> None
     )
     title = f"Outputs {crop.out_r0}..{crop.out_r1 - 1} x {crop.out_c0}..{crop.out_c1 - 1}, channel {ch}"
     fig = viz.sliding_window_figure(sweep, look, title)
-    show(fig, "dc_window", f"{len(oh)} steps, one per output, starting at the pick. Play, pause, or drag the "
-           "slider; grey outputs are not computed yet. A GPU computes them all at once, one thread each (below). "
-           "Where you pause is the pick.", pickable=True)  # fmt: skip
+    show(
+        fig,
+        "dc_window",
+        f"{len(oh)} steps, one per output, starting at the pick. Play, pause, or drag the "
+        "slider; grey outputs are not computed yet. A GPU computes them all at once, one thread each "
+        "(below). "
+        "Where you pause is the pick.",
+        pickable=True,
+    )
 
 
-# ---- which block and thread computed it ---------------------------------------------------------------------------
+# ---- which block and thread computed it --------------------------------------------------------------------
 def filter_list(filters: tuple[int, ...] | range) -> str:
     filters = list(filters)
     if len(filters) == 1:
@@ -450,29 +556,44 @@ def section_threads(conv: Conv, detail: tuple[int, int], ch: int) -> None:
     g, (oh, ow), launch = conv.g, detail, conv.launch
     st.subheader(f"Which block and thread computed output ({oh}, {ow}): {conv.ran}")
     if not gpuops.backend_info().gpu:
-        st.caption("This machine has no GPU: the NumPy twin computed the output. The figure shows the launch the "
-                   f"GPU makes for these settings ({launch.kernel}).")  # fmt: skip
+        st.caption(
+            "This machine has no GPU: the NumPy twin computed the output. The figure shows the launch the "
+            f"GPU makes for these settings ({launch.kernel})."
+        )
     m = 0 if conv.groups == 1 else ch
     work = maps.computed_by(launch, g, oh, ow, m, channel=ch, C=C)
     per_thread = len(work.thread_pixels)
     if conv.ran == "im2col":
         title = f"{launch.kernel}: blockIdx {work.block}, threadIdx {work.thread}"
-        what = (f"im2col first unfolds the input into X_unroll, then one cuBLAS GEMM computes y (no thread of ours "
-                f"writes y). The unfold thread that copies {work.note} is outlined orange: it copies "
-                f"{per_thread} of them in this row; its block (cyan) copies {len(work.block_pixels)}.")  # fmt: skip
+        what = (
+            f"im2col first unfolds the input into X_unroll, then one cuBLAS GEMM computes y (no thread of "
+            f"ours "
+            f"writes y). The unfold thread that copies {work.note} is outlined orange: it copies "
+            f"{per_thread} of them in this row; its block (cyan) copies {len(work.block_pixels)}."
+        )
     else:
         title = f"{launch.kernel}: blockIdx {work.block}, threadIdx {work.thread}"
-        what = (f"This thread computes {per_thread} output pixel{'s' if per_thread != 1 else ''} (orange) for "
-                f"{filter_list(work.thread_filters)}; its block computes the {len(work.block_pixels)} pixels outlined "
-                f"cyan for {filter_list(work.block_filters)}.")  # fmt: skip
+        what = (
+            f"This thread computes {per_thread} output pixel{'s' if per_thread != 1 else ''} (orange) for "
+            f"{filter_list(work.thread_filters)}; its block computes the {len(work.block_pixels)} pixels "
+            f"outlined "
+            f"cyan for {filter_list(work.block_filters)}."
+        )
         if conv.groups > 1 and len(work.block_filters) == 1:
-            what += (f" Here each channel is filtered on its own (groups = {conv.groups}, one filter per group), so "
-                     "the kernel's filter slots for a group hold that one filter.")  # fmt: skip
+            what += (
+                f" Here each channel is filtered on its own (groups = {conv.groups}, one filter per group), "
+                f"so "
+                "the kernel's filter slots for a group hold that one filter."
+            )
     left, right = st.columns(2)
     with left:
         fig = viz.thread_figure(conv.out_pixels, work, detail, look, title)
-        show(fig, "dc_threads", "Cyan: the block's pixels; orange: this thread's. Click a pixel to pick it.",
-               pickable=True)  # fmt: skip
+        show(
+            fig,
+            "dc_threads",
+            "Cyan: the block's pixels; orange: this thread's. Click a pixel to pick it.",
+            pickable=True,
+        )
     with right:
         st.markdown(f"`{launch.describe()}`")
         st.markdown(what)
@@ -484,19 +605,25 @@ def section_shared_tile(conv: Conv, detail: tuple[int, int], ch: int, work: maps
     """The tiled kernels' shared-memory input tile (tile + halo) and what this thread reads of it."""
     g, launch = conv.g, conv.launch
     r0, r1, c0, c1 = maps.shared_tile(launch, g, *detail)
-    win = maps.padded_window(image.planes[ch], g, conv.mode, *maps.around(np.array([r0, r1 - 1]),
-                                                                          np.array([c0, c1 - 1]), g, 2))  # fmt: skip
+    win = maps.padded_window(
+        image.planes[ch], g, conv.mode, *maps.around(np.array([r0, r1 - 1]), np.array([c0, c1 - 1]), g, 2)
+    )
     taps = [maps.receptive_field(g, int(r), int(c), conv.mode) for r, c in work.thread_pixels]
     cells = np.concatenate([np.stack([t.rows.ravel(), t.cols.ravel()], axis=1) for t in taps])
     title = f"Shared-memory tile: {r1 - r0} x {c1 - c0} input cells (tile + halo)"
     fig = viz.shared_tile_figure(win, (r0, r1, c0, c1), cells, look, title)
     stage = dict(launch.args).get("cb_max", 1)  # v3 stages several channels per barrier; v2 and v6 one
-    show(fig, "dc_tile", f"Cyan: the input tile the block copies to shared memory ({stage} channel(s) at a time, "
-           f"{launch.shared_bytes:,} bytes) before any thread multiplies; orange: the cells this thread's "
-           f"{len(work.thread_pixels)} pixel(s) read from it. Click a cell to pick it.", pickable=True)  # fmt: skip
+    show(
+        fig,
+        "dc_tile",
+        f"Cyan: the input tile the block copies to shared memory ({stage} channel(s) at a time, "
+        f"{launch.shared_bytes:,} bytes) before any thread multiplies; orange: the cells this thread's "
+        f"{len(work.thread_pixels)} pixel(s) read from it. Click a cell to pick it.",
+        pickable=True,
+    )
 
 
-# ---- runtimes, source, downloads -------------------------------------------------------------------------------------
+# ---- runtimes, source, downloads ---------------------------------------------------------------------------
 def section_compare(conv: Conv, stride: int, pad: int, dil: int) -> None:
     g = conv.g
     with st.expander("Compare algorithms (time every algorithm on this image and these settings)"):
@@ -516,10 +643,19 @@ def section_compare(conv: Conv, stride: int, pad: int, dil: int) -> None:
         results = compare(("dc_compare", *conv.key[:-1]), {a: run(a) for a in ALGORITHMS})
         if results:
             names = list(results)
-            fig = viz.runtime_figure(names, [results[n].median_ms for n in names], conv.ran, look,
-                                     f"conv2d on {W} x {H} x {C}, {g.KH} x {g.KW} kernel, {backend_name()}")  # fmt: skip
-            show(fig, "dc_runtimes", "Median of several runs (on the GPU after warm-up, CUDA events). On the "
-                   "CPU the NumPy twins differ only in how the work is arranged.")  # fmt: skip
+            fig = viz.runtime_figure(
+                names,
+                [results[n].median_ms for n in names],
+                conv.ran,
+                look,
+                f"conv2d on {W} x {H} x {C}, {g.KH} x {g.KW} kernel, {backend_name()}",
+            )
+            show(
+                fig,
+                "dc_runtimes",
+                "Median of several runs (on the GPU after warm-up, CUDA events). On the "
+                "CPU the NumPy twins differ only in how the work is arranged.",
+            )
 
 
 def section_source_and_downloads(conv: Conv) -> None:
@@ -529,81 +665,57 @@ def section_source_and_downloads(conv: Conv) -> None:
     with lazy_expander("Downloads: the filtered image, every figure as HTML", "downloads_dc") as shown:
         if not shown:
             return
-        st.download_button("The filtered image (PNG)", lambda: png_bytes(conv.out_pixels), file_name="filtered.png",
-                           mime="image/png", on_click="ignore", key="dl_dc_png")  # fmt: skip
+        st.download_button(
+            "The filtered image (PNG)",
+            lambda: png_bytes(conv.out_pixels),
+            file_name="filtered.png",
+            mime="image/png",
+            on_click="ignore",
+            key="dl_dc_png",
+        )
         for name, fig in st.session_state["_dc_figures"].items():
-            st.download_button(f"Figure {name}.html (opens offline)",
-                               lambda fig=fig: fig.to_html(include_plotlyjs=True, full_html=True),
-                               file_name=f"{name}.html", mime="text/html", key=f"dl_{name}", on_click="ignore")  # fmt: skip
+            st.download_button(
+                f"Figure {name}.html (opens offline)",
+                lambda fig=fig: fig.to_html(include_plotlyjs=True, full_html=True),
+                file_name=f"{name}.html",
+                mime="text/html",
+                key=f"dl_{name}",
+                on_click="ignore",
+            )
 
 
-# ---- hover maps (small grids: the weights and the close-up) --------------------------------------------------------------
+# ---- hover maps (small grids: the weights and the close-up) ------------------------------------------------
 def hover_maps(conv: Conv, detail: tuple[int, int], zoom: tuple[int, int, int, int]) -> dict:
     g = conv.g
     rf = maps.receptive_field(g, *detail, conv.mode)
-    kernel_map = {("x", i, j): [("dc_zoom", "x", int(rf.rows[i, j]), int(rf.cols[i, j])),
-                                ("conv_input", "x", int(rf.rows[i, j]), int(rf.cols[i, j]))]
-                  for i, j in np.ndindex(rf.rows.shape)}  # fmt: skip
-    zoom_map = {("x", int(rf.rows[i, j]), int(rf.cols[i, j])): [("dc_kernel", "x", i, j)]
-                for i, j in np.ndindex(rf.rows.shape)}  # fmt: skip
+    kernel_map = {
+        ("x", i, j): [
+            ("dc_zoom", "x", int(rf.rows[i, j]), int(rf.cols[i, j])),
+            ("conv_input", "x", int(rf.rows[i, j]), int(rf.cols[i, j])),
+        ]
+        for i, j in np.ndindex(rf.rows.shape)
+    }
+    zoom_map = {
+        ("x", int(rf.rows[i, j]), int(rf.cols[i, j])): [("dc_kernel", "x", i, j)]
+        for i, j in np.ndindex(rf.rows.shape)
+    }
     if conv.mode == "reflect":  # a padding cell of the close-up -> the cell it copies
         win = maps.padded_window(image.planes[0], g, conv.mode, *zoom)
         for a, b in zip(*np.nonzero(~win.inside & (win.source_rows >= 0)), strict=True):
             src = (int(win.source_rows[a, b]), int(win.source_cols[a, b]))
             zoom_map.setdefault(("x", int(win.rows[a]), int(win.cols[b])), []).extend(
-                [("dc_zoom", "x", *src), ("conv_input", "x", *src)])  # fmt: skip
+                [("dc_zoom", "x", *src), ("conv_input", "x", *src)]
+            )
     maps_out = {"dc_kernel": pick.hover_map(kernel_map), "dc_zoom": pick.hover_map(zoom_map)}
     return maps_out if pick.size_of(maps_out) < 60_000 else {}
 
 
-# ---- images that scale with their column ------------------------------------------------------------------------
-_FIT_JS = r"""
-export default function (component) {
-  const reg = (window.__dcFitImages ??= {});
-  reg.data = component.data;
-  const fit = () => {
-    for (const [name, spec] of Object.entries(reg.data.charts || {})) {
-      const gd = [...document.querySelectorAll(`.st-key-pick-${name} .js-plotly-plot`)].find((g) => g._fullLayout);
-      if (!gd || !window.Plotly) continue;
-      const L = gd._fullLayout, m = L.margin;
-      const span = (a) => Math.abs(a.range[1] - a.range[0]);
-      const aspect = spec.aspect ?? span(L.yaxis) / span(L.xaxis);  // the figure's own extent
-      const plot = Math.min((gd.clientWidth - m.l - m.r) * aspect, window.innerHeight * spec.screen);
-      const want = Math.round(Math.max(plot, 80) + m.t + m.b);
-      // Streamlit fixes the height of the chart's boxes from the figure's: follow them up to the element
-      for (let el = gd.parentElement; el; el = el.parentElement) {
-        if (el.style.height !== `${want}px`) el.style.height = `${want}px`;
-        if (el.classList.contains("stElementContainer")) { el.style.flex = `0 0 ${want}px`; break; }
-      }
-      if (Math.abs(L.height - want) > 3) window.Plotly.relayout(gd, { height: want });
-    }
-  };
-  reg.resize?.disconnect();
-  reg.resize = new ResizeObserver(() => requestAnimationFrame(fit));
-  reg.mutation?.disconnect();
-  reg.mutation = new MutationObserver(() => {
-    for (const el of document.querySelectorAll('[class*="st-key-pick-"] .stPlotlyChart')) reg.resize.observe(el);
-    requestAnimationFrame(fit);
-  });
-  reg.mutation.observe(document.body, { childList: true, subtree: true });
-  fit();
-}
-"""
-_fit_images = st.components.v2.component("dc_fit_images", js=_FIT_JS)
-
-
-def fit_images(*names: str) -> None:
-    """Make the named pickable image charts as tall as their column width allows (height = width x
-    rows / columns of their axes' ranges, at most 62% of the window): images scale with the
-    column, sidebar open or not. (A shared `pick.chart(..., fit=True)` would do it for every page.)"""
-    charts = {name: {"screen": 0.62} for name in names}
-    _fit_images(key="dc_fit_images", data={"charts": charts}, height=0)
-
-
-# ---- the page ------------------------------------------------------------------------------------------------------
+# ---- the page ----------------------------------------------------------------------------------------------
 st.title("Direct convolution")
-st.caption("Every output pixel is a sum of kernel weights x the input cells under the window. Click a pixel of "
-           "either image.")  # fmt: skip
+st.caption(
+    "Every output pixel is a sum of kernel weights x the input cells under the window. Click a pixel of "
+    "either image."
+)
 upload_notice()
 st.session_state["_dc_figures"] = {}
 preset, k, stride, pad, mode, dil, mix, algo = section_settings()

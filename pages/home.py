@@ -13,26 +13,50 @@ from viz import home
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 CARDS = [  # title, page file, one sentence, what the thumbnail shows
-    ("Direct convolution", "direct", "Each output pixel is a weighted sum of the input cells under the kernel; "
-     "see which GPU thread computes which pixel.", "edges of your image (3 x 3 Laplacian)"),
-    ("im2col + GEMM", "im2col", "Copy every receptive field into a column of X_unroll, then one matrix multiply "
-     "computes all outputs, at K x K times the memory.", "X_unroll of a 4 x 4 grid (3 x 3 kernel): one colour per input cell"),
-    ("Unfold / Fold", "unfold", "unfold cuts sliding patches into columns (F.unfold); fold puts them back and "
-     "sums where they overlap.", "fold(unfold(x)): overlaps summed, brighter"),
-    ("Reflect padding", "reflect", "Grow the image by mirroring it at its edges, without repeating the edge "
-     "pixel: no black frame for the convolution.", "your image reflect-padded (cyan: the original)"),
-]  # fmt: skip
+    (
+        "Direct convolution",
+        "direct",
+        "Each output pixel is a weighted sum of the input cells under the kernel; "
+        "see which GPU thread computes which pixel.",
+        "edges of your image (3 x 3 Laplacian)",
+    ),
+    (
+        "im2col + GEMM",
+        "im2col",
+        "Copy every receptive field into a column of X_unroll, then one matrix multiply "
+        "computes all outputs, at K x K times the memory.",
+        "X_unroll of a 4 x 4 grid (3 x 3 kernel): one colour per input cell",
+    ),
+    (
+        "Unfold / Fold",
+        "unfold",
+        "unfold cuts sliding patches into columns (F.unfold); fold puts them back and "
+        "sums where they overlap.",
+        "fold(unfold(x)): overlaps summed, brighter",
+    ),
+    (
+        "Reflect padding",
+        "reflect",
+        "Grow the image by mirroring it at its edges, without repeating the edge "
+        "pixel: no black frame for the convolution.",
+        "your image reflect-padded (cyan: the original)",
+    ),
+]
 
 
 def badge() -> None:
     """What the timings on every page are measured on."""
     info = gpuops.backend_info()
     if info.gpu:
-        st.success(f"Running on the GPU: **{info.device}** (CuPy {info.cupy_version}). Timings are GPU timings.",
-                   icon=":material/memory:")  # fmt: skip
+        st.success(
+            f"Running on the GPU: **{info.device}** (CuPy {info.cupy_version}). Timings are GPU timings.",
+            icon=":material/memory:",
+        )
     else:
-        st.warning(f"Running on the CPU with NumPy: **timings are CPU timings**. Why: {info.reason}.",
-                   icon=":material/computer:")  # fmt: skip
+        st.warning(
+            f"Running on the CPU with NumPy: **timings are CPU timings**. Why: {info.reason}.",
+            icon=":material/computer:",
+        )
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -92,12 +116,15 @@ def section_start() -> None:
 st.title("Conv Explorer")
 st.markdown(
     "See **how a convolution layer runs on a GPU**: which thread computes which output pixel, how an image "
-    "is unrolled into a matrix so a GEMM can do the work, and what padding really copies. Every picture comes "
+    "is unrolled into a matrix so a GEMM can do the work, and what padding really copies. Every picture "
+    "comes "
     "from the same index formulas as the CUDA kernels, and every runtime is measured."
 )
 badge()
 section_cards(st.session_state["image"])
 section_start()
 if style().presentation:  # the projector view: card text and steps at the figures' text size
-    st.html(f"<style>[data-testid='stMain'] [data-testid='stMarkdownContainer'] :is(p, li)"
-            f"{{font-size:{style().font}px}}</style>")  # fmt: skip
+    st.html(
+        f"<style>[data-testid='stMain'] [data-testid='stMarkdownContainer'] :is(p, li)"
+        f"{{font-size:{style().font}px}}</style>"
+    )

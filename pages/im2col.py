@@ -88,7 +88,7 @@ def section_settings() -> tuple[int, ...]:
     return tuple(int(v) for v in values)
 
 
-# ---- the pick: a click, or the keyboard path (number inputs in sync) -------------------------------------------
+# ---- the pick: a click, or the keyboard path (number inputs in sync) ---------------------------------------
 def first_column(g: gpuops.WindowGeometry, C: int, c: int, i: int, j: int) -> int:
     reading = maps.columns_reading(C, g, c, i, j)
     return int(reading[0]) if reading.size else 0
@@ -221,12 +221,17 @@ def section_values(C: int, H: int, W: int, K: int, M: int) -> tuple[np.ndarray, 
     return x, w, is_book
 
 
-# ---- the figures ---------------------------------------------------------------------------------------------
+# ---- the figures -------------------------------------------------------------------------------------------
 def unroll_of(C: int, g: gpuops.WindowGeometry) -> viz.Unroll:
     """What X_unroll's entries, rows and columns hold, for its figures."""
     sources = maps.source_cells(C, g)
     return viz.Unroll(
-        maps.unfold_source_map(C, g), sources, tuple(maps.row_labels(C, g)), maps.positions(g), C * g.H * g.W, g.KH * g.KW
+        maps.unfold_source_map(C, g),
+        sources,
+        tuple(maps.row_labels(C, g)),
+        maps.positions(g),
+        C * g.H * g.W,
+        g.KH * g.KW,
     )
 
 
@@ -302,7 +307,8 @@ def section_explain(x_unroll, w_mat, g, C, M, p: Cell, labels, launch) -> None:
         copies = maps.copies_of(C, g, c, p.row, p.col)
         st.markdown(
             f"**Input cell (c, i, j) = ({c}, {p.row}, {p.col}) is copied {len(copies)} times** into "
-            f"X_unroll (outlined there), feeding {len(maps.columns_reading(C, g, c, p.row, p.col))} output pixels "
+            f"X_unroll (outlined there), feeding {len(maps.columns_reading(C, g, c, p.row, p.col))} output "
+            f"pixels "
             f"(red in Y). Over all cells, X_unroll is {g.expansion_ratio:.2f} times the input (the expansion "
             "ratio)."
         )
@@ -416,7 +422,7 @@ def section_example() -> gpuops.WindowGeometry | None:
     return None
 
 
-# ---- how big X_unroll gets for your image ----------------------------------------------------------------------
+# ---- how big X_unroll gets for your image ------------------------------------------------------------------
 def largest_side(Ci: int, k: int, side: int) -> int | None:
     """The largest working size (the sidebar's choices) whose runtime comparison fits the budget."""
     from ui.sidebar import CAP_OPTIONS
@@ -464,7 +470,8 @@ def section_expansion() -> None:
         in_bytes, unroll_bytes = image.planes.nbytes, plan.x_unroll_bytes_per_sample
         st.latex(
             rf"\text{{ratio}} = \frac{{C K^2 H_{{out}} W_{{out}}}}{{C H W}} = "
-            rf"\frac{{{Ci}\cdot{k}^2\cdot{gi.H_out}\cdot{gi.W_out}}}{{{Ci}\cdot{H}\cdot{W}}} = {gi.expansion_ratio:.3f}"
+            rf"\frac{{{Ci}\cdot{k}^2\cdot{gi.H_out}\cdot{gi.W_out}}}{{{Ci}\cdot{H}\cdot{W}}} = "
+            rf"{gi.expansion_ratio:.3f}"
         )
         m1, m2, m3 = st.columns(3)
         m1.metric("Input (float32)", f"{in_bytes / 2**20:.2f} MiB")

@@ -24,8 +24,15 @@ LEFT = Param(
 RIGHT = Param("rp_right", 2, "Right pad", "slider", lo=0, hi=7, help="At most W - 1.")
 TOP = Param("rp_top", 2, "Top pad", "slider", lo=0, hi=7, help="At most H - 1.")
 BOTTOM = Param("rp_bottom", 1, "Bottom pad", "slider", lo=0, hi=7, help="At most H - 1.")
-IMG_PAD = Param("rp_img_pad", 24, "Image pad (px)", "slider", lo=0, hi=1023,
-                help="On every side; at most the image's shorter side - 1.")  # fmt: skip
+IMG_PAD = Param(
+    "rp_img_pad",
+    24,
+    "Image pad (px)",
+    "slider",
+    lo=0,
+    hi=1023,
+    help="On every side; at most the image's shorter side - 1.",
+)
 BLUR = Param("rp_blur", 9, "Box blur size K", "slider", lo=3, hi=15, choices=(3, 5, 7, 9, 11, 13, 15))
 PICK = Param("rp_pick", Cell("pad", 0, 0), choices=("pad", "in"))  # a cell of the small grid
 IMG_PICK = Param("rp_img_pick", None, choices=("pad",))  # a pixel of the padded image
@@ -40,8 +47,11 @@ C, H, W = image.planes.shape
 sty = style()
 
 st.title("Reflect padding")
-st.caption("PyTorch's ReflectionPad2d mirrors the image at each edge without repeating the edge cell: for input "
-           "0 1 2 3, padding 2 on the left gives 2 1 | 0 1 2 3. **Click a cell** of the grid or a pixel of the image.")  # fmt: skip
+st.caption(
+    "PyTorch's ReflectionPad2d mirrors the image at each edge without repeating the edge cell: for input "
+    "0 1 2 3, padding 2 on the left gives 2 1 | 0 1 2 3. **Click a cell** of the grid or a pixel of the "
+    "image."
+)
 
 
 def settings() -> tuple[int, int, tuple[int, int, int, int], int]:
@@ -49,12 +59,17 @@ def settings() -> tuple[int, int, tuple[int, int, int, int], int]:
     cols = st.columns([1, 1, 1, 1, 1, 1, 1.5])
     h = state.widget(GRID_H, container=cols[0])
     w = state.widget(GRID_W, container=cols[1])
-    pads = tuple(int(state.widget(p, container=col, hi=side - 1))
-                 for p, col, side in zip((LEFT, RIGHT, TOP, BOTTOM), cols[2:6], (w, w, h, h), strict=True))  # fmt: skip
+    pads = tuple(
+        int(state.widget(p, container=col, hi=side - 1))
+        for p, col, side in zip((LEFT, RIGHT, TOP, BOTTOM), cols[2:6], (w, w, h, h), strict=True)
+    )
     hi = min(H, W) - 1
     if state.get(IMG_PAD) > hi:
-        st.info(f"Image pad {state.get(IMG_PAD)} is more than this {W} x {H} image allows (at most {hi}, its "
-                f"shorter side - 1); using {hi}.", icon=":material/straighten:")  # fmt: skip
+        st.info(
+            f"Image pad {state.get(IMG_PAD)} is more than this {W} x {H} image allows (at most {hi}, its "
+            f"shorter side - 1); using {hi}.",
+            icon=":material/straighten:",
+        )
     p_img = int(state.widget(IMG_PAD, container=cols[6], hi=hi))
     return int(h), int(w), pads, p_img
 
@@ -99,8 +114,14 @@ def pick_inputs(cell: Cell, h: int, w: int, pads: tuple[int, int, int, int]) -> 
     shape = (h, w) if cell.space == "in" else maps.padded_shape(h, w, pads)
     st.session_state.update(rp_pick_space_w=cell.space, rp_pick_row_w=cell.row, rp_pick_col_w=cell.col)
     a, b, c = st.columns([1.6, 1, 1])
-    a.radio("Picked", list(SPACES), format_func=SPACES.get, key="rp_pick_space_w", on_change=_typed_pick,
-            horizontal=True)  # fmt: skip
+    a.radio(
+        "Picked",
+        list(SPACES),
+        format_func=SPACES.get,
+        key="rp_pick_space_w",
+        on_change=_typed_pick,
+        horizontal=True,
+    )
     b.number_input("row", 0, shape[0] - 1, step=1, key="rp_pick_row_w", on_change=_typed_pick)
     c.number_input("column", 0, shape[1] - 1, step=1, key="rp_pick_col_w", on_change=_typed_pick)
 
@@ -117,38 +138,56 @@ def section_grid(h: int, w: int, pads: tuple[int, int, int, int], cell: Cell) ->
         mapped = tuple(("x2", int(r), int(c)) for r, c in copies)
         marks = viz.GridMarks(("x", cell.row, cell.col), mapped, viz.READER)
     fig = viz.grid_figure((rows, cols), pads, sty, marks)
-    figure(fig, GRID, "Hover a cell: its source (or its copies) light up. Click to pick it. Black box: the "
-           "original grid inside the padded one.", pickable=True)  # fmt: skip
+    figure(
+        fig,
+        GRID,
+        "Hover a cell: its source (or its copies) light up. Click to pick it. Black box: the "
+        "original grid inside the padded one.",
+        pickable=True,
+    )
     pick_inputs(cell, h, w, pads)
     left, right, top, bottom = pads
     if cell.space == "pad":
-        st.markdown(f"**Picked: padded cell ({cell.row}, {cell.col})**, which copies **input cell "
-                    f"({src[0]}, {src[1]})**. The kernel's formula, row and column apart:")  # fmt: skip
+        st.markdown(
+            f"**Picked: padded cell ({cell.row}, {cell.col})**, which copies **input cell "
+            f"({src[0]}, {src[1]})**. The kernel's formula, row and column apart:"
+        )
         rows_at, cols_at = st.columns(2) if sty.presentation else (st.container(), st.container())
         rows_at.latex(viz.formula_latex(row_axis, "y", "top", "H"))
         cols_at.latex(viz.formula_latex(col_axis, "x", "left", "W"))
-        st.caption("The same abs() formula as PyTorch's CUDA kernel (gpuops/kernels/index_math.cuh): inside the "
-                   "input it returns i, before it -i, after it 2(W-1) - i.")  # fmt: skip
+        st.caption(
+            "The same abs() formula as PyTorch's CUDA kernel (gpuops/kernels/index_math.cuh): inside the "
+            "input it returns i, before it -i, after it 2(W-1) - i."
+        )
     else:
         along_rows = maps.axis_copies(h, top, bottom, cell.row)
         along_cols = maps.axis_copies(w, left, right, cell.col)
-        st.markdown(f"**Picked: input cell ({cell.row}, {cell.col})**: **{len(copies)} padded cells** copy it "
-                    f"(red), {len(along_rows)} rows x {len(along_cols)} columns:")  # fmt: skip
+        st.markdown(
+            f"**Picked: input cell ({cell.row}, {cell.col})**: **{len(copies)} padded cells** copy it "
+            f"(red), {len(along_rows)} rows x {len(along_cols)} columns:"
+        )
         st.latex(
             viz.copies_latex("y", cell.row, along_rows)
             + r", \qquad "
             + viz.copies_latex("x", cell.col, along_cols)
         )
-        st.caption("Each axis reflects on its own: a coordinate lands on itself (shifted by the pad) and on its "
-                   "mirror in each pad that reaches it. The backward pass sums the gradients of all these copies.")  # fmt: skip
+        st.caption(
+            "Each axis reflects on its own: a coordinate lands on itself (shifted by the pad) and on its "
+            "mirror in each pad that reaches it. The backward pass sums the gradients of all these copies."
+        )
 
 
 def padded_image(p_img: int) -> np.ndarray:
     Hp, Wp = maps.padded_shape(H, W, (p_img,) * 4)
-    budget.check(budget.bytes_cost(4 * C * (Hp * Wp + H * W)), "Padding the image",
-                 "Use a smaller pad or a smaller working size.")  # fmt: skip
-    return session_cached(("reflect", image.key, p_img),
-                          lambda: gpuops.to_numpy(gpuops.reflect_pad(gpuops.asarray(image.planes), p_img)))  # fmt: skip
+    budget.check(
+        budget.bytes_cost(4 * C * (Hp * Wp + H * W)),
+        "Padding the image",
+        "Use a smaller pad or a smaller working size.",
+    )
+    return session_cached(
+        ("reflect", image.key, p_img),
+        lambda: gpuops.to_numpy(gpuops.reflect_pad(gpuops.asarray(image.planes), p_img)),
+    )
 
 
 def section_image(p_img: int) -> None:
@@ -170,29 +209,50 @@ def section_image(p_img: int) -> None:
         t = reflect_pad_launch(C, H, W, pads).thread_of(0, *picked.cell)
         how = ("a single head cell", "part of a 4-cell float4 store", "a single tail cell")[t.step[1]]
         what = "is input pixel" if picked.is_source else "copies input pixel"
-        st.caption(f"Padded pixel {picked.cell} {what} {picked.source}; {len(picked.copies)} padded pixels hold that "
-                   f"input pixel (orange: the source, red: its mirror copies). On the GPU, block {t.block[0]}, "
-                   f"thread {t.thread[:2]} writes it, as {how}.")  # fmt: skip
+        st.caption(
+            f"Padded pixel {picked.cell} {what} {picked.source}; {len(picked.copies)} padded pixels hold "
+            f"that "
+            f"input pixel (orange: the source, red: its mirror copies). On the GPU, block {t.block[0]}, "
+            f"thread {t.thread[:2]} writes it, as {how}."
+        )
 
 
 def section_blur() -> None:
     """Zeros vs reflect: the same box blur, side by side."""
     st.subheader("Zeros vs reflect: the same blur")
-    k = int(state.widget(BLUR, container=st.columns([1, 2])[0], step=2,
-                         label="Box blur size K (padding K // 2 keeps the size)"))  # fmt: skip
+    k = int(
+        state.widget(
+            BLUR,
+            container=st.columns([1, 2])[0],
+            step=2,
+            label="Box blur size K (padding K // 2 keeps the size)",
+        )
+    )
     with shown_errors("The blur"):
         weight, groups = filters.channel_weights(filters.preset_kernel("box blur", k), C, mix=False)
         x, wt = gpuops.asarray(image.planes), gpuops.asarray(weight)
         problems = {mode: check_conv2d(x.shape, wt.shape, None, 1, k // 2, 1, groups, mode) for mode in MODES}
         costs = [budget.conv2d_cost(p, "direct") for p in problems.values()]  # both blurs in this one rerun
-        budget.check(budget.Cost(sum(c.seconds for c in costs), max(c.bytes for c in costs)),
-                     f"The two {k} x {k} blurs", "Use a smaller blur size K or a smaller working size.")  # fmt: skip
-        outs = {mode: session_cached(("blur", image.key, k, mode), lambda m=mode: gpuops.to_numpy(
-                    gpuops.conv2d(x, wt, padding=k // 2, groups=groups, padding_mode=m))) for mode in MODES}  # fmt: skip
-        figure(viz.blur_figure(to_display(outs["zeros"]), to_display(outs["reflect"]), k, sty),
-               "reflect_blur",
-               "Left: a dark frame, the kernel averages in zeros at the border. Right: no frame, the border "
-               "averages mirrored pixels, which look like the image. Zoom one side: both follow.")  # fmt: skip
+        budget.check(
+            budget.Cost(sum(c.seconds for c in costs), max(c.bytes for c in costs)),
+            f"The two {k} x {k} blurs",
+            "Use a smaller blur size K or a smaller working size.",
+        )
+        outs = {
+            mode: session_cached(
+                ("blur", image.key, k, mode),
+                lambda m=mode: gpuops.to_numpy(
+                    gpuops.conv2d(x, wt, padding=k // 2, groups=groups, padding_mode=m)
+                ),
+            )
+            for mode in MODES
+        }
+        figure(
+            viz.blur_figure(to_display(outs["zeros"]), to_display(outs["reflect"]), k, sty),
+            "reflect_blur",
+            "Left: a dark frame, the kernel averages in zeros at the border. Right: no frame, the border "
+            "averages mirrored pixels, which look like the image. Zoom one side: both follow.",
+        )
 
 
 def section_kernel(p_img: int) -> None:
@@ -201,11 +261,15 @@ def section_kernel(p_img: int) -> None:
     pads = (p_img,) * 4
     with shown_errors("The reflect kernel"):
         launch = reflect_pad_launch(C, H, W, pads)
-        per_row = "; ".join(f"row {r.row}: {r.head} head + {r.groups} groups of 4 + {r.tail} tail"
-                            for r in maps.row_patterns(launch))  # fmt: skip
-        st.caption(f"`{launch.kernel}`, grid {launch.grid}, block {launch.block}: one thread row per padded row of "
-                   f"{launch.threads.shape[2]} cells. Each row writes single head cells up to a 16-byte boundary, "
-                   f"then 4-cell groups (one float4 store each), then single tail cells ({per_row}).")  # fmt: skip
+        per_row = "; ".join(
+            f"row {r.row}: {r.head} head + {r.groups} groups of 4 + {r.tail} tail"
+            for r in maps.row_patterns(launch)
+        )
+        st.caption(
+            f"`{launch.kernel}`, grid {launch.grid}, block {launch.block}: one thread row per padded row of "
+            f"{launch.threads.shape[2]} cells. Each row writes single head cells up to a 16-byte boundary, "
+            f"then 4-cell groups (one float4 store each), then single tail cells ({per_row})."
+        )
         padded = padded_image(p_img)
         x_dev = gpuops.asarray(image.planes)
         kernel = f"{launch.kernel} ({backend_name()})"
@@ -219,12 +283,20 @@ def section_kernel(p_img: int) -> None:
         )
         if timings:
             for col, (name, t) in zip(st.columns(len(timings)), timings.items(), strict=True):
-                col.metric(name, f"{t.median_ms:.3f} ms", f"{moved[name] / t.median_ms / 1e6:.1f} GB/s",
-                           delta_color="off", delta_arrow="off", help="Median of repeated runs; GB/s = bytes read + written / time.")  # fmt: skip
+                col.metric(
+                    name,
+                    f"{t.median_ms:.3f} ms",
+                    f"{moved[name] / t.median_ms / 1e6:.1f} GB/s",
+                    delta_color="off",
+                    delta_arrow="off",
+                    help="Median of repeated runs; GB/s = bytes read + written / time.",
+                )
             rates = [moved[name] / t.median_ms for name, t in timings.items()]
             if len(rates) == 2:
-                st.caption(f"The kernel moves its bytes at {rates[0] / rates[1]:.0%} of the rate of a plain device "
-                           "copy (small images are dominated by the launch, not by memory).")  # fmt: skip
+                st.caption(
+                    f"The kernel moves its bytes at {rates[0] / rates[1]:.0%} of the rate of a plain device "
+                    "copy (small images are dominated by the launch, not by memory)."
+                )
     cuda_source(reflect_pad_launch(C, H, W, pads), key="src_rp")
 
 

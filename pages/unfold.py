@@ -273,7 +273,10 @@ def section_views(cell: Cell, result: dict) -> None:
     with left_col:
         figure(
             viz.image_view(
-                to_display(image.planes), f"Your image, {W} x {H}", sty, viz.Marks(boxes, pixel, region=region)
+                to_display(image.planes),
+                f"Your image, {W} x {H}",
+                sty,
+                viz.Marks(boxes, pixel, region=region),
             ),
             "image",
             "Orange: the picked patch's extent (or the patches covering the picked pixel); cyan, dashed: "
@@ -289,7 +292,8 @@ def section_views(cell: Cell, result: dict) -> None:
                 viz.Marks(boxes if taps is None else (), pixel, taps, tap_inside),
             ),
             "zoom",
-            f"Dots: where each patch starts (every {stride} cells). Orange: the picked patch's taps (dotted: a "
+            f"Dots: where each patch starts (every {stride} cells). Orange: the picked patch's taps (dotted: "
+            f"a "
             "tap on the zero padding, blue). Cyan: the patches covering the picked pixel. Hover for values "
             "and overlap counts.",
             pickable=True,
@@ -420,7 +424,10 @@ def animation_figure(block: tuple[int, int, int, int]) -> tuple:
         maps.column_values(image.planes[:1], g, columns).T,
         tuple(maps.tap_names(g)),
     )
-    title = f"{n} patch{'es' if n != 1 else ''} near the pick: rows {top}..{bottom}, cols {left}..{right}, channel 0"
+    title = (
+        f"{n} patch{'es' if n != 1 else ''} near the pick: rows {top}..{bottom}, cols {left}..{right}, "
+        "channel 0"
+    )
     fig = viz.patch_animation(patches, title, sty)
     return fig, region
 

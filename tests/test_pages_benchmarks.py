@@ -199,7 +199,10 @@ def test_downloaded_figure_html_has_no_external_script():
 
     figs = [
         ratio_figure(
-            [RatioRow("a", "ours", [1.2, 1.1]), RatioRow("a", "torch:x", [0.5, 0.6])], "torch", ["run 1", "run 2"], "t"
+            [RatioRow("a", "ours", [1.2, 1.1]), RatioRow("a", "torch:x", [0.5, 0.6])],
+            "torch",
+            ["run 1", "run 2"],
+            "t",
         ),
         sweep_figure([64, 128], {"direct": [(1.0, 0.9, 1.2, 3, False), None]}, "perf_counter"),
     ]

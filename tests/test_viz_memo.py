@@ -53,8 +53,11 @@ def test_any_difference_builds_a_new_figure(change, rng):
     values = change["values"](a) if "values" in change else a
     other = build(values, change.get("style", NORMAL), title=change.get("title", "x"))
     assert other is not first and len(calls) == 2
-    assert other == {"values": values.tolist(), "style": change.get("style", NORMAL).name,
-                     "title": change.get("title", "x")}  # fmt: skip
+    assert other == {
+        "values": values.tolist(),
+        "style": change.get("style", NORMAL).name,
+        "title": change.get("title", "x"),
+    }
 
 
 def test_keys_tell_types_and_containers_apart():

@@ -347,8 +347,8 @@ def _cookie_script() -> None:
     ss[_COOKIE] = want
     age = 6 * 3600 if want else 0
     st.html(
-        f"<script>document.cookie = {json.dumps(f'{RESUME_COOKIE}={want}; path=/; max-age={age}; samesite=strict')};"
-        "</script>",
+        "<script>document.cookie = "
+        f"{json.dumps(f'{RESUME_COOKIE}={want}; path=/; max-age={age}; samesite=strict')};</script>",
         unsafe_allow_javascript=True,
     )
 
@@ -510,8 +510,10 @@ def _show_code(code: str, link: str, *, size: int) -> None:
     qr = qr_png(link)
     if qr is not None:
         st.image(qr, width=size * 6)
-    st.markdown(f"<div style='font-size:{max(13, size // 3)}px;word-break:break-all'>{html.escape(link)}</div>",
-                unsafe_allow_html=True)  # fmt: skip
+    st.markdown(
+        f"<div style='font-size:{max(13, size // 3)}px;word-break:break-all'>{html.escape(link)}</div>",
+        unsafe_allow_html=True,
+    )
 
 
 @st.dialog("Join this room", width="large")
@@ -533,9 +535,11 @@ def _sidebar(page: Any) -> None:
             if host in LOOPBACK:
                 lan = _lan_address()
                 where = f" such as `http://{lan}:{st.get_option('server.port')}/`" if lan else ""
-                st.warning(f"Students cannot open a {host} link: open Conv Explorer at this computer's network "
-                           f"address{where} and start the room there (or set {URL_ENV}).",
-                           icon=":material/wifi_off:")  # fmt: skip
+                st.warning(
+                    f"Students cannot open a {host} link: open Conv Explorer at this computer's network "
+                    f"address{where} and start the room there (or set {URL_ENV}).",
+                    icon=":material/wifi_off:",
+                )
             if ss.get("source") == "upload":
                 st.checkbox("Share my image with the class", key=SHARE_KEY,
                             help="Followers get a PNG of the working-size image, never your file. "
@@ -549,8 +553,14 @@ def _sidebar(page: Any) -> None:
         return  # the mode line says it all
     with sb.expander("Classroom: follow or teach", icon=":material/school:"):
         st.caption("You are exploring on your own. Follow the instructor with the code on the projector:")
-        st.text_input("Room code", key=CODE_KEY, max_chars=12, placeholder="e.g. K7QF2M", on_change=_on_join_typed,
-                      help="The code on the projector. Opening the instructor's link does the same.")  # fmt: skip
+        st.text_input(
+            "Room code",
+            key=CODE_KEY,
+            max_chars=12,
+            placeholder="e.g. K7QF2M",
+            on_change=_on_join_typed,
+            help="The code on the projector. Opening the instructor's link does the same.",
+        )
         st.button("Follow", on_click=_on_join_typed, icon=":material/login:")
         st.divider()
         if os.environ.get(KEY_ENV):
@@ -584,11 +594,16 @@ def _following_line(code: str, titles: dict[str, str]) -> None:
     )
     if snap is not None and not snap.instructor_here:
         minutes = registry().end_after_s / 60
-        st.warning(f"The instructor has left: room {code} ends {minutes:g} minute{'' if minutes == 1 else 's'} "
-                   "after they left, unless they come back.", icon=":material/person_off:")  # fmt: skip
+        st.warning(
+            f"The instructor has left: room {code} ends {minutes:g} minute{'' if minutes == 1 else 's'} "
+            "after they left, unless they come back.",
+            icon=":material/person_off:",
+        )
     if snap is not None and snap.settings.get("source") == "upload" and snap.image_key is None:
-        st.caption("The instructor uses an uploaded image that is not shared: you see your own image, so sizes "
-                   "and picks may differ.")  # fmt: skip
+        st.caption(
+            "The instructor uses an uploaded image that is not shared: you see your own image, so sizes "
+            "and picks may differ."
+        )
 
 
 def _instructing_line(code: str) -> None:
@@ -612,8 +627,10 @@ def _heartbeat(code: str) -> None:
         _note("warning", f"{exc}.")
         st.rerun()
     n = status.followers
-    st.markdown(f":material/co_present: **Instructing room {code}** with {n} follower{'' if n == 1 else 's'}: "
-                "they see this page and its settings.")  # fmt: skip
+    st.markdown(
+        f":material/co_present: **Instructing room {code}** with {n} follower{'' if n == 1 else 's'}: "
+        "they see this page and its settings."
+    )
 
 
 def _mode_line(titles: dict[str, str]) -> None:

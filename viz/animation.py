@@ -41,19 +41,62 @@ PLAIN = Controls()
 
 def controls(labels: Sequence[str], style: Style, how: Controls = PLAIN) -> dict:
     """Layout entries (updatemenus, sliders) for frames named `labels`."""
-    play = dict(label="▶ Play", method="animate",
-                args=[None, dict(frame=dict(duration=how.ms, redraw=True), fromcurrent=True, transition=dict(duration=0))])
-    pause = dict(label="❚❚ Pause", method="animate",
-                 args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")])
-    steps = [dict(method="animate", label=lab,
-                  args=[[lab], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
-             for lab in labels]
+    play = dict(
+        label="▶ Play",
+        method="animate",
+        args=[
+            None,
+            dict(frame=dict(duration=how.ms, redraw=True), fromcurrent=True, transition=dict(duration=0)),
+        ],
+    )
+    pause = dict(
+        label="❚❚ Pause",
+        method="animate",
+        args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")],
+    )
+    steps = [
+        dict(
+            method="animate",
+            label=lab,
+            args=[
+                [lab],
+                dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0)),
+            ],
+        )
+        for lab in labels
+    ]
     hidden = dict(font=dict(size=style.tick, color="rgba(0,0,0,0)"), tickcolor="rgba(0,0,0,0)", ticklen=0)
     return dict(
-        updatemenus=[dict(type="buttons", buttons=[play, pause], direction="left", x=0, y=how.y, xanchor="left",
-                          yanchor="top", pad=dict(t=how.buttons_pad, r=10), showactive=False, font=dict(size=style.font))],
-        sliders=[dict(active=how.active, steps=steps, x=how.slider_x, y=how.y, len=1 - how.slider_x, xanchor="left", yanchor="top",
-                      pad=dict(t=how.slider_pad, b=0), **({"font": dict(size=style.tick)} if how.step_labels else hidden),
-                      currentvalue=dict(prefix=how.prefix, xanchor="right" if how.current_right else "left",
-                                        font=dict(size=style.font, color=TEXT)))],
+        updatemenus=[
+            dict(
+                type="buttons",
+                buttons=[play, pause],
+                direction="left",
+                x=0,
+                y=how.y,
+                xanchor="left",
+                yanchor="top",
+                pad=dict(t=how.buttons_pad, r=10),
+                showactive=False,
+                font=dict(size=style.font),
+            )
+        ],
+        sliders=[
+            dict(
+                active=how.active,
+                steps=steps,
+                x=how.slider_x,
+                y=how.y,
+                len=1 - how.slider_x,
+                xanchor="left",
+                yanchor="top",
+                pad=dict(t=how.slider_pad, b=0),
+                **({"font": dict(size=style.tick)} if how.step_labels else hidden),
+                currentvalue=dict(
+                    prefix=how.prefix,
+                    xanchor="right" if how.current_right else "left",
+                    font=dict(size=style.font, color=TEXT),
+                ),
+            )
+        ],
     )

@@ -113,7 +113,8 @@ def ratio_figure(
                     else dict(color=HALO, width=1),
                 ),
                 customdata=[[s, i] for s, i in zip(shapes, impls, strict=True)],
-                hovertemplate=f"%{{customdata[0]}} · %{{customdata[1]}}<br>{name}: %{{x:.3f}}x {reference}<extra></extra>",
+                hovertemplate=f"%{{customdata[0]}} · %{{customdata[1]}}<br>{name}: %{{x:.3f}}x {reference}"
+                "<extra></extra>",
             )
         )
     fig.add_vline(x=1.0, line=dict(color=HIGHLIGHT, width=style.line, dash="dash"))

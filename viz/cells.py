@@ -46,7 +46,10 @@ def value_grid(
     (row0, col0), fmt = origin, look.fmt
     h, w = values.shape
     size = label_size(
-        w, look.width_px, style, chars=len(format(float(np.nanmax(np.abs(values))) if values.size else 0, fmt))
+        w,
+        look.width_px,
+        style,
+        chars=len(format(float(np.nanmax(np.abs(values))) if values.size else 0, fmt)),
     )
     labelled = size is not None and h * w <= 2500
     return go.Heatmap(

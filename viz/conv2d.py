@@ -132,8 +132,13 @@ def _axis(title: str, style: Style, **extra: Any) -> dict:
 def _layout(title: str, x_title: str, y_title: str, height: int, style: Style, **extra: Any) -> dict:
     """viz.style.finish's layout as one dict: a figure built with it in one go costs ~2 ms
     instead of finish's ~30 ms of updates."""
-    return dict(base_layout(title, height, style), xaxis=_axis(x_title, style), yaxis=_axis(y_title, style),
-                showlegend=False, **extra)  # fmt: skip
+    return dict(
+        base_layout(title, height, style),
+        xaxis=_axis(x_title, style),
+        yaxis=_axis(y_title, style),
+        showlegend=False,
+        **extra,
+    )
 
 
 def _merge(layout: dict, **axes: dict) -> dict:
@@ -197,7 +202,14 @@ def box(extent: tuple[float, float, float, float], style: Style, name: str, pen:
     """A halo + line rectangle around rows r0..r1-1 and columns c0..c1-1 (extent = r0, r1, c0, c1)."""
     r0, r1, c0, c1 = extent
     rect = dict(
-        type="rect", x0=c0 - 0.5, x1=c1 - 0.5, y0=r0 - 0.5, y1=r1 - 0.5, xref=pen.panel, yref=pen.yref, name=name
+        type="rect",
+        x0=c0 - 0.5,
+        x1=c1 - 0.5,
+        y0=r0 - 0.5,
+        y1=r1 - 0.5,
+        xref=pen.panel,
+        yref=pen.yref,
+        name=name,
     )
     line = dict(color=pen.colour, width=max(2, style.line - 1), dash=pen.dash)
     return [
@@ -243,16 +255,26 @@ def _image_height(rows: int, cols: int, style: Style, width: int = IMAGE_WIDTH) 
     return int((max(plot_h, 60) + m["t"] + m["b"]) / style.height_scale)
 
 
-def _image_layout(title: str, axis: str, style: Style, extent: tuple[int, int, int, int], width: int = IMAGE_WIDTH,
-                  **extra: Any) -> dict:  # fmt: skip
+def _image_layout(
+    title: str,
+    axis: str,
+    style: Style,
+    extent: tuple[int, int, int, int],
+    width: int = IMAGE_WIDTH,
+    **extra: Any,
+) -> dict:
     """An image panel's layout: axes in true pixel coordinates over extent (r0, r1, c0, c1)."""
     r0, r1, c0, c1 = extent
-    layout = _layout(title, f"{axis} column", f"{axis} row", _image_height(r1 - r0, c1 - c0, style, width), style,
-                     **extra)  # fmt: skip
+    layout = _layout(
+        title, f"{axis} column", f"{axis} row", _image_height(r1 - r0, c1 - c0, style, width), style, **extra
+    )
     layout["margin"] = _margins(style)
     plain = dict(autorange=False, constrain="domain", showgrid=False, zeroline=False)
-    return _merge(layout, xaxis=dict(range=[c0 - 0.5, c1 - 0.5], **plain),
-                  yaxis=dict(range=[r1 - 0.5, r0 - 0.5], scaleanchor="x", **plain))  # fmt: skip
+    return _merge(
+        layout,
+        xaxis=dict(range=[c0 - 0.5, c1 - 0.5], **plain),
+        yaxis=dict(range=[r1 - 0.5, r0 - 0.5], scaleanchor="x", **plain),
+    )
 
 
 @figure_memo
@@ -266,8 +288,19 @@ def input_figure(pixels: np.ndarray, style: Style, title: str, marks: ImageMarks
     shapes: list[dict] = []
     meta: dict[str, Any] = {}
     if any(pads):
-        shapes.append(dict(type="rect", x0=-left - 0.5, x1=W + right - 0.5, y0=-top - 0.5, y1=H + bottom - 0.5,
-                           layer="below", line=dict(width=0), fillcolor=PADDING_COLOUR, name="padding"))  # fmt: skip
+        shapes.append(
+            dict(
+                type="rect",
+                x0=-left - 0.5,
+                x1=W + right - 0.5,
+                y0=-top - 0.5,
+                y1=H + bottom - 0.5,
+                layer="below",
+                line=dict(width=0),
+                fillcolor=PADDING_COLOUR,
+                name="padding",
+            )
+        )
     if zoom is not None:
         shapes += box(zoom, style, "zoom", DOTTED_BOX)
     if marks.taps is not None:
@@ -302,8 +335,14 @@ def _links(frm: np.ndarray, to: np.ndarray, style: Style) -> go.Scatter:
     for (r0, c0), (r1, c1) in zip(frm, to, strict=True):
         xs += [float(c0), float(c1), None]
         ys += [float(r0), float(r1), None]
-    return go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=HIGHLIGHT, width=max(1, style.line - 2), dash="dot"),
-                      hoverinfo="skip", showlegend=False)  # fmt: skip
+    return go.Scatter(
+        x=xs,
+        y=ys,
+        mode="lines",
+        line=dict(color=HIGHLIGHT, width=max(1, style.line - 2), dash="dot"),
+        hoverinfo="skip",
+        showlegend=False,
+    )
 
 
 @figure_memo
@@ -341,8 +380,12 @@ def _grid_height(rows: int, cols: int, width: int = GRID_WIDTH, extra: int = 0) 
 
 def _grid_margins(style: Style, title: str) -> dict[str, int]:
     lines = 1 + title.count("<br>")
-    return dict(l=3 * style.tick // 2 + style.font + 30, r=30, t=lines * (style.title + 8) + 22,
-                b=style.tick + style.font + 34)  # fmt: skip
+    return dict(
+        l=3 * style.tick // 2 + style.font + 30,
+        r=30,
+        t=lines * (style.title + 8) + 22,
+        b=style.tick + style.font + 34,
+    )
 
 
 def _square(
@@ -362,8 +405,17 @@ def _square(
 
 
 def _padding_wash(padding: np.ndarray, rows: np.ndarray, cols: np.ndarray, **axes: str) -> go.Heatmap:
-    return go.Heatmap(z=np.where(padding, 1.0, np.nan), x=cols, y=rows, zmin=0, zmax=1, showscale=False,
-                      colorscale=[[0, PADDING_COLOUR], [1, PADDING_COLOUR]], hoverinfo="skip", **axes)  # fmt: skip
+    return go.Heatmap(
+        z=np.where(padding, 1.0, np.nan),
+        x=cols,
+        y=rows,
+        zmin=0,
+        zmax=1,
+        showscale=False,
+        colorscale=[[0, PADDING_COLOUR], [1, PADDING_COLOUR]],
+        hoverinfo="skip",
+        **axes,
+    )
 
 
 @figure_memo
@@ -393,7 +445,10 @@ def receptive_field_figure(closeup: Closeup, style: Style, title: str) -> go.Fig
                 what += f"<br>tap ({i}, {j}), weight {float(weights[i, j]):.4g}"
             notes[a, b] = what
     grid = value_grid(values, style, origin=(int(rows[0]), int(cols[0])), look=PIXEL_GRID)
-    grid.update(customdata=notes, hovertemplate="input row %{y}, col %{x}<br>value %{z:.4f}<br>%{customdata}<extra></extra>")  # fmt: skip
+    grid.update(
+        customdata=notes,
+        hovertemplate="input row %{y}, col %{x}<br>value %{z:.4f}<br>%{customdata}<extra></extra>",
+    )
     traces: list = [grid, _padding_wash(padding, rows, cols)]
     taps = np.stack([tap_rows.ravel(), tap_cols.ravel()], axis=1)
     a, b = taps[:, 0] - rows[0], taps[:, 1] - cols[0]
@@ -410,16 +465,41 @@ def receptive_field_figure(closeup: Closeup, style: Style, title: str) -> go.Fig
     if mirrored.any():  # an arrow from each mirrored tap to the real cell it copies (few: else hover)
         src = np.stack([source_rows[a[mirrored], b[mirrored]], source_cols[a[mirrored], b[mirrored]]], axis=1)
         meta.update(_meta(mirror_sources=src))
-        arrows = [dict(x=int(sc), y=int(sr), ax=int(tc), ay=int(tr), xref="x", yref="y", axref="x", ayref="y",
-                       showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=max(1.5, style.line / 2),
-                       arrowcolor=MIRROR, standoff=4, startstandoff=4, text="")
-                  for (tr, tc), (sr, sc) in zip(taps[mirrored], src, strict=True)]  # fmt: skip
+        arrows = [
+            dict(
+                x=int(sc),
+                y=int(sr),
+                ax=int(tc),
+                ay=int(tr),
+                xref="x",
+                yref="y",
+                axref="x",
+                ayref="y",
+                showarrow=True,
+                arrowhead=2,
+                arrowsize=1.2,
+                arrowwidth=max(1.5, style.line / 2),
+                arrowcolor=MIRROR,
+                standoff=4,
+                startstandoff=4,
+                text="",
+            )
+            for (tr, tc), (sr, sc) in zip(taps[mirrored], src, strict=True)
+        ]
         arrows = arrows if len(arrows) <= MAX_ARROWS else []
     if picked is not None:
         shapes += highlight([picked], style, "pick", Pen(READER, width=style.line + 1), union=False)
         meta["pick"] = [list(picked)]
-    layout = _layout(title, "input column (outside the image: padding)", "input row", _grid_height(h, w), style,
-                     shapes=shapes, meta=meta, annotations=arrows)  # fmt: skip
+    layout = _layout(
+        title,
+        "input column (outside the image: padding)",
+        "input row",
+        _grid_height(h, w),
+        style,
+        shapes=shapes,
+        meta=meta,
+        annotations=arrows,
+    )
     layout["margin"] = _grid_margins(style, title)
     return go.Figure(traces, _merge(layout, **_square(rows.tolist(), cols.tolist(), style)))
 
@@ -434,7 +514,9 @@ def weights_figure(
     width = min(GRID_WIDTH, 60 * KW + 160)
     integral = bool(np.all(kernel == np.round(kernel)))
     # one width for every label, so the size chosen fits them all
-    grid = value_grid(kernel.astype(np.float64), style, look=GridLook("weight", ".0f" if integral else ".3f", width))
+    grid = value_grid(
+        kernel.astype(np.float64), style, look=GridLook("weight", ".0f" if integral else ".3f", width)
+    )
     hover = "tap (%{y}, %{x})<br>weight %{z:.4g}"
     if reads is not None:
         grid.update(customdata=reads)
@@ -452,8 +534,9 @@ class FramedFigure(go.Figure):
     JSON-ready dicts: building hundreds of validated frames and slider steps costs ~1 ms each, too
     much for a rerun after every click. Streamlit and to_html read to_dict(), which adds them."""
 
-    def __init__(self, *args: Any, raw_frames: list[dict] | None = None, raw_layout: dict | None = None,
-                 **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self, *args: Any, raw_frames: list[dict] | None = None, raw_layout: dict | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._raw_frames = raw_frames or []
         self._raw_layout = raw_layout or {}
@@ -503,7 +586,13 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
     win, out_rows, out_cols, out_values = sweep.window, sweep.out_rows, sweep.out_cols, sweep.out_values
     in_rows, in_cols, in_values = win.rows, win.cols, win.values
     in_padding = ~win.inside & np.isfinite(win.values)
-    tap_rows, tap_cols, sums, start, terms = sweep.tap_rows, sweep.tap_cols, sweep.sums, sweep.start, sweep.terms
+    tap_rows, tap_cols, sums, start, terms = (
+        sweep.tap_rows,
+        sweep.tap_cols,
+        sweep.sums,
+        sweep.start,
+        sweep.terms,
+    )
     n, nr, nc = len(sums), len(out_rows), len(out_cols)
     ni, nj = len(in_rows), len(in_cols)
     gap = 0.08
@@ -513,8 +602,9 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
     in_grid.update(hovertemplate="input row %{y}, col %{x}<br>value %{z:.4f}<extra></extra>")
     out_look = GridLook("output", ".2f", int(2 * GRID_WIDTH * (1 - gap - split)))
     out_grid = value_grid(out_values, style, origin=(int(out_rows[0]), int(out_cols[0])), look=out_look)
-    out_grid.update(hovertemplate="output row %{y}, col %{x}<br>value %{z:.4f}<extra></extra>", xaxis="x2",
-                    yaxis="y2")  # fmt: skip
+    out_grid.update(
+        hovertemplate="output row %{y}, col %{x}<br>value %{z:.4f}<extra></extra>", xaxis="x2", yaxis="y2"
+    )
     KH, KW = tap_rows.shape[1:]
     touching = KH * KW == 1 or bool(
         np.all(np.diff(tap_rows[0], axis=0) == 1) and np.all(np.diff(tap_cols[0], axis=1) == 1)
@@ -524,8 +614,15 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
     # costs more than the rest of the figure (up to 256 frames, on every rerun)
     o_rows, o_cols, sum_list = out_rows.tolist(), out_cols.tolist(), sums.tolist()
     if touching:  # each window's bounding box, all frames at once
-        boxes = np.stack([tap_rows.min(axis=(1, 2)), tap_rows.max(axis=(1, 2)), tap_cols.min(axis=(1, 2)),
-                          tap_cols.max(axis=(1, 2))], axis=1).tolist()  # fmt: skip
+        boxes = np.stack(
+            [
+                tap_rows.min(axis=(1, 2)),
+                tap_rows.max(axis=(1, 2)),
+                tap_cols.min(axis=(1, 2)),
+                tap_cols.max(axis=(1, 2)),
+            ],
+            axis=1,
+        ).tolist()
 
     def dynamic(i: int) -> list[dict]:
         if touching:
@@ -535,8 +632,13 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
         cx, cy = _cover(i, o_rows, o_cols)
         r, c = o_rows[i // nc], o_cols[i % nc]
         px, py = _box(r, r, c, c)
-        return [dict(type="scatter", x=wx, y=wy), dict(type="scatter", x=wx, y=wy), dict(type="scatter", x=cx, y=cy),
-                dict(type="scatter", x=px, y=py), dict(type="scatter", x=px, y=py)]  # fmt: skip
+        return [
+            dict(type="scatter", x=wx, y=wy),
+            dict(type="scatter", x=wx, y=wy),
+            dict(type="scatter", x=cx, y=cy),
+            dict(type="scatter", x=px, y=py),
+            dict(type="scatter", x=px, y=py),
+        ]
 
     first = dynamic(start)
     common = dict(mode="lines", hoverinfo="skip", showlegend=False)
@@ -548,19 +650,33 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
         out_grid,
         go.Scatter(x=first[0]["x"], y=first[0]["y"], line=halo, **common),
         go.Scatter(x=first[1]["x"], y=first[1]["y"], line=line, **common),
-        go.Scatter(x=first[2]["x"], y=first[2]["y"], fill="toself", fillcolor=COVER, line=dict(width=0), **common,
-                   **on_out),
+        go.Scatter(
+            x=first[2]["x"],
+            y=first[2]["y"],
+            fill="toself",
+            fillcolor=COVER,
+            line=dict(width=0),
+            **common,
+            **on_out,
+        ),
         go.Scatter(x=first[3]["x"], y=first[3]["y"], line=halo, **common, **on_out),
         go.Scatter(x=first[4]["x"], y=first[4]["y"], line=line, **common, **on_out),
-    ]  # fmt: skip
+    ]
 
     def caption(i: int) -> str:
         r, c = o_rows[i // nc], o_cols[i % nc]
         return f"{title}<br>output ({r}, {c}) = sum of {terms} products = <b>{sum_list[i]:.4f}</b>"
 
     labels = [f"{o_rows[i // nc]},{o_cols[i % nc]}" for i in range(n)]
-    frames = [dict(name=labels[i], data=dynamic(i), traces=list(range(3, 8)), layout=dict(title=dict(text=caption(i))))
-              for i in range(n)]  # fmt: skip
+    frames = [
+        dict(
+            name=labels[i],
+            data=dynamic(i),
+            traces=list(range(3, 8)),
+            layout=dict(title=dict(text=caption(i))),
+        )
+        for i in range(n)
+    ]
     how = animation.Controls(
         prefix="output ",
         ms=ms,
@@ -588,17 +704,30 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
     }
     layout["yaxis2"] = {**right["yaxis"], **_axis("output row", style), "anchor": "x2", "scaleanchor": "x2"}
     layout["annotations"] = [
-        dict(text=text, x=x, y=1, xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-             font=dict(size=style.font))
+        dict(
+            text=text,
+            x=x,
+            y=1,
+            xref="paper",
+            yref="paper",
+            xanchor="left",
+            yanchor="bottom",
+            showarrow=False,
+            font=dict(size=style.font),
+        )
         for text, x in (("Input: the window (orange)", 0), ("Output: grey = not computed yet", split + gap))
-    ]  # fmt: skip
+    ]
     return FramedFigure(traces, layout, raw_frames=frames, raw_layout=controls)
 
 
-# ---- which block and thread computed it ---------------------------------------------------------------------
+# ---- which block and thread computed it --------------------------------------------------------------------
 def _bbox(cells: np.ndarray, margin: int, rows: int, cols: int) -> tuple[int, int, int, int]:
-    return (max(0, int(cells[:, 0].min()) - margin), min(rows, int(cells[:, 0].max()) + margin + 1),
-            max(0, int(cells[:, 1].min()) - margin), min(cols, int(cells[:, 1].max()) + margin + 1))  # fmt: skip
+    return (
+        max(0, int(cells[:, 0].min()) - margin),
+        min(rows, int(cells[:, 0].max()) + margin + 1),
+        max(0, int(cells[:, 1].min()) - margin),
+        min(cols, int(cells[:, 1].max()) + margin + 1),
+    )
 
 
 @figure_memo
@@ -620,8 +749,15 @@ def thread_figure(
     shapes += highlight(thread_pixels, style, "thread", Pen(width=max(2, style.line - 1)), union=False)
     shapes += highlight([picked], style, "pick")
     trace = _image(out_pixels[r0:r1, c0:c1], c0, r0, hover="output row %{y}, col %{x}<extra></extra>")
-    layout = _image_layout(title, "output", style, (r0, r1, c0, c1), width=IMAGE_WIDTH + 100, shapes=shapes,
-                           meta=_meta(block=block_pixels, thread=thread_pixels, pick=[picked]))  # fmt: skip
+    layout = _image_layout(
+        title,
+        "output",
+        style,
+        (r0, r1, c0, c1),
+        width=IMAGE_WIDTH + 100,
+        shapes=shapes,
+        meta=_meta(block=block_pixels, thread=thread_pixels, pick=[picked]),
+    )
     return go.Figure([trace], layout)
 
 
@@ -638,8 +774,15 @@ def shared_tile_figure(
     t0, t1, u0, u1 = tile
     shapes = box(tile, style, "tile", Pen(SECOND, fill="rgba(23,190,207,0.12)"))
     shapes += highlight(taps, style, "taps", Pen(width=max(2, style.line - 1)), union=False)
-    layout = _layout(title, "input column", "input row", _grid_height(len(rows), len(cols)), style, shapes=shapes,
-                     meta=_meta(taps=taps, tile=[[t0, u0], [t1 - 1, u1 - 1]]))  # fmt: skip
+    layout = _layout(
+        title,
+        "input column",
+        "input row",
+        _grid_height(len(rows), len(cols)),
+        style,
+        shapes=shapes,
+        meta=_meta(taps=taps, tile=[[t0, u0], [t1 - 1, u1 - 1]]),
+    )
     layout["margin"] = _grid_margins(style, title)
     axes = _square(rows.tolist(), cols.tolist(), style)
     return go.Figure([grid, _padding_wash(padding, rows, cols)], _merge(layout, **axes))
@@ -654,11 +797,22 @@ def runtime_figure(
     order = sorted(range(len(ms)), key=lambda i: ms[i])
     names = [names[i] for i in order]
     ms = [ms[i] for i in order]
-    bars = go.Bar(x=ms, y=names, orientation="h", text=[f"{v:.2f} ms" for v in ms], textposition="auto",
-                  marker_color=[HIGHLIGHT if n == ran else "#1f77b4" for n in names],
-                  hovertemplate="%{y}: %{x:.3f} ms<extra></extra>")  # fmt: skip
-    layout = _layout(f"{title}<br>fastest: {names[0]} ({ms[0]:.2f} ms); orange: the one that ran above",
-                     "median runtime (ms, linear axis)", "", 150 + 46 * len(ms), style)  # fmt: skip
+    bars = go.Bar(
+        x=ms,
+        y=names,
+        orientation="h",
+        text=[f"{v:.2f} ms" for v in ms],
+        textposition="auto",
+        marker_color=[HIGHLIGHT if n == ran else "#1f77b4" for n in names],
+        hovertemplate="%{y}: %{x:.3f} ms<extra></extra>",
+    )
+    layout = _layout(
+        f"{title}<br>fastest: {names[0]} ({ms[0]:.2f} ms); orange: the one that ran above",
+        "median runtime (ms, linear axis)",
+        "",
+        150 + 46 * len(ms),
+        style,
+    )
     layout["margin"]["l"] = 30 + style.tick * max(len(n) for n in names) * 6 // 10
     return go.Figure([bars], _merge(layout, yaxis=dict(autorange="reversed"), xaxis=dict(rangemode="tozero")))
 

@@ -105,7 +105,9 @@ def _text(values: np.ndarray, fmt: str = "g") -> np.ndarray:
     return np.vectorize(lambda v: format(float(v), fmt))(np.asarray(values, dtype=np.float64))
 
 
-def label_props(labels: np.ndarray, width_px: float, cell_h_px: float, style: Style, dark: bool = True) -> dict:
+def label_props(
+    labels: np.ndarray, width_px: float, cell_h_px: float, style: Style, dark: bool = True
+) -> dict:
     """Trace properties that write the labels in the cells when they fit (>= the style's label
     size, in width and in height; the labels' columns share width_px) and hide them otherwise;
     the text stays for the hover."""
@@ -294,7 +296,7 @@ def column_ticks(positions: np.ndarray, px_per_col: float, style: Style) -> tupl
     return dict(tickmode="array", tickvals=idx, ticktext=text), step
 
 
-# ---- the input maps -----------------------------------------------------------------------------------------
+# ---- the input maps ----------------------------------------------------------------------------------------
 @figure_memo
 def input_maps_figure(
     x: np.ndarray,
@@ -391,7 +393,7 @@ def input_maps_figure(
     )
 
 
-# ---- X_unroll, W, Y --------------------------------------------------------------------------------------------
+# ---- X_unroll, W, Y ----------------------------------------------------------------------------------------
 def _matrix_height(rows: int, style: Style, max_plot: int) -> tuple[float, int]:
     """(px per row, plot height): rows tall enough for their tick label, within max_plot."""
     row_px = float(style.tick + 8)
@@ -432,7 +434,12 @@ def x_unroll_figure(
     zero), its value on top. Rows labelled (c, ki, kj), columns l over (oh, ow).
     column: outlined whole; entries: (r, l) outlined one by one (the copies of a picked cell)."""
     src_ids, (channel, src_rows, src_cols), labels = unroll.src_ids, unroll.sources, unroll.labels
-    positions, n_cells, taps_per_channel, width_px = unroll.positions, unroll.n_cells, unroll.taps_per_channel, FULL_WIDTH
+    positions, n_cells, taps_per_channel, width_px = (
+        unroll.positions,
+        unroll.n_cells,
+        unroll.taps_per_channel,
+        FULL_WIDTH,
+    )
     R, L = x_unroll.shape
     frac, col_px = _plot_width(L, width_px)
     row_px, plot_h = _matrix_height(R, style, 1000 if style.presentation else 880)
@@ -476,7 +483,11 @@ def x_unroll_figure(
     )
     return _assemble(
         dict(data=data, layout=layout),
-        (title, "column l = output pixel (oh, ow)" + _every(step_x, "column"), "row r = (c, ki, kj)" + _every(step_y, "row")),
+        (
+            title,
+            "column l = output pixel (oh, ow)" + _every(step_x, "column"),
+            "row r = (c, ki, kj)" + _every(step_y, "row"),
+        ),
         style,
         dict(height=top + plot_h + bottom, margin=dict(t=top, b=bottom, l=60, r=MODEBAR)),
     )
@@ -503,7 +514,10 @@ def _filter_rows(
 
 
 def _filter_rows_figure(
-    parts: tuple[list[dict], list[dict], dict], titles: tuple[str, str], style: Style, size: tuple[float, float, int]
+    parts: tuple[list[dict], list[dict], dict],
+    titles: tuple[str, str],
+    style: Style,
+    size: tuple[float, float, int],
 ) -> go.Figure:
     """A figure of one row per filter (rows down, one tick each): parts = its data, shapes and
     x axis; size = the fraction of the width it takes, the plot's height and the bottom margin."""
@@ -519,7 +533,9 @@ def _filter_rows_figure(
 
 
 @figure_memo
-def filter_figure(w_mat: np.ndarray, unroll: Unroll, style: Style = NORMAL, *, row: int | None = None) -> go.Figure:
+def filter_figure(
+    w_mat: np.ndarray, unroll: Unroll, style: Style = NORMAL, *, row: int | None = None
+) -> go.Figure:
     """The filter matrix W (M x C*K*K): row m is filter m, column r is weight (c, ki, kj) and
     multiplies row r of X_unroll. row: outlined (the picked filter)."""
     labels, taps_per_channel, width_px = unroll.labels, unroll.taps_per_channel, FULL_WIDTH
@@ -549,7 +565,10 @@ def output_figure(
     column, cell, columns, width_px = marks.column, marks.cell, marks.columns, RIGHT_WIDTH
     M, L = y_mat.shape
     pos = np.array([f"({oh},{ow})" for oh, ow in positions])
-    hover = "filter m = %{y}, column l = %{x}<br>output pixel (oh, ow) = %{customdata}<br>Y = %{z:.4g}<extra></extra>"
+    hover = (
+        "filter m = %{y}, column l = %{x}<br>output pixel (oh, ow) = %{customdata}<br>Y = %{z:.4g}"
+        "<extra></extra>"
+    )
     data, frac, col_px, row_px = _filter_rows(y_mat, ("Y", pos, hover), style, width_px, 44)
     xt, step = column_ticks(positions, col_px, style)
     shapes: list[dict] = []
@@ -565,7 +584,7 @@ def output_figure(
     return _filter_rows_figure((data, shapes, xt), (title, x_title), style, (frac, M * row_px, bottom))
 
 
-# ---- the product, written out --------------------------------------------------------------------------------
+# ---- the product, written out ------------------------------------------------------------------------------
 def product_terms(w_row: np.ndarray, x_col: np.ndarray, labels: Sequence[tuple[int, int, int]]) -> list[str]:
     """One line per input channel: 'c = 0: 1·1 + 1·2 + 2·1 + 2·1 = 7' (weights times copied values)."""
     lines = []
@@ -576,7 +595,7 @@ def product_terms(w_row: np.ndarray, x_col: np.ndarray, labels: Sequence[tuple[i
     return lines
 
 
-# ---- the column-by-column animation ---------------------------------------------------------------------------
+# ---- the column-by-column animation ------------------------------------------------------------------------
 
 
 def _frame_title(l: int, oh: int, ow: int) -> str:
@@ -589,7 +608,13 @@ def column_animation(steps: Steps, unroll: Unroll, style: Style = NORMAL) -> go.
 
     Top: the input maps with the cells column l copies outlined (padding cells are white); middle:
     X_unroll with column l outlined; bottom: Y with column l outlined."""
-    x, (ids, row0, col0), x_unroll, y_mat, taps = steps.x, steps.padded, steps.x_unroll, steps.y_mat, steps.taps
+    x, (ids, row0, col0), x_unroll, y_mat, taps = (
+        steps.x,
+        steps.padded,
+        steps.x_unroll,
+        steps.y_mat,
+        steps.taps,
+    )
     src_ids, positions, labels, n_cells = unroll.src_ids, unroll.positions, unroll.labels, unroll.n_cells
     width_px, frame_prefix = FULL_WIDTH, "column l = "
     C, Hp, Wp = ids.shape
@@ -734,7 +759,7 @@ def column_animation(steps: Steps, unroll: Unroll, style: Style = NORMAL) -> go.
     )
 
 
-# ---- how big X_unroll gets -----------------------------------------------------------------------------------
+# ---- how big X_unroll gets ---------------------------------------------------------------------------------
 @figure_memo
 def expansion_figure(
     sizes: Sequence[int],
@@ -813,7 +838,7 @@ def runtime_figure(
     return fig
 
 
-# ---- hover maps (client-side outlines, no rerun) ---------------------------------------------------------------
+# ---- hover maps (client-side outlines, no rerun) -----------------------------------------------------------
 def hover_pairs(
     copies: dict[tuple[int, int, int], np.ndarray],
     taps: Sequence[tuple[np.ndarray, ...]],

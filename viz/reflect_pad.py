@@ -80,8 +80,11 @@ def source_ids(H: int, W: int) -> tuple[np.ndarray, int]:
     free = np.ones(n, dtype=bool)
     for y in range(H):
         for x in range(W):
-            near = [ids[y + dy, x + dx] for dy, dx in ((0, -1), (-1, -1), (-1, 0), (-1, 1))
-                    if y + dy >= 0 and 0 <= x + dx < W]  # fmt: skip
+            near = [
+                ids[y + dy, x + dx]
+                for dy, dx in ((0, -1), (-1, -1), (-1, 0), (-1, 1))
+                if y + dy >= 0 and 0 <= x + dx < W
+            ]
             score = distance[near].min(axis=0) if near else np.full(n, 100.0)
             k = int(np.argmax(np.where(free, score, -1.0)))
             ids[y, x], free[k] = k, False
@@ -107,8 +110,17 @@ def _panel_titles(fig: go.Figure, titles: Sequence[str], style: Style) -> None:
     cells have narrowed it), not on the space the panel was given."""
     for k, text in enumerate(titles, start=1):
         ref = "" if k == 1 else str(k)
-        fig.add_annotation(text=text, xref=f"x{ref} domain", yref=f"y{ref} domain", x=0.5, y=1, yanchor="bottom",
-                           yshift=4, showarrow=False, font=dict(size=style.font))  # fmt: skip
+        fig.add_annotation(
+            text=text,
+            xref=f"x{ref} domain",
+            yref=f"y{ref} domain",
+            x=0.5,
+            y=1,
+            yanchor="bottom",
+            yshift=4,
+            showarrow=False,
+            font=dict(size=style.font),
+        )
 
 
 def _margins(style: Style, title_lines: int = 1, subplot_titles: bool = False) -> dict:
@@ -166,12 +178,24 @@ def grid_figure(
     fig.update_layout(margin=margin, height=int(H_out * cell_px + margin["t"] + margin["b"] + 4))
     step = _tick_step(cell_px, style)
     fig.update_xaxes(dtick=step, showgrid=False, zeroline=False, constrain="domain")
-    fig.update_yaxes(dtick=step, showgrid=False, zeroline=False, autorange="reversed", constrain="domain",
-                     constraintoward="top")  # fmt: skip
-    fig.update_layout(xaxis_constraintoward="right", xaxis2_constraintoward="left",  # the panels side by side
-                      xaxis_title_text="column", yaxis_title_text="row",
-                      xaxis2_title_text="column", yaxis2_title_text="",
-                      yaxis_scaleanchor="x", yaxis2_scaleanchor="x2")  # fmt: skip
+    fig.update_yaxes(
+        dtick=step,
+        showgrid=False,
+        zeroline=False,
+        autorange="reversed",
+        constrain="domain",
+        constraintoward="top",
+    )
+    fig.update_layout(
+        xaxis_constraintoward="right",
+        xaxis2_constraintoward="left",  # the panels side by side
+        xaxis_title_text="column",
+        yaxis_title_text="row",
+        xaxis2_title_text="column",
+        yaxis2_title_text="",
+        yaxis_scaleanchor="x",
+        yaxis2_scaleanchor="x2",
+    )
     shapes = outline((top, left), style, Pen(ORIGINAL_LINE, panel="x2"), size=(H, W))
     for panel, r, c in [*mapped, *([picked] if picked else [])]:
         colour = HIGHLIGHT if (panel, r, c) == picked else mapped_colour
@@ -204,7 +228,8 @@ def formula_latex(axis: AxisSource, name: str, pad_name: str, size_name: str) ->
         r"\small\begin{aligned}"
         rf"i &= o - p_{{\mathrm{{{pad_name}}}}} = {axis.o} - {axis.pad} = {i} \\"
         rf"{name}_{{in}} &= |i| - |i - ({size_name}-1)| - i + ({size_name}-1) \\"
-        rf"&= |{i}| - |{i} - {axis.size - 1}| - {_n(i)} + {s1} = {a} - {b} + {_n(minus_i)} + {s1} = {axis.source}"
+        rf"&= |{i}| - |{i} - {axis.size - 1}| - {_n(i)} + {s1} = {a} - {b} + {_n(minus_i)} + {s1} = "
+        rf"{axis.source}"
         r"\end{aligned}"
     )
 
@@ -263,6 +288,12 @@ def blur_figure(zeros: np.ndarray, reflect: np.ndarray, k: int, style: Style = N
     fig.update_layout(margin=margin, height=int(plot_h + margin["t"] + margin["b"]))
     fig.update_yaxes(autorange="reversed", constrain="domain", constraintoward="top")
     fig.update_xaxes(constrain="domain")
-    fig.update_layout(yaxis_scaleanchor="x", yaxis2_scaleanchor="x2", xaxis2_matches="x", yaxis2_matches="y",
-                      xaxis_constraintoward="right", xaxis2_constraintoward="left")  # fmt: skip
+    fig.update_layout(
+        yaxis_scaleanchor="x",
+        yaxis2_scaleanchor="x2",
+        xaxis2_matches="x",
+        yaxis2_matches="y",
+        xaxis_constraintoward="right",
+        xaxis2_constraintoward="left",
+    )
     return fig

@@ -100,7 +100,9 @@ def base_layout(title: str, height: int, style: Style = NORMAL) -> dict:
     )  # no template: building one per figure costs ~30 ms, and Streamlit applies its own theme
 
 
-def finish(fig: go.Figure, title: str, axes: tuple[str, str], height: int, style: Style = NORMAL) -> go.Figure:
+def finish(
+    fig: go.Figure, title: str, axes: tuple[str, str], height: int, style: Style = NORMAL
+) -> go.Figure:
     """base_layout, and every axis's title and tick labels at the style's sizes; axes: the x and
     y axis titles."""
     x_title, y_title = axes
@@ -143,10 +145,14 @@ def label_size(cells_across: int, width_px: int, style: Style, chars: int = 3) -
     return size if size >= style.label else None
 
 
-def outline(cell: tuple[float, float], style: Style = NORMAL, pen: Pen = PEN, *, size: tuple[float, float] = (1, 1)) -> list[dict]:
+def outline(
+    cell: tuple[float, float], style: Style = NORMAL, pen: Pen = PEN, *, size: tuple[float, float] = (1, 1)
+) -> list[dict]:
     """Layout shapes outlining size = (h, w) cells from cell (r, c): a dark halo under a bright line."""
     (r, c), (h, w) = cell, size
-    box = dict(type="rect", x0=c - 0.5, x1=c - 0.5 + w, y0=r - 0.5, y1=r - 0.5 + h, xref=pen.panel, yref=pen.yref)
+    box = dict(
+        type="rect", x0=c - 0.5, x1=c - 0.5 + w, y0=r - 0.5, y1=r - 0.5 + h, xref=pen.panel, yref=pen.yref
+    )
     return [
         {**box, "line": dict(color=HALO, width=style.line + 3), "fillcolor": "rgba(0,0,0,0)"},
         {

@@ -137,9 +137,16 @@ def busiest_point(plane: np.ndarray, size: int = 16) -> tuple[int, int]:
 def _padding_cells(inside: np.ndarray, top: int, left: int, colour: str, **extra: object) -> go.Heatmap:
     """One colour over the cells of a region (rows from top, columns from left) that are padding."""
     rows, cols = inside.shape
-    return go.Heatmap(z=np.where(inside, np.nan, 1.0), x=np.arange(left, left + cols), y=np.arange(top, top + rows),
-                      showscale=False, colorscale=[[0, colour], [1, colour]], hoverongaps=False,
-                      hovertemplate="row %{y}, col %{x}<br>padding: reads 0<extra></extra>", **extra)  # fmt: skip
+    return go.Heatmap(
+        z=np.where(inside, np.nan, 1.0),
+        x=np.arange(left, left + cols),
+        y=np.arange(top, top + rows),
+        showscale=False,
+        colorscale=[[0, colour], [1, colour]],
+        hoverongaps=False,
+        hovertemplate="row %{y}, col %{x}<br>padding: reads 0<extra></extra>",
+        **extra,
+    )
 
 
 def block_mean(mat, max_rows: int, max_cols: int) -> Overview:
@@ -546,8 +553,17 @@ def patch_animation(patches: PatchFrames, title: str, style: Style = NORMAL) -> 
         col=1,
     )
     if not inside.all():
-        labelled = dict(xgap=1, ygap=1, text=np.where(inside, "", "0"), texttemplate="%{text}",
-                        textfont=dict(size=size)) if size else dict(xgap=1, ygap=1)  # fmt: skip
+        labelled = (
+            dict(
+                xgap=1,
+                ygap=1,
+                text=np.where(inside, "", "0"),
+                texttemplate="%{text}",
+                textfont=dict(size=size),
+            )
+            if size
+            else dict(xgap=1, ygap=1)
+        )
         fig.add_trace(_padding_cells(inside, top, left, PAD_SOLID, **labelled), row=1, col=1)
     xs, ys = _tap_path(taps[0][0], taps[1][0])
     fig.add_trace(
