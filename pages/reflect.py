@@ -1,16 +1,13 @@
 """Reflect padding: which input cell each padded cell copies, and why it beats zeros at the edges."""
 
-import numpy as np
 import streamlit as st
 
-import gpuops
-from gpuops import filters
-from gpuops.conv2d import check_conv2d
 from gpuops.maps import reflect_pad as maps
 from gpuops.reflect_pad import reflect_pad_launch
-from ui import budget, navigation, pick, state
-from ui.common import backend_name, compare, cuda_source, figure, session_cached, shown_errors, style
+from ui import navigation, pick, picking, reflect_view, state
+from ui.common import backend_name, compare, cuda_source, figure, shown_errors, style
 from ui.images import to_display
+from ui.picking import Grid
 from ui.state import Cell, Param
 from viz import reflect_pad as viz
 
@@ -38,8 +35,6 @@ PICK = Param("rp_pick", Cell("pad", 0, 0), choices=("pad", "in"))  # a cell of t
 IMG_PICK = Param("rp_img_pick", None, choices=("pad",))  # a pixel of the padded image
 PARAMS = [GRID_H, GRID_W, LEFT, RIGHT, TOP, BOTTOM, IMG_PAD, BLUR, PICK, IMG_PICK]
 GRID, IMAGE = "reflect_grid", "reflect_image"
-SPACES = {"pad": "padded cell", "in": "input cell"}
-MODES = ("zeros", "reflect")
 
 state.use(PARAMS)
 image = st.session_state["image"]
@@ -74,58 +69,6 @@ def settings() -> tuple[int, int, tuple[int, int, int, int], int]:
     return int(h), int(w), pads, p_img
 
 
-def apply_click(
-    click: pick.Click | None, h: int, w: int, pads: tuple[int, int, int, int], p_img: int
-) -> None:
-    """A click on the grid picks an input cell (left panel) or a padded cell (right panel); a click
-    on the image picks a padded pixel. The other settings stay as they are."""
-    if click is None:
-        return
-    if click.chart == GRID:
-        space = "in" if click.panel == "x" else "pad"
-        shape = (h, w) if space == "in" else maps.padded_shape(h, w, pads)
-        if 0 <= click.row < shape[0] and 0 <= click.col < shape[1]:
-            state.put(PICK, Cell(space, click.row, click.col))
-    elif click.chart == IMAGE:
-        shape = maps.padded_shape(H, W, (p_img,) * 4)
-        if 0 <= click.row < shape[0] and 0 <= click.col < shape[1]:
-            state.put(IMG_PICK, Cell("pad", click.row, click.col))
-
-
-def current_pick(h: int, w: int, pads: tuple[int, int, int, int]) -> Cell:
-    """The grid pick, moved to the nearest cell when the grid has shrunk under it."""
-    cell = state.get(PICK) or PICK.default
-    shape = (h, w) if cell.space == "in" else maps.padded_shape(h, w, pads)
-    fitted = Cell(cell.space, *maps.nearest_cell(cell.row, cell.col, shape))
-    state.put(PICK, fitted)
-    return fitted
-
-
-def _typed_pick() -> None:
-    """The keyboard path: the number inputs (and the space) set the grid pick."""
-    space = st.session_state["rp_pick_space_w"]
-    state.put(
-        PICK,
-        Cell(space, int(st.session_state["rp_pick_row_w"] or 0), int(st.session_state["rp_pick_col_w"] or 0)),
-    )
-
-
-def pick_inputs(cell: Cell, h: int, w: int, pads: tuple[int, int, int, int]) -> None:
-    shape = (h, w) if cell.space == "in" else maps.padded_shape(h, w, pads)
-    st.session_state.update(rp_pick_space_w=cell.space, rp_pick_row_w=cell.row, rp_pick_col_w=cell.col)
-    a, b, c = st.columns([1.6, 1, 1])
-    a.radio(
-        "Picked",
-        list(SPACES),
-        format_func=SPACES.get,
-        key="rp_pick_space_w",
-        on_change=_typed_pick,
-        horizontal=True,
-    )
-    b.number_input("row", 0, shape[0] - 1, step=1, key="rp_pick_row_w", on_change=_typed_pick)
-    c.number_input("column", 0, shape[1] - 1, step=1, key="rp_pick_col_w", on_change=_typed_pick)
-
-
 def section_grid(h: int, w: int, pads: tuple[int, int, int, int], cell: Cell) -> None:
     """The small grid, the pick outlined, and the abs() formula (padded cell) or the copies (input cell)."""
     rows, cols = maps.source_map(h, w, pads)
@@ -145,7 +88,8 @@ def section_grid(h: int, w: int, pads: tuple[int, int, int, int], cell: Cell) ->
         "original grid inside the padded one.",
         pickable=True,
     )
-    pick_inputs(cell, h, w, pads)
+    spaces = {"pad": ("padded cell", maps.padded_shape(h, w, pads)), "in": ("input cell", (h, w))}
+    picking.pick_inputs(PICK, cell, spaces, st.columns([1.6, 1, 1]))
     left, right, top, bottom = pads
     if cell.space == "pad":
         st.markdown(
@@ -177,28 +121,15 @@ def section_grid(h: int, w: int, pads: tuple[int, int, int, int], cell: Cell) ->
         )
 
 
-def padded_image(p_img: int) -> np.ndarray:
-    Hp, Wp = maps.padded_shape(H, W, (p_img,) * 4)
-    budget.check(
-        budget.bytes_cost(4 * C * (Hp * Wp + H * W)),
-        "Padding the image",
-        "Use a smaller pad or a smaller working size.",
-    )
-    return session_cached(
-        ("reflect", image.key, p_img),
-        lambda: gpuops.to_numpy(gpuops.reflect_pad(gpuops.asarray(image.planes), p_img)),
-    )
-
-
 def section_image(p_img: int) -> None:
     """The image padded by the chosen amount; a clicked pixel, its source and the source's copies."""
     pads = (p_img,) * 4
     with shown_errors("Reflect padding of the image"):
-        padded = padded_image(p_img)
-        cell, picked = state.get(IMG_PICK), None
-        if cell is not None:
-            picked = maps.pick_padded(H, W, pads, *maps.nearest_cell(cell.row, cell.col, padded.shape[1:]))
-            state.put(IMG_PICK, Cell("pad", *picked.cell))
+        padded = reflect_view.padded_image(image, p_img)
+        picked = None
+        if state.get(IMG_PICK) is not None:
+            cell = picking.fitted(IMG_PICK, {"pad": padded.shape[1:]})
+            picked = maps.pick_padded(H, W, pads, cell.row, cell.col)
         fig = viz.padded_image_figure(to_display(padded), pads, sty, picked)
         figure(fig, IMAGE, "", pickable=True)
         if picked is None:
@@ -206,15 +137,7 @@ def section_image(p_img: int) -> None:
                 "Click a pixel: its source pixel (orange) and every other copy of it (red) are outlined."
             )
             return
-        t = reflect_pad_launch(C, H, W, pads).thread_of(0, *picked.cell)
-        how = ("a single head cell", "part of a 4-cell float4 store", "a single tail cell")[t.step[1]]
-        what = "is input pixel" if picked.is_source else "copies input pixel"
-        st.caption(
-            f"Padded pixel {picked.cell} {what} {picked.source}; {len(picked.copies)} padded pixels hold "
-            f"that "
-            f"input pixel (orange: the source, red: its mirror copies). On the GPU, block {t.block[0]}, "
-            f"thread {t.thread[:2]} writes it, as {how}."
-        )
+        st.caption(reflect_view.pixel_text(picked, reflect_pad_launch(C, H, W, pads)))
 
 
 def section_blur() -> None:
@@ -229,24 +152,7 @@ def section_blur() -> None:
         )
     )
     with shown_errors("The blur"):
-        weight, groups = filters.channel_weights(filters.preset_kernel("box blur", k), C, mix=False)
-        x, wt = gpuops.asarray(image.planes), gpuops.asarray(weight)
-        problems = {mode: check_conv2d(x.shape, wt.shape, None, 1, k // 2, 1, groups, mode) for mode in MODES}
-        costs = [budget.conv2d_cost(p, "direct") for p in problems.values()]  # both blurs in this one rerun
-        budget.check(
-            budget.Cost(sum(c.seconds for c in costs), max(c.bytes for c in costs)),
-            f"The two {k} x {k} blurs",
-            "Use a smaller blur size K or a smaller working size.",
-        )
-        outs = {
-            mode: session_cached(
-                ("blur", image.key, k, mode),
-                lambda m=mode: gpuops.to_numpy(
-                    gpuops.conv2d(x, wt, padding=k // 2, groups=groups, padding_mode=m)
-                ),
-            )
-            for mode in MODES
-        }
+        outs = reflect_view.blurs(image, k)
         figure(
             viz.blur_figure(to_display(outs["zeros"]), to_display(outs["reflect"]), k, sty),
             "reflect_blur",
@@ -261,49 +167,39 @@ def section_kernel(p_img: int) -> None:
     pads = (p_img,) * 4
     with shown_errors("The reflect kernel"):
         launch = reflect_pad_launch(C, H, W, pads)
-        per_row = "; ".join(
-            f"row {r.row}: {r.head} head + {r.groups} groups of 4 + {r.tail} tail"
-            for r in maps.row_patterns(launch)
-        )
-        st.caption(
-            f"`{launch.kernel}`, grid {launch.grid}, block {launch.block}: one thread row per padded row of "
-            f"{launch.threads.shape[2]} cells. Each row writes single head cells up to a 16-byte boundary, "
-            f"then 4-cell groups (one float4 store each), then single tail cells ({per_row})."
-        )
-        padded = padded_image(p_img)
-        x_dev = gpuops.asarray(image.planes)
-        kernel = f"{launch.kernel} ({backend_name()})"
-        candidates = {kernel: lambda: gpuops.reflect_pad(x_dev, p_img)}
-        moved = {kernel: 4 * (image.planes.size + padded.size)}  # bytes read + written
-        if gpuops.backend_info().gpu:
-            y_dev, reference = gpuops.asarray(padded), "device copy of the padded image (bandwidth reference)"
-            candidates[reference], moved[reference] = (lambda: y_dev.copy()), 8 * padded.size
+        st.caption(reflect_view.rows_text(launch))
+        candidates, moved = reflect_view.timing_candidates(image, p_img, launch)
         timings = compare(
             ("reflect", image.key, p_img, backend_name()), candidates, "Compare: time the kernel"
         )
         if timings:
+            rates = reflect_view.bandwidth(timings, moved)
             for col, (name, t) in zip(st.columns(len(timings)), timings.items(), strict=True):
                 col.metric(
                     name,
                     f"{t.median_ms:.3f} ms",
-                    f"{moved[name] / t.median_ms / 1e6:.1f} GB/s",
+                    f"{rates[name]:.1f} GB/s",
                     delta_color="off",
                     delta_arrow="off",
                     help="Median of repeated runs; GB/s = bytes read + written / time.",
                 )
-            rates = [moved[name] / t.median_ms for name, t in timings.items()]
             if len(rates) == 2:
                 st.caption(
-                    f"The kernel moves its bytes at {rates[0] / rates[1]:.0%} of the rate of a plain device "
-                    "copy (small images are dominated by the launch, not by memory)."
+                    f"The kernel moves its bytes at {reflect_view.share(rates):.0%} of the rate of a plain "
+                    "device copy (small images are dominated by the launch, not by memory)."
                 )
     cuda_source(reflect_pad_launch(C, H, W, pads), key="src_rp")
 
 
 h, w, pads, p_img = settings()
 hover = pick.hover_map(viz.grid_hover(maps.links(h, w, pads), GRID))
-apply_click(pick.bridge(hover={GRID: hover}, style=sty.outline_style()), h, w, pads, p_img)
-cell = current_pick(h, w, pads)
+grids = {
+    (GRID, "x"): Grid(PICK, "in", (h, w)),
+    (GRID, "x2"): Grid(PICK, "pad", maps.padded_shape(h, w, pads)),
+    (IMAGE, "x"): Grid(IMG_PICK, "pad", maps.padded_shape(H, W, (p_img,) * 4)),
+}
+picking.click_cell(pick.bridge(hover={GRID: hover}, style=sty.outline_style()), grids)
+cell = picking.fitted(PICK, {"in": (h, w), "pad": maps.padded_shape(h, w, pads)})
 # a laptop sees the grid and the image side by side; a projector one at a time, larger
 left_col, right_col = (
     (st.container(), st.container()) if sty.presentation else st.columns([1.35, 1], gap="small")

@@ -157,8 +157,8 @@ def test_a_picked_padded_cell_outlines_the_input_cell_it_copies(h, w, pads):
         assert f"copies **input cell ({rows[oy, ox]}, {cols[oy, ox]})**" in text(at)
         # the keyboard path shows the same pick
         assert (
-            at.number_input(key="rp_pick_row_w").value == oy
-            and at.number_input(key="rp_pick_col_w").value == ox
+            at.number_input(key="w_rp_pick_row").value == oy
+            and at.number_input(key="w_rp_pick_col").value == ox
         )
 
 
@@ -177,9 +177,9 @@ def test_a_picked_input_cell_outlines_every_padded_copy(h, w, pads):
 
 def test_typing_a_cell_picks_it_and_keeps_the_other_settings():
     at = app(state=grid_state(4, 5, (2, 2, 2, 1), Cell("pad", 0, 0), rp_img_pad=7))
-    at.number_input(key="rp_pick_col_w").set_value(8).run()
+    at.number_input(key="w_rp_pick_col").set_value(8).run()
     assert at.session_state["rp_pick"] == Cell("pad", 0, 8)
-    at.radio(key="rp_pick_space_w").set_value("in").run()
+    at.radio(key="w_rp_pick_space").set_value("in").run()
     assert at.session_state["rp_pick"].space == "in"
     assert at.session_state["rp_pick"] == Cell("in", 0, 4)  # moved into the 4 x 5 input
     assert at.session_state["rp_img_pad"] == 7 and at.session_state["rp_left"] == 2
