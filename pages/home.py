@@ -1,14 +1,10 @@
 """Home: what Conv Explorer teaches, what it runs on, and where to start."""
 
-import numpy as np
 import streamlit as st
 
 import gpuops
-from gpuops import filters
-from ui import navigation
+from ui import home_view, navigation
 from ui.common import style
-from ui.images import to_display
-from viz import home
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
@@ -59,32 +55,9 @@ def badge() -> None:
         )
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
-def thumbnails(key: str, _planes: np.ndarray) -> list[np.ndarray]:
-    """Each operation run on a small copy of the image (at most 96 px a side): quick, and cached
-    per image (key), so the Home page costs nothing after its first visit."""
-    small = home.small_copy(_planes)
-    c = small.shape[0]
-    edges, groups = filters.channel_weights(filters.preset_kernel("Laplacian edge", 3), c, mix=False)
-    conv = np.abs(gpuops.conv2d(small, edges, padding=1, groups=groups)) * 4
-    cell_ids = (
-        gpuops.unfold(np.arange(1, 17, dtype=np.float32).reshape(1, 4, 4), 3, padding=1) - 1
-    )  # padding: -1
-    k, stride = home.fold_window(small.shape)
-    covered = home.covered_crop(small, k, stride)
-    folded = gpuops.fold(gpuops.unfold(covered, k, stride=stride), covered.shape[1:], k, stride=stride) / 2
-    pad = min(small.shape[1:]) // 3
-    return [
-        home.rgb_thumbnail(to_display(conv)),
-        home.identity_thumbnail(cell_ids.astype(np.int64)),
-        home.rgb_thumbnail(to_display(folded)),
-        home.padded_thumbnail(to_display(gpuops.reflect_pad(small, pad)), pad),
-    ]
-
-
 def section_cards(image) -> None:
     st.subheader("The four operations")
-    thumbs = thumbnails(image.key, image.planes)
+    thumbs = home_view.thumbnails(image.key, image.planes)
     per_row = 2 if style().presentation else 4  # a projector: fewer, larger cards
     cols = [c for _ in range(len(CARDS) // per_row) for c in st.columns(per_row)]
     for col, (title, page_file, text, shows), thumb in zip(cols, CARDS, thumbs, strict=True):

@@ -189,14 +189,9 @@ def section_expansion() -> None:
     Ci, H, W = image.planes.shape
     k = state.widget(IMG_K, hi=min(IMG_K.hi, H, W))
     with shown_errors("The expansion ratio"):
-        plan = gpuops.plan_conv2d((1, Ci, H, W), (16, Ci, k, k), None, 1, k // 2, algorithm="im2col")
-        gi = plan.geometry
-        in_bytes, unroll_bytes = image.planes.nbytes, plan.x_unroll_bytes_per_sample
-        st.latex(
-            rf"\text{{ratio}} = \frac{{C K^2 H_{{out}} W_{{out}}}}{{C H W}} = "
-            rf"\frac{{{Ci}\cdot{k}^2\cdot{gi.H_out}\cdot{gi.W_out}}}{{{Ci}\cdot{H}\cdot{W}}} = "
-            rf"{gi.expansion_ratio:.3f}"
-        )
+        plan = view.image_plan(image, k)
+        gi, in_bytes, unroll_bytes = plan.geometry, image.planes.nbytes, plan.x_unroll_bytes_per_sample
+        st.latex(view.ratio_latex(image, k, gi))
         m1, m2, m3 = st.columns(3)
         m1.metric("Input (float32)", f"{in_bytes / 2**20:.2f} MiB")
         m2.metric("X_unroll (float32)", f"{unroll_bytes / 2**20:.2f} MiB")

@@ -345,6 +345,22 @@ def gemm_text(ex: Example) -> str:
 
 
 # ---- your image: the expansion ratio and the runtime split -------------------------------------------
+def image_plan(image: SourceImage, k: int) -> gpuops.ConvPlan:
+    """im2col of the image with 16 k x k filters, padding k // 2 (the output as large as the input)."""
+    Ci, H, W = image.planes.shape
+    return gpuops.plan_conv2d((1, Ci, H, W), (16, Ci, k, k), None, 1, k // 2, algorithm="im2col")
+
+
+def ratio_latex(image: SourceImage, k: int, gi: gpuops.WindowGeometry) -> str:
+    """The expansion ratio's formula with the image's numbers."""
+    Ci, H, W = image.planes.shape
+    return (
+        rf"\text{{ratio}} = \frac{{C K^2 H_{{out}} W_{{out}}}}{{C H W}} = "
+        rf"\frac{{{Ci}\cdot{k}^2\cdot{gi.H_out}\cdot{gi.W_out}}}{{{Ci}\cdot{H}\cdot{W}}} = "
+        rf"{gi.expansion_ratio:.3f}"
+    )
+
+
 def expansion_curves(k: int) -> tuple[list[int], tuple[list[float], list[float]]]:
     """Image sides, and the expansion ratio at each without padding and with padding K // 2."""
     sizes = [s for s in (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096) if s >= k]
