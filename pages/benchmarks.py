@@ -142,8 +142,8 @@ def run_benchmark(shapes: list[suite.Shape], repeat: int, parts: str | None, est
     with shared.measuring() as ours:
         if not ours:
             st.warning(
-                "Another session is measuring on this server (one benchmark or sweep at a time); try again "
-                "in a moment.",
+                "Another session is measuring on this server (one benchmark or sweep at "
+                "a time); try again in a moment.",
                 icon=":material/hourglass_top:",
             )
             return

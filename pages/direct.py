@@ -53,8 +53,8 @@ look = style()
 
 st.title("Direct convolution")
 st.caption(
-    "Every output pixel is a sum of kernel weights x the input cells under the window. Click a pixel of "
-    "either image."
+    "Every output pixel is a sum of kernel weights x the input cells under the window. "
+    "Click a pixel of either image."
 )
 
 

@@ -90,8 +90,7 @@ st.title("Conv Explorer")
 st.markdown(
     "See **how a convolution layer runs on a GPU**: which thread computes which output pixel, how an image "
     "is unrolled into a matrix so a GEMM can do the work, and what padding really copies. Every picture "
-    "comes "
-    "from the same index formulas as the CUDA kernels, and every runtime is measured."
+    "comes from the same index formulas as the CUDA kernels, and every runtime is measured."
 )
 badge()
 section_cards(st.session_state["image"])

@@ -43,9 +43,8 @@ sty = style()
 
 st.title("Reflect padding")
 st.caption(
-    "PyTorch's ReflectionPad2d mirrors the image at each edge without repeating the edge cell: for input "
-    "0 1 2 3, padding 2 on the left gives 2 1 | 0 1 2 3. **Click a cell** of the grid or a pixel of the "
-    "image."
+    "PyTorch's ReflectionPad2d mirrors the image at each edge without repeating the edge cell: for input 0 1 "
+    "2 3, padding 2 on the left gives 2 1 | 0 1 2 3. **Click a cell** of the grid or a pixel of the image."
 )
 
 

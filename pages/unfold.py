@@ -55,8 +55,8 @@ def settings() -> tuple[int, int, int, int, list]:
             gpuops.window_geometry(H, W, asked_k, stride, pad, dil)
         except ValueError as why:
             st.info(
-                f"K is at most {k_max} here: {why}. Lower the dilation D or raise the padding P "
-                "for a larger K.",
+                f"K is at most {k_max} here: {why}. Lower the dilation D or "
+                f"raise the padding P for a larger K.",
                 icon=":material/straighten:",
             )
     return k, stride, pad, dil, row
@@ -104,9 +104,9 @@ def section_views(cell: Cell, result: Folded) -> None:
         figure(
             viz.patch_view(zoom, f"Zoom: {what}", sty, zoom_marks),
             "zoom",
-            f"Dots: where each patch starts (every {stride} cells). Orange: the picked patch's taps (dotted: "
-            "a tap on the zero padding, blue). Cyan: the patches covering the picked pixel. Hover for values "
-            "and overlap counts.",
+            f"Dots: where each patch starts (every {stride} cells). Orange: the picked patch's taps "
+            f"(dotted: a tap on the zero padding, blue). Cyan: the patches covering the picked pixel. "
+            f"Hover for values and overlap counts.",
             pickable=True,
         )
 
@@ -198,9 +198,9 @@ def section_animation(cell: Cell) -> None:
 def section_compare() -> None:
     st.header("Fold: atomic scatter vs gather")
     st.caption(
-        "Scatter: one thread per column entry adds it onto its pixel with atomicAdd (the order varies "
-        "from run to run). Gather: one thread per pixel sums the entries that cover it (no atomics, "
-        "deterministic)."
+        "Scatter: one thread per column entry adds it onto its pixel with atomicAdd (the "
+        "order varies from run to run). Gather: one thread per pixel sums the entries that "
+        "cover it (no atomics, deterministic)."
         + ("" if gpuops.backend_info().gpu else " On this CPU both run the same NumPy code.")
     )
     with shown_errors("Timing"):

@@ -112,8 +112,8 @@ def _who_gathers(ex: Example, cell: Cell, src: maps.GradientSources, alg: str) -
         more = "" if len(src.outputs) <= 4 else f" and {len(src.outputs) - 4} more"
         return (
             f"On the GPU, `{launch.kernel}` has no thread for this cell: the threads of its "
-            f"{len(src.outputs)} "
-            f"sources ({'; '.join(threads)}{more}) each atomicAdd their product into it, in any order."
+            f"{len(src.outputs)} sources ({'; '.join(threads)}{more}) each atomicAdd their "
+            f"product into it, in any order."
         )
     if launch is None:
         return "cuBLAS computes this cell in the GEMM (1x1 kernel, stride 1, no padding: nothing to fold)."
@@ -134,10 +134,9 @@ def scatter_caption(ex: Example, cell: Cell, n: int, alg: str) -> str:
             "the same cells at the same time, so the order (and the last bits) can change from run to run."
         )
     return (
-        f"This is the scatter view: with the {ALG_NAMES[alg]} kernel no thread owns dY[{cell.row}, "
-        f"{cell.col}]; "
-        f"each of the {n} dX cells it feeds reads it while gathering (pick the scatter kernel to see its "
-        "thread)."
+        f"This is the scatter view: with the {ALG_NAMES[alg]} kernel no thread owns "
+        f"dY[{cell.row}, {cell.col}]; each of the {n} dX cells it feeds reads it while gathering "
+        f"(pick the scatter kernel to see its thread)."
     )
 
 
@@ -147,11 +146,9 @@ def stamps_caption(g: gpuops.WindowGeometry) -> str:
     tg = maps.transposed_of(g)
     return (
         f"Press Play, or step with the slider. conv_transpose2d(dY, w, stride {g.stride_h}, padding "
-        f"{g.pad_top}, "
-        f"output_padding {pair(tg.output_padding)}, dilation {g.dil_h}) stamps dY[i, j] · w with its "
-        f"top-left "
-        f"tap at (i·{g.stride_h} - {g.pad_top}, j·{g.stride_w} - {g.pad_left}); blue cells fall outside the "
-        "output (padding crops them); the last frame is dX above, cell for cell."
+        f"{g.pad_top}, output_padding {pair(tg.output_padding)}, dilation {g.dil_h}) stamps dY[i, j] · w "
+        f"with its top-left tap at (i·{g.stride_h} - {g.pad_top}, j·{g.stride_w} - {g.pad_left}); blue cells "
+        f"fall outside the output (padding crops them); the last frame is dX above, cell for cell."
     )
 
 
@@ -168,17 +165,16 @@ def checkerboard_text(g: gpuops.WindowGeometry, counts: np.ndarray) -> str:
     if len(set(phases.tolist())) == 1:
         return (
             f"**Even overlap.** With K = {g.KH}, stride {g.stride_h} and dilation {g.dil_h}, every output "
-            f"cell "
-            f"away from the border receives {int(phases[0]) ** 2} stamps ({int(phases[0])} per axis): no "
-            f"checkerboard. (Counts here: {found}; fewer at the border.) Try K = 3 with stride 2."
+            f"cell away from the border receives {int(phases[0]) ** 2} stamps ({int(phases[0])} per axis): "
+            f"no checkerboard. (Counts here: {found}; fewer at the border.) Try K = 3 with stride 2."
         )
     seq = ", ".join(str(int(v)) for v in phases)
     return (
-        f"**Checkerboard.** K = {g.KH} taps with stride {g.stride_h} (dilation {g.dil_h}): the taps do not "
-        f"spread evenly over the stride's {g.stride_h} phases, so along each axis output cells away from the "
-        f"border receive {seq}, {seq}, … stamps in turn, and in 2-D the counts alternate ({found} here). A "
-        "transposed convolution used for upsampling paints this pattern into its output unless its weights "
-        "make up for it."
+        f"**Checkerboard.** K = {g.KH} taps with stride {g.stride_h} (dilation {g.dil_h}): the taps do "
+        f"not spread evenly over the stride's {g.stride_h} phases, so along each axis output cells away "
+        f"from the border receive {seq}, {seq}, … stamps in turn, and in 2-D the counts alternate "
+        f"({found} here). A transposed convolution used for upsampling paints this pattern into its "
+        f"output unless its weights make up for it."
     )
 
 
@@ -213,13 +209,11 @@ def adjoint(g: gpuops.WindowGeometry, seed: int) -> tuple[float, float, str]:
     lhs, rhs = gpuops.adjoint_identity(*arrays, stride=g.stride_h, padding=g.pad_top, dilation=g.dil_h)
     text = (
         f"Random x ({C} x {g.H} x {g.W}), y ({M} x {g.H_out} x {g.W_out}) and w ({M} x {C} x {g.KH} x "
-        f"{g.KW}), "
-        "the current kernel, stride, padding and dilation. Both sides add the same products "
-        "x[c, ih, iw] · w[m, c, ki, kj] · y[m, oh, ow], one for every tap of every window, grouped once by "
-        "output and once by input. So conv_transpose2d is the transpose (the adjoint) of the convolution's "
-        "matrix, and by the chain rule dE/dX = Wᵀ · dE/dY: **the transposed convolution of dY IS the "
-        "backward "
-        "pass of the convolution with respect to its input.**"
+        f"{g.KW}), the current kernel, stride, padding and dilation. Both sides add the same products x[c, "
+        f"ih, iw] · w[m, c, ki, kj] · y[m, oh, ow], one for every tap of every window, grouped once by "
+        f"output and once by input. So conv_transpose2d is the transpose (the adjoint) of the convolution's "
+        f"matrix, and by the chain rule dE/dX = Wᵀ · dE/dY: **the transposed convolution of dY IS the "
+        f"backward pass of the convolution with respect to its input.**"
     )
     return lhs, rhs, text
 
@@ -239,9 +233,9 @@ def weight_caption(ex: Example, cell: Cell, terms: maps.WeightTerms, walg: str) 
     g, launch = ex.g, ex.plan.weight_launch
     if walg == "direct":
         how = (
-            f"On the GPU, block {launch.thread_of(0, 0, cell.row, cell.col).block[0]} of `{launch.kernel}` "
-            "sums these products for this one weight (its threads split them, a shared-memory tree adds the "
-            "shares)"
+            f"On the GPU, block {launch.thread_of(0, 0, cell.row, cell.col).block[0]} of "
+            f"`{launch.kernel}` sums these products for this one weight (its threads split them, a "
+            f"shared-memory tree adds the shares)"
         )
     else:
         how = (
@@ -349,9 +343,8 @@ def runtimes_caption(image: SourceImage, g: gpuops.WindowGeometry) -> str:
     C, Hi, Wi = image.planes.shape
     return (
         f"N = 1, C = {C}, {Hi} x {Wi} px, M = {RUNTIME_FILTERS} filters of {g.KH} x {g.KW}, stride "
-        f"{g.stride_h}, "
-        f"padding {g.pad_top}, dilation {g.dil_h}; reflect_pad_backward with the pads above. Timed only when "
-        "you ask."
+        f"{g.stride_h}, padding {g.pad_top}, dilation {g.dil_h}; reflect_pad_backward with the pads "
+        f"above. Timed only when you ask."
     )
 
 
@@ -393,10 +386,9 @@ def hover_maps(
 
 # ---- captions --------------------------------------------------------------------------------------------
 INTRO = (
-    "The backward pass sends each output gradient dY back along the taps that read the input: each input "
-    "cell **gathers** the gradients of the outputs that read it, through the flipped kernel. **Click a "
-    "cell** "
-    "of dX or dY."
+    "The backward pass sends each output gradient dY back along the taps that read the input: "
+    "each input cell **gathers** the gradients of the outputs that read it, through the flipped "
+    "kernel. **Click a cell** of dX or dY."
 )
 NOTHING_TO_FOLD = (
     "GEMM + fold with a 1x1 kernel, stride 1 and no padding: cuBLAS writes dX itself, nothing to fold."
@@ -406,9 +398,8 @@ COUNT_CAPTION = (
     "Click a cell to pick it above."
 )
 DX_CAPTION = (
-    "w flipped[a, b] = w[K-1-a, K-1-b] (rotated by 180°). Hover a cell of dX or dY: what it maps to "
-    "lights up; click to pick it. Letters (where the cells have room) pair the two factors of each "
-    "product."
+    "w flipped[a, b] = w[K-1-a, K-1-b] (rotated by 180°). Hover a cell of dX or dY: what it maps to lights "
+    "up; click to pick it. Letters (where the cells have room) pair the two factors of each product."
 )
 DW_CAPTION = (
     "Hover or click a weight of dW (the cells it sums light up) or an input cell of x "

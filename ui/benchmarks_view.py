@@ -176,8 +176,7 @@ def auto_notes(checks: list[reports.AutoCheck], op: str) -> list[tuple[str, str]
                     "caption",
                     f"{c.shape} ({c.run.removesuffix('.json')}): auto's own median {c.auto_ms:.3f} ms is "
                     f"{c.auto_ms / c.chosen_ms:.2f}x that of {c.chose} ({c.chosen_ms:.3f} ms), which it "
-                    f"runs: "
-                    "the same kernel, measured twice in one run. Compare the spread between runs.",
+                    f"runs: the same kernel, measured twice in one run. Compare the spread between runs.",
                 )
             )
     return notes
@@ -196,8 +195,8 @@ def ratio_caption(runs: list[reports.Run], peers: list[str]) -> str:
     """The ratio figure's caption: the reference (the first peer), the other peers, the spread."""
     gpu, (ref, *others) = runs[0].gpu, peers
     text = (
-        f"Reference: {reports.describe_peer(ref, gpu)}, measured in the same run; right of the dashed line "
-        "is faster."
+        f"Reference: {reports.describe_peer(ref, gpu)}, measured in the same run; "
+        f"right of the dashed line is faster."
     )
     if others:
         text += " Other peers: " + ", ".join(reports.describe_peer(p, gpu) for p in others) + "."
@@ -213,8 +212,8 @@ def copy_caption(runs: list[reports.Run]) -> str:
         return ""
     rates = ", ".join(f"{g:,.0f} GB/s" for g in copy)
     return (
-        f"“of copy”: achieved GB/s over the run's device copy ({rates}), the ceiling of a memory-bound "
-        "kernel."
+        f"“of copy”: achieved GB/s over the run's device copy ({rates}), the "
+        f"ceiling of a memory-bound kernel."
     )
 
 

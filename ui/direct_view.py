@@ -42,17 +42,15 @@ UPLOAD_NOTICE = (
 )
 SWEEP_CAPTION = (
     "Play, pause, or drag the slider; grey outputs are not computed yet. A GPU computes them all at once, "
-    "one "
-    "thread each (below). Where you pause is the pick."
+    "one thread each (below). Where you pause is the pick."
 )
 NO_GPU = (
-    "This machine has no GPU: the NumPy twin computed the output. The figure shows the launch the GPU makes "
-    "for these settings"
+    "This machine has no GPU: the NumPy twin computed the output. The figure shows the launch "
+    "the GPU makes for these settings"
 )
 RUNTIMES_CAPTION = (
-    "Median of several runs (on the GPU after warm-up, CUDA events). On the CPU the NumPy twins differ only "
-    "in "
-    "how the work is arranged."
+    "Median of several runs (on the GPU after warm-up, CUDA events). On the CPU the NumPy twins differ "
+    "only in how the work is arranged."
 )
 
 
@@ -172,8 +170,8 @@ def formula(image: SourceImage, args: tuple[int, int, int], kernel_shape: tuple,
         rf"H_{{out}} = \left\lfloor \frac{{H + 2P - D(K-1) - 1}}{{S}} \right\rfloor + 1 = "
         rf"\left\lfloor \frac{{{H} + 2\cdot{pad} - {dil}\cdot({kh}-1) - 1}}{{{stride}}} \right\rfloor + 1 = "
         + h_out,
-        rf"W_{{out}} = \left\lfloor \frac{{{W} + 2\cdot{pad} - {dil}\cdot({kw}-1) - 1}}{{{stride}}} "
-        rf"\right\rfloor"
+        rf"W_{{out}} = \left\lfloor \frac{{{W} + 2\cdot{pad} - "
+        rf"{dil}\cdot({kw}-1) - 1}}{{{stride}}} \right\rfloor"
         rf" + 1 = " + w_out,
     ]
     return label, lines
@@ -360,8 +358,7 @@ class Direct:
             return (
                 f"**Picked: output pixel ({cell.row}, {cell.col})** of channel {m}: value "
                 f"{float(conv.out[m, cell.row, cell.col]):.4f}, the sum of "
-                f"{conv.weight.shape[1] * g.KH * g.KW} "
-                "products (below)."
+                f"{conv.weight.shape[1] * g.KH * g.KW} products (below)."
             )
         readers = maps.readers_of(g, cell.row, cell.col, conv.mode)
         outputs = len(np.unique(readers[:, :2], axis=0))
@@ -380,8 +377,7 @@ class Direct:
         picked = "; red: the picked input cell" if cell.space == "in" else ""
         return (
             f"The dotted cyan box on the input image. Orange: the taps (dashed in the padding){picked}; "
-            f"blue: "
-            f"padding, {pad_note}. Click a cell to pick it."
+            f"blue: padding, {pad_note}. Click a cell to pick it."
         )
 
     def closeup(self, cell: Cell, zoom: Region, ch: int) -> tuple[viz.Closeup, np.ndarray]:
@@ -465,23 +461,21 @@ class Direct:
                 work,
                 title,
                 (
-                    "im2col first unfolds the input into X_unroll, then one cuBLAS GEMM computes y (no "
-                    "thread of ours "
-                    f"writes y). The unfold thread that copies {work.note} is outlined orange: it copies "
-                    f"{per_thread} of them in this row; its block (cyan) copies {len(work.block_pixels)}."
+                    f"im2col first unfolds the input into X_unroll, then one cuBLAS GEMM computes y "
+                    f"(no thread of ours writes y). The unfold thread that copies {work.note} is "
+                    f"outlined orange: it copies {per_thread} of them in this row; its block (cyan) "
+                    f"copies {len(work.block_pixels)}."
                 ),
             )
         what = (
             f"This thread computes {per_thread} output pixel{'s' if per_thread != 1 else ''} (orange) for "
             f"{_filter_list(work.thread_filters)}; its block computes the {len(work.block_pixels)} pixels "
-            f"outlined "
-            f"cyan for {_filter_list(work.block_filters)}."
+            f"outlined cyan for {_filter_list(work.block_filters)}."
         )
         if conv.groups > 1 and len(work.block_filters) == 1:
             what += (
                 f" Here each channel is filtered on its own (groups = {conv.groups}, one filter per group), "
-                f"so "
-                "the kernel's filter slots for a group hold that one filter."
+                f"so the kernel's filter slots for a group hold that one filter."
             )
         return work, title, what
 

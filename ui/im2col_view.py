@@ -136,8 +136,8 @@ def book_note(ex: Example) -> tuple[bool, str] | None:
         return True, "This is PMPP's example: Y is the book's [[14, 20], [15, 24]] and [[12, 24], [17, 26]]."
     return (
         False,
-        "PMPP's shape with your numbers: the book's outputs were [[14, 20], [15, 24]] and [[12, 24], [17, "
-        "26]].",
+        "PMPP's shape with your numbers: the book's outputs were [[14, 20], [15, "
+        "24]] and [[12, 24], [17, 26]].",
     )
 
 

@@ -214,8 +214,8 @@ class Unfolding:
         )
         n = len(columns)
         title = (
-            f"{n} patch{'es' if n != 1 else ''} near the pick: rows {top}..{bottom}, cols {left}..{right}, "
-            "channel 0"
+            f"{n} patch{'es' if n != 1 else ''} near the pick: rows {top}..{bottom}, "
+            f"cols {left}..{right}, channel 0"
         )
         return viz.patch_animation(patches, title, look), region
 
@@ -256,12 +256,12 @@ class Unfolding:
             scatter_k.thread_of(0, 0, col),
         )
         return (
-            f"**unfold**: {unfold_k.threads.describe()}; entry (row 0, column {col:,}) is written by block "
-            f"{tu.block[0]}, thread ({tu.thread[0]}, {tu.thread[1]}). **fold, gather**: "
-            f"{gather_k.threads.describe()}; pixel ({y}, {x}) of channel 0 is summed by block {tg.block[0]}, "
-            f"thread ({tg.thread[0]}, {tg.thread[1]}). **fold, scatter**: {scatter_k.threads.describe()}; "
-            f"entry (row 0, column {col:,}) is added by block {ts.block[0]}, thread ({ts.thread[0]}, "
-            f"{ts.thread[1]})."
+            f"**unfold**: {unfold_k.threads.describe()}; entry (row 0, column {col:,}) is written by "
+            f"block {tu.block[0]}, thread ({tu.thread[0]}, {tu.thread[1]}). **fold, gather**: "
+            f"{gather_k.threads.describe()}; pixel ({y}, {x}) of channel 0 is summed by block "
+            f"{tg.block[0]}, thread ({tg.thread[0]}, {tg.thread[1]}). **fold, scatter**: "
+            f"{scatter_k.threads.describe()}; entry (row 0, column {col:,}) is added by block "
+            f"{ts.block[0]}, thread ({ts.thread[0]}, {ts.thread[1]})."
         )
 
     def summary(self, cell: Cell, counts: np.ndarray) -> str:
@@ -272,10 +272,8 @@ class Unfolding:
             top, bottom, left, right = maps.patch_box(g, cell.row, cell.col)
             return (
                 f"Picked **patch l = {col:,}** (patch row {cell.row}, col {cell.col}): its {g.KH} x {g.KW} "
-                f"taps "
-                f"(dilation {g.dil_h}) span rows {top}..{bottom}, columns {left}..{right}; they fill "
-                f"**column "
-                f"{col:,}** of the unfold matrix."
+                f"taps (dilation {g.dil_h}) span rows {top}..{bottom}, columns {left}..{right}; they fill "
+                f"**column {col:,}** of the unfold matrix."
             )
         covering = maps.covering_columns(g, cell.row, cell.col)
         n = int(counts[cell.row, cell.col])

@@ -566,8 +566,8 @@ def output_figure(
     M, L = y_mat.shape
     pos = np.array([f"({oh},{ow})" for oh, ow in positions])
     hover = (
-        "filter m = %{y}, column l = %{x}<br>output pixel (oh, ow) = %{customdata}<br>Y = %{z:.4g}"
-        "<extra></extra>"
+        "filter m = %{y}, column l = %{x}<br>output pixel (oh, ow) = "
+        "%{customdata}<br>Y = %{z:.4g}<extra></extra>"
     )
     data, frac, col_px, row_px = _filter_rows(y_mat, ("Y", pos, hover), style, width_px, 44)
     xt, step = column_ticks(positions, col_px, style)
