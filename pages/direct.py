@@ -17,6 +17,7 @@ from ui.common import backend_name, compare, cuda_source, figure, lazy_expander,
 from ui.direct_view import Direct
 from ui.fit_images import fit_images
 from ui.kernel_param import KernelParam
+from ui.records import Conv
 from ui.state import Cell, Param
 from viz import conv2d as viz
 
@@ -197,7 +198,7 @@ def section_compare(direct: Direct) -> None:
             show(fig, "dc_runtimes", view.RUNTIMES_CAPTION)
 
 
-def section_source_and_downloads(conv) -> None:
+def section_source_and_downloads(conv: Conv) -> None:
     chosen = "auto's choice here" if state.get(ALGO) == gpuops.AUTO else "as selected"
     st.caption(f"The output above was computed by **{conv.ran}** ({chosen}) on {backend_name()}.")
     cuda_source(conv.launch, " then cuBLAS GEMM" if conv.ran == "im2col" else "", key="src_dc")
