@@ -1,34 +1,24 @@
 """Benchmarks: the committed H100 runs at once, next to a run of the benchmark on this machine, and
 conv2d time vs image size with the spread of repeated runs."""
 
-import dataclasses
 import json
-import time
-from concurrent.futures import ThreadPoolExecutor, wait
 
 import pandas as pd
 import streamlit as st
 
 import gpuops
 from bench import reports, suite
-from ui import budget, navigation, shared, state
+from ui import benchmarks_view as view
+from ui import navigation, shared, state
 from ui.common import backend_name, figure, shown_errors, style
 from ui.state import Param
 from viz import benchmarks as viz
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
-INFO = gpuops.backend_info()
+SHAPES = view.shape_choices()
 LEASES = {lease.id: lease for lease in reports.group_leases(reports.load_runs())}
 NEWEST_GPU = reports.default_lease(list(LEASES.values()))
-GROUPS = {"standard": "the standard shapes", "classes": "the workload classes"}
-SHAPES = {
-    "standard": list(suite.STANDARD_SHAPES),
-    **({"classes": list(suite.CLASS_SHAPES)} if getattr(suite, "CLASS_SHAPES", ()) else {}),
-    **{name: [s] for name, s in suite.ALL_SHAPES.items()},
-}
-PARTS = tuple(getattr(suite, "PARTS", ()))  # forward / backward, where the benchmark offers them
-SWEEP_SIZES = [64, 128, 256, 512, 1024, 2048] if INFO.gpu else [64, 128, 256, 512, 1024]
 
 RUN = Param(
     "bm_run",
@@ -37,27 +27,21 @@ RUN = Param(
     "select",
     choices=tuple(LEASES),
 )
+GPU = view.INFO.gpu
 SHAPE = Param(
-    "bm_shape",
-    "standard" if INFO.gpu else suite.CPU_SHAPES[0].name,
-    "Shapes",
-    "select",
-    choices=tuple(SHAPES),
+    "bm_shape", "standard" if GPU else suite.CPU_SHAPES[0].name, "Shapes", "select", choices=tuple(SHAPES)
 )
 WHICH = Param(
-    "bm_parts", "all" if INFO.gpu else (PARTS or ("all",))[0], "Operations", "select", choices=("all", *PARTS)
+    "bm_parts",
+    "all" if GPU else (view.PARTS or ("all",))[0],
+    "Operations",
+    "select",
+    choices=("all", *view.PARTS),
 )
-REPEAT = Param("bm_repeat", 20 if INFO.gpu else 5, "Timed runs per measurement", "slider", lo=3, hi=50)
-SWEEP_REPEATS = Param(
-    "bm_reps",
-    5,
-    "Repeats per size",
-    "slider",
-    lo=3,
-    hi=9,
-    help="Each point is the median of these runs; its bar goes from the fastest to the slowest.",
-)
-PARAMS = [RUN, SHAPE, REPEAT, SWEEP_REPEATS, *([WHICH] if PARTS else [])]
+REPEAT = Param("bm_repeat", 20 if GPU else 5, "Timed runs per measurement", "slider", lo=3, hi=50)
+SPREAD = "Each point is the median of these runs; its bar goes from the fastest to the slowest."
+SWEEP_REPEATS = Param("bm_reps", 5, "Repeats per size", "slider", lo=3, hi=9, help=SPREAD)
+PARAMS = [RUN, SHAPE, REPEAT, SWEEP_REPEATS, *([WHICH] if view.PARTS else [])]
 REPORT, SWEEP = "bench_report", "bm_sweep_result"  # session_state: this session's measurements
 MS = st.column_config.NumberColumn(format="%.4f")
 
@@ -77,60 +61,17 @@ def section_auto(runs: list[reports.Run], op: str) -> None:
         hide_index=True,
         column_config={k: MS for k in ("its ms", "fastest ms", "auto's own ms")},
     )
-    wrong = [c for c in checks if c.agrees is False]
-    unknown = [c for c in checks if c.agrees is None]
-    if wrong:
-        st.warning(
-            "**auto did not run the fastest measured algorithm** — "
-            + "; ".join(
-                f"{c.shape} ({c.run.removesuffix('.json')}): ran {c.chose}, fastest {c.fastest}. {c.reason}"
-                for c in wrong
-            )
-        )
-    elif unknown:
-        st.caption(f"`ours:auto` of {op}: {unknown[0].reason}; the table shows the fastest measured variant.")
-    else:
-        st.caption(
-            f"`ours:auto` ran the fastest of our measured algorithms in every run shown ({len(checks)})."
-        )
-    slow = [c for c in checks if c.chosen_ms and c.auto_ms > 1.3 * c.chosen_ms]
-    for c in slow:
-        st.caption(
-            f"{c.shape} ({c.run.removesuffix('.json')}): auto's own median {c.auto_ms:.3f} ms is "
-            f"{c.auto_ms / c.chosen_ms:.2f}x that of {c.chose} ({c.chosen_ms:.3f} ms), which it runs: the "
-            "same kernel, measured twice in one run. Compare the spread between runs."
-        )
+    for kind, text in view.auto_notes(checks, op):
+        (st.warning if kind == "warning" else st.caption)(text)
 
 
 def section_op(runs: list[reports.Run], op: str, key: str) -> None:
     """One operation: speed relative to its first peer (chart), auto's choice, and the full table."""
     peers = reports.peers(runs, op)
-    rows = reports.compare(runs, op)
-    gpu = runs[0].gpu
     if peers:
-        ref = peers[0]
-        shown = [r for r in rows if r.impl != ref and ref in r.vs]
-        fig = viz.ratio_figure(
-            [r.shape for r in shown],
-            [r.impl for r in shown],
-            [r.vs[ref] for r in shown],
-            ref,
-            reports.run_labels(runs),
-            f"{op}: speed relative to {ref}, per shape",
-            sty,
-        )
-        others = [p for p in peers if p != ref]
-        caption = (
-            f"Reference: {reports.describe_peer(ref, gpu)}, measured in the same run; right of the dashed line is "
-            "faster."
-            + (
-                " Other peers: " + ", ".join(reports.describe_peer(p, gpu) for p in others) + "."
-                if others
-                else ""
-            )
-            + (" One marker per run; the grey line is the spread between the runs." if len(runs) > 1 else "")
-        )
-        figure(fig, f"bench_{key}_{op}", caption)
+        rows, labels = view.ratio_rows(runs, op, peers[0]), reports.run_labels(runs)
+        fig = viz.ratio_figure(rows, peers[0], labels, f"{op}: speed relative to {peers[0]}, per shape", sty)
+        figure(fig, f"bench_{key}_{op}", view.ratio_caption(runs, peers))
     else:
         st.info(
             f"No peer was measured for {op} in this run (PyTorch did not import): times only, in the table."
@@ -142,13 +83,8 @@ def section_op(runs: list[reports.Run], op: str, key: str) -> None:
         table = pd.DataFrame(reports.table_rows(runs, op))
         numbers = {c: MS for c in table.columns if c not in ("shape", "impl")}
         st.dataframe(table, hide_index=True, key=f"table_{key}_{op}", column_config=numbers)
-        copy = [r.copy_gbps for r in runs]
-        if any(copy) and "of copy · run 1" in table.columns:
-            st.caption(
-                "“of copy”: achieved GB/s over the run's device copy ("
-                + ", ".join(f"{g:,.0f} GB/s" for g in copy if g)
-                + "), the ceiling of a memory-bound kernel."
-            )
+        if "of copy · run 1" in table.columns and view.copy_caption(runs):
+            st.caption(view.copy_caption(runs))
 
 
 def section_runs(runs: list[reports.Run], key: str) -> None:
@@ -170,88 +106,8 @@ def section_committed() -> None:
     lease = LEASES[state.widget(RUN, format_func=lambda i: LEASES[i].label())]
     first = lease.first
     st.markdown(f"**{first.device}** · " + " · ".join(first.labels()[1:]) + f" · run {first.date()}")
-    clock = "CUDA events" if first.gpu else "perf_counter"
-    runs = "; ".join(
-        f"run {k + 1} = `{r.name}` ({r.started:%H:%M:%S} UTC)" if r.started else f"run {k + 1} = `{r.name}`"
-        for k, r in enumerate(lease.runs)
-    )
-    st.caption(
-        f"Our kernels (`ours…`) next to the peers measured **in the same run**, as ratios. {runs}. Each "
-        f"value: median of {first.repeat or 'several'} timed runs after warm-up ({clock})"
-        + (
-            f"; {len(lease.runs)} runs of one device lease: their spread is the run-to-run noise."
-            if len(lease.runs) > 1
-            else "."
-        )
-        + ("" if first.gpu else " **CPU numbers**: compare them with the CPU peers of the same run only.")
-    )
+    st.caption(view.lease_caption(lease))
     section_runs(list(lease.runs), "c")
-
-
-def shape_text(name: str) -> str:
-    if name in GROUPS:
-        return f"{GROUPS[name]} (" + ", ".join(s.name for s in SHAPES[name]) + ")"
-    shape = suite.ALL_SHAPES[name]
-    dims = [
-        f"{f.name}={getattr(shape, f.name)}"
-        for f in dataclasses.fields(shape)
-        if f.name != "name" and getattr(shape, f.name) != f.default
-    ]
-    return f"{name} ({', '.join(dims)})"
-
-
-def conv_plan(s: suite.Shape) -> gpuops.ConvPlan:
-    groups = getattr(s, "groups", 1)
-    x, w = (s.N, s.C, s.H, s.W), (s.M, s.C // groups, s.K, s.K)
-    return gpuops.plan_conv2d(x, w, stride=s.stride, padding=s.pad, groups=groups)
-
-
-def memory_refusal(shape: suite.Shape) -> str | None:
-    """Why this shape cannot run here (the largest extra memory is im2col's X_unroll), or None."""
-    try:
-        cost = budget.conv2d_cost(conv_plan(shape).problem, "im2col")
-        budget.check(
-            budget.bytes_cost(cost.bytes), f"{shape.name} (im2col's X_unroll)", "Choose a smaller shape."
-        )
-    except (ValueError, AttributeError) as exc:  # over budget, or a shape this page cannot plan
-        return str(exc)
-    return None
-
-
-def estimate_seconds(shapes: list[suite.Shape], repeat: int) -> float:
-    """A rough upper estimate of the run (the budget's slow-end CPU rates; ~1.5 s a shape on a GPU)."""
-    if INFO.gpu:
-        return 1.5 * len(shapes) + 1
-    total = 2.0
-    for s in shapes:
-        problem = conv_plan(s).problem
-        for a in (*gpuops.ALGORITHMS, "auto", "torch", "torch", "torch"):
-            t = budget.conv2d_cost(problem, a).seconds
-            total += 5 * t + min(repeat * t, 5 + t)  # the suite's 5 warm-ups, then repeats within 5 s
-    return total
-
-
-def with_progress(job, bar, estimate_s: float, what: str):
-    """Run job(progress) on a worker thread while this script thread moves the bar: by the
-    benchmark's own progress (between shapes) and by the time elapsed against the estimate."""
-    latest = [0.0, "starting"]
-    shown = 0.0
-
-    def progress(fraction: float, text: str) -> None:
-        latest[:] = [fraction, text]
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench") as pool:
-        future = pool.submit(job, progress)
-        t0 = time.monotonic()
-        while not future.done():
-            elapsed = time.monotonic() - t0
-            shown = max(shown, latest[0], min(0.97, elapsed / max(estimate_s, 1.0)))
-            bar.progress(
-                shown,
-                text=f"{what}: {latest[1]} · {elapsed:.0f} s (about {estimate_s:.0f} s on a quiet machine)",
-            )
-            wait([future], timeout=0.25)
-        return future.result()
 
 
 def section_run_here() -> None:
@@ -259,23 +115,20 @@ def section_run_here() -> None:
     with st.container(border=True):
         st.markdown("##### Run on this machine")
         st.caption(f"Backend: **{backend_name()}**.")
-        if not INFO.gpu:
+        if not view.INFO.gpu:
             st.info(
                 "**CPU numbers are CPU numbers**: no GPU here; compare them with each other, not with the "
                 "H100. The standard GPU shapes take minutes here.",
                 icon=":material/memory:",
             )
-        name = state.widget(SHAPE, format_func=shape_text)
-        parts = state.widget(WHICH) if PARTS else None
+        name = state.widget(SHAPE, format_func=view.shape_text)
+        parts = state.widget(WHICH) if view.PARTS else None
         repeat = int(state.widget(REPEAT))
-        shapes, refused = [], []
-        for s in SHAPES[name]:
-            why = memory_refusal(s)
-            (refused if why else shapes).append(why or s)
+        shapes, refused = view.fitting(name)
         for why in refused:
             st.warning(f"Left out: {why}", icon=":material/hourglass_disabled:")
-        estimate = estimate_seconds(shapes, repeat) if shapes else 0.0
-        if not INFO.gpu and estimate > 60:
+        estimate = view.estimate_seconds(shapes, repeat) if shapes else 0.0
+        if not view.INFO.gpu and estimate > 60:
             st.warning(
                 f"On this CPU this run may take up to about {estimate / 60:.0f} minutes, and only one "
                 "benchmark runs at a time on this server.",
@@ -289,15 +142,15 @@ def run_benchmark(shapes: list[suite.Shape], repeat: int, parts: str | None, est
     with shared.measuring() as ours:
         if not ours:
             st.warning(
-                "Another session is measuring on this server (one benchmark or sweep at a time); try again "
-                "in a moment.",
+                "Another session is measuring on this server (one benchmark or sweep at "
+                "a time); try again in a moment.",
                 icon=":material/hourglass_top:",
             )
             return
         bar = st.progress(0.0, text="starting")
-        extra = {} if parts is None else {"parts": PARTS if parts == "all" else (parts,)}
+        extra = {} if parts is None else {"parts": view.PARTS if parts == "all" else (parts,)}
         with shown_errors("The benchmark"):  # students' millisecond kernels run beside it
-            st.session_state[REPORT] = with_progress(
+            st.session_state[REPORT] = view.with_progress(
                 lambda progress: suite.run(shapes, repeat=repeat, progress=progress, **extra),
                 bar,
                 estimate,
@@ -317,13 +170,9 @@ def section_this_run() -> None:
         st.error(f"The run's report cannot be read: {exc}")
         return
     st.subheader("This machine's run")
-    st.markdown(
-        f"**{run.device}** · " + " · ".join(run.labels()[1:]) + f" · run {run.date()} · "
-        f"median of {run.repeat} timed runs ({'CUDA events' if run.gpu else 'perf_counter'})"
-    )
+    st.markdown(view.run_line(run))
     section_runs([run], "here")
-    rows = pd.DataFrame(report["results"])
-    rows["extra"] = rows["extra"].map(lambda e: json.dumps(e) if e else "")
+    rows = view.records_frame(report)
     with st.expander("All records of this run", expanded=False):
         st.dataframe(rows, hide_index=True, key="table_here_all")
     d1, d2 = st.columns(2)
@@ -343,33 +192,9 @@ def section_this_run() -> None:
     )
 
 
-def sweep_refusal(size: int, algorithm: str) -> str | None:
-    """The compute budget's verdict on one call of the sweep (None: it may run)."""
-    x_shape, w_shape = reports.sweep_shapes(size)
-    plan = gpuops.plan_conv2d(x_shape, w_shape, padding=reports.SWEEP_PAD)
-    try:
-        budget.check(budget.conv2d_cost(plan.problem, algorithm), f"{algorithm} at {size} px", "")
-    except budget.OverBudgetError as exc:
-        return str(exc).strip()
-    return None
-
-
-def calls_text(sweep: reports.Sweep) -> str:
-    calls = sorted({p.calls for a in sweep.algorithms for p in sweep.points[a] if p is not None})
-    if not calls:
-        return ""
-    span = str(calls[0]) if len(calls) == 1 else f"{calls[0]}-{calls[-1]}"
-    return f"A run is the median of {span} call(s) ({sweep.clock}; more calls for fast points)."
-
-
 def section_sweep() -> None:
     st.subheader("Time vs image size")
-    k, c, m = reports.SWEEP_K, reports.SWEEP_C, reports.SWEEP_M
-    st.caption(
-        f"{k} x {k} convolution of a {c}-channel image into {m} maps, stride 1, padding {reports.SWEEP_PAD}, "
-        f"each algorithm, at {', '.join(map(str, SWEEP_SIZES))} px. Every point is measured several times, "
-        "round-robin over the points, so a burst of load on a shared machine shows as spread."
-    )
+    st.caption(view.SWEEP_TEXT)
     c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
     repeats = int(state.widget(SWEEP_REPEATS, container=c1))
     if c2.button("Run the size sweep", icon=":material/show_chart:"):
@@ -380,36 +205,24 @@ def section_sweep() -> None:
                 bar = st.progress(0.0, text="sweeping")
                 with shown_errors("The size sweep"):
                     st.session_state[SWEEP] = reports.size_sweep(
-                        SWEEP_SIZES,
+                        view.SWEEP_SIZES,
                         list(gpuops.ALGORITHMS),
                         repeats,
-                        refuse=sweep_refusal,
+                        refuse=view.sweep_refusal,
                         progress=lambda f, text: bar.progress(f, text=text),
                     )
                 bar.empty()
     sweep = st.session_state.get(SWEEP)
     if sweep is None:
         return
-    series = {
-        a: [p and (p.median, p.lo, p.hi, p.n, p.noisy) for p in sweep.points[a]] for a in sweep.algorithms
-    }
-    where = "this CPU" if sweep.clock == "perf_counter" else "the GPU"
     figure(
-        viz.sweep_figure(sweep.sizes, series, sweep.clock, sty),
+        viz.sweep_figure(sweep.sizes, view.sweep_series(sweep), sweep.clock, sty),
         "bench_sweep",
         f"Markers: median of the repeated runs; bars: fastest to slowest run; hollow: noisy (spread > "
-        f"{reports.NOISY:.0%} of the median). {calls_text(sweep)}",
+        f"{reports.NOISY:.0%} of the median). {view.calls_text(sweep)}",
     )
-    noisy = sorted(sweep.noisy(), key=lambda n: -n[2].relative)
-    if noisy:
-        measured = sum(p is not None for a in sweep.algorithms for p in sweep.points[a])
-        st.warning(
-            f"**Noisy measurements on {where}**: {len(noisy)} of {measured} points spread over "
-            f"{reports.NOISY:.0%} of their median; the worst: "
-            + ", ".join(f"{a} at {s} px ({p.relative:.0%})" for a, s, p in noisy[:4])
-            + ". Other sessions or programs were using the machine: trust those medians less, or run again.",
-            icon=":material/ssid_chart:",
-        )
+    if sweep.noisy():
+        st.warning(view.noise_text(sweep), icon=":material/ssid_chart:")
     for (a, s), why in sweep.skipped.items():
         st.caption(f"Not measured: {a} at {s} px. {why}")
     with st.expander("Table: every point's runs"):

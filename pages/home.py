@@ -1,66 +1,63 @@
 """Home: what Conv Explorer teaches, what it runs on, and where to start."""
 
-import numpy as np
 import streamlit as st
 
 import gpuops
-from gpuops import filters
-from ui import navigation
+from ui import home_view, navigation
 from ui.common import style
-from ui.images import to_display
-from viz import home
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 CARDS = [  # title, page file, one sentence, what the thumbnail shows
-    ("Direct convolution", "direct", "Each output pixel is a weighted sum of the input cells under the kernel; "
-     "see which GPU thread computes which pixel.", "edges of your image (3 x 3 Laplacian)"),
-    ("im2col + GEMM", "im2col", "Copy every receptive field into a column of X_unroll, then one matrix multiply "
-     "computes all outputs, at K x K times the memory.", "X_unroll of a 4 x 4 grid (3 x 3 kernel): one colour per input cell"),
-    ("Unfold / Fold", "unfold", "unfold cuts sliding patches into columns (F.unfold); fold puts them back and "
-     "sums where they overlap.", "fold(unfold(x)): overlaps summed, brighter"),
-    ("Reflect padding", "reflect", "Grow the image by mirroring it at its edges, without repeating the edge "
-     "pixel: no black frame for the convolution.", "your image reflect-padded (cyan: the original)"),
-]  # fmt: skip
+    (
+        "Direct convolution",
+        "direct",
+        "Each output pixel is a weighted sum of the input cells under the kernel; "
+        "see which GPU thread computes which pixel.",
+        "edges of your image (3 x 3 Laplacian)",
+    ),
+    (
+        "im2col + GEMM",
+        "im2col",
+        "Copy every receptive field into a column of X_unroll, then one matrix multiply "
+        "computes all outputs, at K x K times the memory.",
+        "X_unroll of a 4 x 4 grid (3 x 3 kernel): one colour per input cell",
+    ),
+    (
+        "Unfold / Fold",
+        "unfold",
+        "unfold cuts sliding patches into columns (F.unfold); fold puts them back and "
+        "sums where they overlap.",
+        "fold(unfold(x)): overlaps summed, brighter",
+    ),
+    (
+        "Reflect padding",
+        "reflect",
+        "Grow the image by mirroring it at its edges, without repeating the edge "
+        "pixel: no black frame for the convolution.",
+        "your image reflect-padded (cyan: the original)",
+    ),
+]
 
 
 def badge() -> None:
     """What the timings on every page are measured on."""
     info = gpuops.backend_info()
     if info.gpu:
-        st.success(f"Running on the GPU: **{info.device}** (CuPy {info.cupy_version}). Timings are GPU timings.",
-                   icon=":material/memory:")  # fmt: skip
+        st.success(
+            f"Running on the GPU: **{info.device}** (CuPy {info.cupy_version}). Timings are GPU timings.",
+            icon=":material/memory:",
+        )
     else:
-        st.warning(f"Running on the CPU with NumPy: **timings are CPU timings**. Why: {info.reason}.",
-                   icon=":material/computer:")  # fmt: skip
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def thumbnails(key: str, _planes: np.ndarray) -> list[np.ndarray]:
-    """Each operation run on a small copy of the image (at most 96 px a side): quick, and cached
-    per image (key), so the Home page costs nothing after its first visit."""
-    small = home.small_copy(_planes)
-    c = small.shape[0]
-    edges, groups = filters.channel_weights(filters.preset_kernel("Laplacian edge", 3), c, mix=False)
-    conv = np.abs(gpuops.conv2d(small, edges, padding=1, groups=groups)) * 4
-    cell_ids = (
-        gpuops.unfold(np.arange(1, 17, dtype=np.float32).reshape(1, 4, 4), 3, padding=1) - 1
-    )  # padding: -1
-    k, stride = home.fold_window(small.shape)
-    covered = home.covered_crop(small, k, stride)
-    folded = gpuops.fold(gpuops.unfold(covered, k, stride=stride), covered.shape[1:], k, stride=stride) / 2
-    pad = min(small.shape[1:]) // 3
-    return [
-        home.rgb_thumbnail(to_display(conv)),
-        home.identity_thumbnail(cell_ids.astype(np.int64)),
-        home.rgb_thumbnail(to_display(folded)),
-        home.padded_thumbnail(to_display(gpuops.reflect_pad(small, pad)), pad),
-    ]
+        st.warning(
+            f"Running on the CPU with NumPy: **timings are CPU timings**. Why: {info.reason}.",
+            icon=":material/computer:",
+        )
 
 
 def section_cards(image) -> None:
     st.subheader("The four operations")
-    thumbs = thumbnails(image.key, image.planes)
+    thumbs = home_view.thumbnails(image.key, image.planes)
     per_row = 2 if style().presentation else 4  # a projector: fewer, larger cards
     cols = [c for _ in range(len(CARDS) // per_row) for c in st.columns(per_row)]
     for col, (title, page_file, text, shows), thumb in zip(cols, CARDS, thumbs, strict=True):
@@ -92,12 +89,14 @@ def section_start() -> None:
 st.title("Conv Explorer")
 st.markdown(
     "See **how a convolution layer runs on a GPU**: which thread computes which output pixel, how an image "
-    "is unrolled into a matrix so a GEMM can do the work, and what padding really copies. Every picture comes "
-    "from the same index formulas as the CUDA kernels, and every runtime is measured."
+    "is unrolled into a matrix so a GEMM can do the work, and what padding really copies. Every picture "
+    "comes from the same index formulas as the CUDA kernels, and every runtime is measured."
 )
 badge()
 section_cards(st.session_state["image"])
 section_start()
 if style().presentation:  # the projector view: card text and steps at the figures' text size
-    st.html(f"<style>[data-testid='stMain'] [data-testid='stMarkdownContainer'] :is(p, li)"
-            f"{{font-size:{style().font}px}}</style>")  # fmt: skip
+    st.html(
+        f"<style>[data-testid='stMain'] [data-testid='stMarkdownContainer'] :is(p, li)"
+        f"{{font-size:{style().font}px}}</style>"
+    )

@@ -1,16 +1,13 @@
 """Reflect padding: which input cell each padded cell copies, and why it beats zeros at the edges."""
 
-import numpy as np
 import streamlit as st
 
-import gpuops
-from gpuops import filters
-from gpuops.conv2d import check_conv2d
 from gpuops.maps import reflect_pad as maps
 from gpuops.reflect_pad import reflect_pad_launch
-from ui import budget, navigation, pick, state
-from ui.common import backend_name, compare, cuda_source, figure, session_cached, shown_errors, style
+from ui import navigation, pick, picking, reflect_view, state
+from ui.common import backend_name, compare, cuda_source, figure, shown_errors, style
 from ui.images import to_display
+from ui.picking import Grid
 from ui.state import Cell, Param
 from viz import reflect_pad as viz
 
@@ -24,18 +21,20 @@ LEFT = Param(
 RIGHT = Param("rp_right", 2, "Right pad", "slider", lo=0, hi=7, help="At most W - 1.")
 TOP = Param("rp_top", 2, "Top pad", "slider", lo=0, hi=7, help="At most H - 1.")
 BOTTOM = Param("rp_bottom", 1, "Bottom pad", "slider", lo=0, hi=7, help="At most H - 1.")
-IMG_PAD = Param("rp_img_pad", 24, "Image pad (px)", "slider", lo=0, hi=1023,
-                help="On every side; at most the image's shorter side - 1.")  # fmt: skip
+IMG_PAD = Param(
+    "rp_img_pad",
+    24,
+    "Image pad (px)",
+    "slider",
+    lo=0,
+    hi=1023,
+    help="On every side; at most the image's shorter side - 1.",
+)
 BLUR = Param("rp_blur", 9, "Box blur size K", "slider", lo=3, hi=15, choices=(3, 5, 7, 9, 11, 13, 15))
 PICK = Param("rp_pick", Cell("pad", 0, 0), choices=("pad", "in"))  # a cell of the small grid
 IMG_PICK = Param("rp_img_pick", None, choices=("pad",))  # a pixel of the padded image
 PARAMS = [GRID_H, GRID_W, LEFT, RIGHT, TOP, BOTTOM, IMG_PAD, BLUR, PICK, IMG_PICK]
 GRID, IMAGE = "reflect_grid", "reflect_image"
-SPACES = {"pad": "padded cell", "in": "input cell"}
-MODES = ("zeros", "reflect")
-# the least plotting width (px) each figure gets at 1280 px with the sidebar open: labels sized for it always fit
-WIDTHS = {"normal": {"grid": 360, "image": dict(plot_width=250, max_height=420)},
-          "presentation": {"grid": 680, "image": dict(plot_width=680, max_height=520)}}  # fmt: skip
 
 state.use(PARAMS)
 image = st.session_state["image"]
@@ -43,8 +42,10 @@ C, H, W = image.planes.shape
 sty = style()
 
 st.title("Reflect padding")
-st.caption("PyTorch's ReflectionPad2d mirrors the image at each edge without repeating the edge cell: for input "
-           "0 1 2 3, padding 2 on the left gives 2 1 | 0 1 2 3. **Click a cell** of the grid or a pixel of the image.")  # fmt: skip
+st.caption(
+    "PyTorch's ReflectionPad2d mirrors the image at each edge without repeating the edge cell: for input 0 1 "
+    "2 3, padding 2 on the left gives 2 1 | 0 1 2 3. **Click a cell** of the grid or a pixel of the image."
+)
 
 
 def settings() -> tuple[int, int, tuple[int, int, int, int], int]:
@@ -52,60 +53,19 @@ def settings() -> tuple[int, int, tuple[int, int, int, int], int]:
     cols = st.columns([1, 1, 1, 1, 1, 1, 1.5])
     h = state.widget(GRID_H, container=cols[0])
     w = state.widget(GRID_W, container=cols[1])
-    pads = tuple(int(state.widget(p, container=col, hi=side - 1))
-                 for p, col, side in zip((LEFT, RIGHT, TOP, BOTTOM), cols[2:6], (w, w, h, h), strict=True))  # fmt: skip
+    pads = tuple(
+        int(state.widget(p, container=col, hi=side - 1))
+        for p, col, side in zip((LEFT, RIGHT, TOP, BOTTOM), cols[2:6], (w, w, h, h), strict=True)
+    )
     hi = min(H, W) - 1
     if state.get(IMG_PAD) > hi:
-        st.info(f"Image pad {state.get(IMG_PAD)} is more than this {W} x {H} image allows (at most {hi}, its "
-                f"shorter side - 1); using {hi}.", icon=":material/straighten:")  # fmt: skip
+        st.info(
+            f"Image pad {state.get(IMG_PAD)} is more than this {W} x {H} image allows (at most {hi}, its "
+            f"shorter side - 1); using {hi}.",
+            icon=":material/straighten:",
+        )
     p_img = int(state.widget(IMG_PAD, container=cols[6], hi=hi))
     return int(h), int(w), pads, p_img
-
-
-def apply_click(
-    click: pick.Click | None, h: int, w: int, pads: tuple[int, int, int, int], p_img: int
-) -> None:
-    """A click on the grid picks an input cell (left panel) or a padded cell (right panel); a click
-    on the image picks a padded pixel. The other settings stay as they are."""
-    if click is None:
-        return
-    if click.chart == GRID:
-        space = "in" if click.panel == "x" else "pad"
-        shape = (h, w) if space == "in" else maps.padded_shape(h, w, pads)
-        if 0 <= click.row < shape[0] and 0 <= click.col < shape[1]:
-            state.put(PICK, Cell(space, click.row, click.col))
-    elif click.chart == IMAGE:
-        shape = maps.padded_shape(H, W, (p_img,) * 4)
-        if 0 <= click.row < shape[0] and 0 <= click.col < shape[1]:
-            state.put(IMG_PICK, Cell("pad", click.row, click.col))
-
-
-def current_pick(h: int, w: int, pads: tuple[int, int, int, int]) -> Cell:
-    """The grid pick, moved to the nearest cell when the grid has shrunk under it."""
-    cell = state.get(PICK) or PICK.default
-    shape = (h, w) if cell.space == "in" else maps.padded_shape(h, w, pads)
-    fitted = Cell(cell.space, *maps.nearest_cell(cell.row, cell.col, shape))
-    state.put(PICK, fitted)
-    return fitted
-
-
-def _typed_pick() -> None:
-    """The keyboard path: the number inputs (and the space) set the grid pick."""
-    space = st.session_state["rp_pick_space_w"]
-    state.put(
-        PICK,
-        Cell(space, int(st.session_state["rp_pick_row_w"] or 0), int(st.session_state["rp_pick_col_w"] or 0)),
-    )
-
-
-def pick_inputs(cell: Cell, h: int, w: int, pads: tuple[int, int, int, int]) -> None:
-    shape = (h, w) if cell.space == "in" else maps.padded_shape(h, w, pads)
-    st.session_state.update(rp_pick_space_w=cell.space, rp_pick_row_w=cell.row, rp_pick_col_w=cell.col)
-    a, b, c = st.columns([1.6, 1, 1])
-    a.radio("Picked", list(SPACES), format_func=SPACES.get, key="rp_pick_space_w", on_change=_typed_pick,
-            horizontal=True)  # fmt: skip
-    b.number_input("row", 0, shape[0] - 1, step=1, key="rp_pick_row_w", on_change=_typed_pick)
-    c.number_input("column", 0, shape[1] - 1, step=1, key="rp_pick_col_w", on_change=_typed_pick)
 
 
 def section_grid(h: int, w: int, pads: tuple[int, int, int, int], cell: Cell) -> None:
@@ -114,91 +74,90 @@ def section_grid(h: int, w: int, pads: tuple[int, int, int, int], cell: Cell) ->
     if cell.space == "pad":
         row_axis, col_axis = maps.source_of(h, w, pads, cell.row, cell.col)
         src = (row_axis.source, col_axis.source)
-        fig = viz.grid_figure(rows, cols, h, w, pads, sty, picked=("x2", cell.row, cell.col), mapped=[("x", *src)],
-                              plot_width=WIDTHS[sty.name]["grid"])  # fmt: skip
+        marks = viz.GridMarks(("x2", cell.row, cell.col), (("x", *src),))
     else:
         copies = maps.copies_of(h, w, pads, cell.row, cell.col)
-        fig = viz.grid_figure(rows, cols, h, w, pads, sty, picked=("x", cell.row, cell.col),
-                              mapped=[("x2", int(r), int(c)) for r, c in copies], mapped_colour=viz.READER,
-                              plot_width=WIDTHS[sty.name]["grid"])  # fmt: skip
-    figure(fig, GRID, "Hover a cell: its source (or its copies) light up. Click to pick it. Black box: the "
-           "original grid inside the padded one.", pickable=True)  # fmt: skip
-    pick_inputs(cell, h, w, pads)
+        mapped = tuple(("x2", int(r), int(c)) for r, c in copies)
+        marks = viz.GridMarks(("x", cell.row, cell.col), mapped, viz.READER)
+    fig = viz.grid_figure((rows, cols), pads, sty, marks)
+    figure(
+        fig,
+        GRID,
+        "Hover a cell: its source (or its copies) light up. Click to pick it. Black box: the "
+        "original grid inside the padded one.",
+        pickable=True,
+    )
+    spaces = {"pad": ("padded cell", maps.padded_shape(h, w, pads)), "in": ("input cell", (h, w))}
+    picking.pick_inputs(PICK, cell, spaces, st.columns([1.6, 1, 1]))
     left, right, top, bottom = pads
     if cell.space == "pad":
-        st.markdown(f"**Picked: padded cell ({cell.row}, {cell.col})**, which copies **input cell "
-                    f"({src[0]}, {src[1]})**. The kernel's formula, row and column apart:")  # fmt: skip
+        st.markdown(
+            f"**Picked: padded cell ({cell.row}, {cell.col})**, which copies **input cell "
+            f"({src[0]}, {src[1]})**. The kernel's formula, row and column apart:"
+        )
         rows_at, cols_at = st.columns(2) if sty.presentation else (st.container(), st.container())
         rows_at.latex(viz.formula_latex(row_axis, "y", "top", "H"))
         cols_at.latex(viz.formula_latex(col_axis, "x", "left", "W"))
-        st.caption("The same abs() formula as PyTorch's CUDA kernel (gpuops/kernels/index_math.cuh): inside the "
-                   "input it returns i, before it -i, after it 2(W-1) - i.")  # fmt: skip
+        st.caption(
+            "The same abs() formula as PyTorch's CUDA kernel (gpuops/kernels/index_math.cuh): inside the "
+            "input it returns i, before it -i, after it 2(W-1) - i."
+        )
     else:
         along_rows = maps.axis_copies(h, top, bottom, cell.row)
         along_cols = maps.axis_copies(w, left, right, cell.col)
-        st.markdown(f"**Picked: input cell ({cell.row}, {cell.col})**: **{len(copies)} padded cells** copy it "
-                    f"(red), {len(along_rows)} rows x {len(along_cols)} columns:")  # fmt: skip
+        st.markdown(
+            f"**Picked: input cell ({cell.row}, {cell.col})**: **{len(copies)} padded cells** copy it "
+            f"(red), {len(along_rows)} rows x {len(along_cols)} columns:"
+        )
         st.latex(
             viz.copies_latex("y", cell.row, along_rows)
             + r", \qquad "
             + viz.copies_latex("x", cell.col, along_cols)
         )
-        st.caption("Each axis reflects on its own: a coordinate lands on itself (shifted by the pad) and on its "
-                   "mirror in each pad that reaches it. The backward pass sums the gradients of all these copies.")  # fmt: skip
-
-
-def padded_image(p_img: int) -> np.ndarray:
-    Hp, Wp = maps.padded_shape(H, W, (p_img,) * 4)
-    budget.check(budget.bytes_cost(4 * C * (Hp * Wp + H * W)), "Padding the image",
-                 "Use a smaller pad or a smaller working size.")  # fmt: skip
-    return session_cached(("reflect", image.key, p_img),
-                          lambda: gpuops.to_numpy(gpuops.reflect_pad(gpuops.asarray(image.planes), p_img)))  # fmt: skip
+        st.caption(
+            "Each axis reflects on its own: a coordinate lands on itself (shifted by the pad) and on its "
+            "mirror in each pad that reaches it. The backward pass sums the gradients of all these copies."
+        )
 
 
 def section_image(p_img: int) -> None:
     """The image padded by the chosen amount; a clicked pixel, its source and the source's copies."""
     pads = (p_img,) * 4
     with shown_errors("Reflect padding of the image"):
-        padded = padded_image(p_img)
-        cell, picked = state.get(IMG_PICK), None
-        if cell is not None:
-            picked = maps.pick_padded(H, W, pads, *maps.nearest_cell(cell.row, cell.col, padded.shape[1:]))
-            state.put(IMG_PICK, Cell("pad", *picked.cell))
-        fig = viz.padded_image_figure(to_display(padded), H, W, pads, sty, picked=picked and picked.cell,
-                                      source=picked and picked.source_at, copies=picked.copies if picked else (),
-                                      **WIDTHS[sty.name]["image"])  # fmt: skip
+        padded = reflect_view.padded_image(image, p_img)
+        picked = None
+        if state.get(IMG_PICK) is not None:
+            cell = picking.fitted(IMG_PICK, {"pad": padded.shape[1:]})
+            picked = maps.pick_padded(H, W, pads, cell.row, cell.col)
+        fig = viz.padded_image_figure(to_display(padded), pads, sty, picked)
         figure(fig, IMAGE, "", pickable=True)
         if picked is None:
             st.caption(
                 "Click a pixel: its source pixel (orange) and every other copy of it (red) are outlined."
             )
             return
-        t = reflect_pad_launch(C, H, W, pads).thread_of(0, *picked.cell)
-        how = ("a single head cell", "part of a 4-cell float4 store", "a single tail cell")[t.step[1]]
-        what = "is input pixel" if picked.is_source else "copies input pixel"
-        st.caption(f"Padded pixel {picked.cell} {what} {picked.source}; {len(picked.copies)} padded pixels hold that "
-                   f"input pixel (orange: the source, red: its mirror copies). On the GPU, block {t.block[0]}, "
-                   f"thread {t.thread[:2]} writes it, as {how}.")  # fmt: skip
+        st.caption(reflect_view.pixel_text(picked, reflect_pad_launch(C, H, W, pads)))
 
 
 def section_blur() -> None:
     """Zeros vs reflect: the same box blur, side by side."""
     st.subheader("Zeros vs reflect: the same blur")
-    k = int(state.widget(BLUR, container=st.columns([1, 2])[0], step=2,
-                         label="Box blur size K (padding K // 2 keeps the size)"))  # fmt: skip
+    k = int(
+        state.widget(
+            BLUR,
+            container=st.columns([1, 2])[0],
+            step=2,
+            label="Box blur size K (padding K // 2 keeps the size)",
+        )
+    )
     with shown_errors("The blur"):
-        weight, groups = filters.channel_weights(filters.preset_kernel("box blur", k), C, mix=False)
-        x, wt = gpuops.asarray(image.planes), gpuops.asarray(weight)
-        problems = {mode: check_conv2d(x.shape, wt.shape, None, 1, k // 2, 1, groups, mode) for mode in MODES}
-        costs = [budget.conv2d_cost(p, "direct") for p in problems.values()]  # both blurs in this one rerun
-        budget.check(budget.Cost(sum(c.seconds for c in costs), max(c.bytes for c in costs)),
-                     f"The two {k} x {k} blurs", "Use a smaller blur size K or a smaller working size.")  # fmt: skip
-        outs = {mode: session_cached(("blur", image.key, k, mode), lambda m=mode: gpuops.to_numpy(
-                    gpuops.conv2d(x, wt, padding=k // 2, groups=groups, padding_mode=m))) for mode in MODES}  # fmt: skip
-        figure(viz.blur_figure(to_display(outs["zeros"]), to_display(outs["reflect"]), k, sty, plot_width=680),
-               "reflect_blur",
-               "Left: a dark frame, the kernel averages in zeros at the border. Right: no frame, the border "
-               "averages mirrored pixels, which look like the image. Zoom one side: both follow.")  # fmt: skip
+        outs = reflect_view.blurs(image, k)
+        figure(
+            viz.blur_figure(to_display(outs["zeros"]), to_display(outs["reflect"]), k, sty),
+            "reflect_blur",
+            "Left: a dark frame, the kernel averages in zeros at the border. Right: no frame, the border "
+            "averages mirrored pixels, which look like the image. Zoom one side: both follow.",
+        )
 
 
 def section_kernel(p_img: int) -> None:
@@ -207,37 +166,39 @@ def section_kernel(p_img: int) -> None:
     pads = (p_img,) * 4
     with shown_errors("The reflect kernel"):
         launch = reflect_pad_launch(C, H, W, pads)
-        per_row = "; ".join(f"row {r.row}: {r.head} head + {r.groups} groups of 4 + {r.tail} tail"
-                            for r in maps.row_patterns(launch))  # fmt: skip
-        st.caption(f"`{launch.kernel}`, grid {launch.grid}, block {launch.block}: one thread row per padded row of "
-                   f"{launch.threads.shape[2]} cells. Each row writes single head cells up to a 16-byte boundary, "
-                   f"then 4-cell groups (one float4 store each), then single tail cells ({per_row}).")  # fmt: skip
-        padded = padded_image(p_img)
-        x_dev = gpuops.asarray(image.planes)
-        kernel = f"{launch.kernel} ({backend_name()})"
-        candidates = {kernel: lambda: gpuops.reflect_pad(x_dev, p_img)}
-        moved = {kernel: 4 * (image.planes.size + padded.size)}  # bytes read + written
-        if gpuops.backend_info().gpu:
-            y_dev, reference = gpuops.asarray(padded), "device copy of the padded image (bandwidth reference)"
-            candidates[reference], moved[reference] = (lambda: y_dev.copy()), 8 * padded.size
+        st.caption(reflect_view.rows_text(launch))
+        candidates, moved = reflect_view.timing_candidates(image, p_img, launch)
         timings = compare(
             ("reflect", image.key, p_img, backend_name()), candidates, "Compare: time the kernel"
         )
         if timings:
+            rates = reflect_view.bandwidth(timings, moved)
             for col, (name, t) in zip(st.columns(len(timings)), timings.items(), strict=True):
-                col.metric(name, f"{t.median_ms:.3f} ms", f"{moved[name] / t.median_ms / 1e6:.1f} GB/s",
-                           delta_color="off", delta_arrow="off", help="Median of repeated runs; GB/s = bytes read + written / time.")  # fmt: skip
-            rates = [moved[name] / t.median_ms for name, t in timings.items()]
+                col.metric(
+                    name,
+                    f"{t.median_ms:.3f} ms",
+                    f"{rates[name]:.1f} GB/s",
+                    delta_color="off",
+                    delta_arrow="off",
+                    help="Median of repeated runs; GB/s = bytes read + written / time.",
+                )
             if len(rates) == 2:
-                st.caption(f"The kernel moves its bytes at {rates[0] / rates[1]:.0%} of the rate of a plain device "
-                           "copy (small images are dominated by the launch, not by memory).")  # fmt: skip
+                st.caption(
+                    f"The kernel moves its bytes at {reflect_view.share(rates):.0%} of the rate of a plain "
+                    "device copy (small images are dominated by the launch, not by memory)."
+                )
     cuda_source(reflect_pad_launch(C, H, W, pads), key="src_rp")
 
 
 h, w, pads, p_img = settings()
 hover = pick.hover_map(viz.grid_hover(maps.links(h, w, pads), GRID))
-apply_click(pick.bridge(hover={GRID: hover}, style=sty.outline_style()), h, w, pads, p_img)
-cell = current_pick(h, w, pads)
+grids = {
+    (GRID, "x"): Grid(PICK, "in", (h, w)),
+    (GRID, "x2"): Grid(PICK, "pad", maps.padded_shape(h, w, pads)),
+    (IMAGE, "x"): Grid(IMG_PICK, "pad", maps.padded_shape(H, W, (p_img,) * 4)),
+}
+picking.click_cell(pick.bridge(hover={GRID: hover}, style=sty.outline_style()), grids)
+cell = picking.fitted(PICK, {"in": (h, w), "pad": maps.padded_shape(h, w, pads)})
 # a laptop sees the grid and the image side by side; a projector one at a time, larger
 left_col, right_col = (
     (st.container(), st.container()) if sty.presentation else st.columns([1.35, 1], gap="small")

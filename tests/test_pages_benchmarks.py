@@ -195,11 +195,14 @@ def test_charts_are_sized_for_their_rows_and_fonts_follow_the_mode():
 
 
 def test_downloaded_figure_html_has_no_external_script():
-    from viz.benchmarks import ratio_figure, sweep_figure
+    from viz.benchmarks import RatioRow, ratio_figure, sweep_figure
 
     figs = [
         ratio_figure(
-            ["a", "a"], ["ours", "torch:x"], [[1.2, 1.1], [0.5, 0.6]], "torch", ["run 1", "run 2"], "t"
+            [RatioRow("a", "ours", [1.2, 1.1]), RatioRow("a", "torch:x", [0.5, 0.6])],
+            "torch",
+            ["run 1", "run 2"],
+            "t",
         ),
         sweep_figure([64, 128], {"direct": [(1.0, 0.9, 1.2, 3, False), None]}, "perf_counter"),
     ]

@@ -96,8 +96,12 @@ def outline(cells, union: bool) -> Counter:
     """Edges of cells: all four per cell, or (union) those belonging to exactly one cell."""
     count = Counter()
     for r, c in cells:
-        for a, b in [((c - .5, r - .5), (c + .5, r - .5)), ((c - .5, r + .5), (c + .5, r + .5)),
-                     ((c - .5, r - .5), (c - .5, r + .5)), ((c + .5, r - .5), (c + .5, r + .5))]:  # fmt: skip
+        for a, b in [
+            ((c - 0.5, r - 0.5), (c + 0.5, r - 0.5)),
+            ((c - 0.5, r + 0.5), (c + 0.5, r + 0.5)),
+            ((c - 0.5, r - 0.5), (c - 0.5, r + 0.5)),
+            ((c + 0.5, r - 0.5), (c + 0.5, r + 0.5)),
+        ]:
             count[tuple(sorted([a, b]))] += 1
     return Counter({e: 1 for e, n in count.items() if n == 1}) if union else count
 
@@ -168,8 +172,11 @@ def test_reflect_padding_at_the_image_side_is_refused_with_a_message():
     at = app(state=dict(cap=32, dc_mode="reflect", dc_pad=15, dc_k=3))
     assert not errors(at)  # 15 < 32 is fine
     assert at.slider(key="w_dc_pad").max == 15
-    at = app(state=dict(cap=32, grey=True, dc_mode="reflect", dc_pad=15, dc_k=1, source="sample",
-                        sample="checkerboard"))  # fmt: skip
+    at = app(
+        state=dict(
+            cap=32, grey=True, dc_mode="reflect", dc_pad=15, dc_k=1, source="sample", sample="checkerboard"
+        )
+    )
     assert not errors(at)
 
 
@@ -188,9 +195,18 @@ def test_custom_kernel_with_an_empty_cell_is_rejected():
 
 
 def test_hostile_query_parameters_are_ignored_or_clamped_with_a_notice():
-    at = app(query={"dc_k": "<script>alert(1)</script>", "dc_stride": "-4", "dc_pad": "9999999",
-                    "dc_mode": "circular", "dc_preset": "x" * 500, "cap": "abc", "dc_pick": "out:1e9,2",
-                    "dc_kernel": "1,2_import os"})  # fmt: skip
+    at = app(
+        query={
+            "dc_k": "<script>alert(1)</script>",
+            "dc_stride": "-4",
+            "dc_pad": "9999999",
+            "dc_mode": "circular",
+            "dc_preset": "x" * 500,
+            "cap": "abc",
+            "dc_pick": "out:1e9,2",
+            "dc_kernel": "1,2_import os",
+        }
+    )
     notices = warnings(at)
     assert "not a whole number" in notices and "out of range" in notices and "too long" in notices
     assert "not a cell" in notices and "not a kernel" in notices
@@ -250,8 +266,17 @@ def test_highlighted_cells_equal_a_brute_force_calculation(monkeypatch, H, W, K,
     small_image(monkeypatch, H, W)
     H_out = expected_out(H, K, S, P, D)
     oh, ow = H_out - 1, 0  # a corner: padding taps (and mirrored ones in reflect mode)
-    at = app(state=dict(dc_preset="box blur", dc_k=K, dc_stride=S, dc_pad=P, dc_dil=D, dc_mode=mode,
-                        dc_pick=Cell("out", oh, ow)))  # fmt: skip
+    at = app(
+        state=dict(
+            dc_preset="box blur",
+            dc_k=K,
+            dc_stride=S,
+            dc_pad=P,
+            dc_dil=D,
+            dc_mode=mode,
+            dc_pick=Cell("out", oh, ow),
+        )
+    )
     assert (at.session_state["dc_pad"], at.session_state["dc_dil"]) == (P, D), warnings(at)
     assert not errors(at)
     figs = figures(at)
@@ -301,11 +326,22 @@ def test_keyboard_inputs_follow_the_pick_and_set_it():
     assert at.number_input(key="w_dc_pick_col").max == 63  # ranges follow the output
 
 
-# ---- links, looks, budget -------------------------------------------------------------------------------------
+# ---- links, looks, budget ----------------------------------------------------------------------------------
 def test_url_round_trip_of_every_setting_the_pick_and_the_custom_kernel():
-    query = {"dc_preset": "custom", "dc_k": "3", "dc_stride": "2", "dc_pad": "2", "dc_mode": "reflect",
-             "dc_dil": "2", "dc_mix": "1", "dc_algo": "tiled", "dc_pick": "in:9,4", "dc_ch": "0",
-             "dc_kernel": "0,-1,0_-1,4.5,-1_0,-1,0", "cap": "64"}  # fmt: skip
+    query = {
+        "dc_preset": "custom",
+        "dc_k": "3",
+        "dc_stride": "2",
+        "dc_pad": "2",
+        "dc_mode": "reflect",
+        "dc_dil": "2",
+        "dc_mix": "1",
+        "dc_algo": "tiled",
+        "dc_pick": "in:9,4",
+        "dc_ch": "0",
+        "dc_kernel": "0,-1,0_-1,4.5,-1_0,-1,0",
+        "cap": "64",
+    }
     at = app(query=query)
     assert not errors(at) and not warnings(at)
     state = at.session_state
@@ -409,7 +445,7 @@ def test_a_heavy_step_is_refused_with_advice_and_compare_times_every_algorithm()
     assert "dc_runtimes" in figures(at)
 
 
-# ---- the index maps behind the pictures ----------------------------------------------------------------------
+# ---- the index maps behind the pictures --------------------------------------------------------------------
 @pytest.mark.parametrize("H,W,K,S,P,D,mode", GEOMETRIES)
 def test_maps_padded_window_and_readers_match_numpy(H, W, K, S, P, D, mode, rng):
     plane = rng.random((H, W)).astype(np.float32)
@@ -472,8 +508,13 @@ def test_maps_computed_by_matches_thread_of(algo):
             row = m * 9
             ref = launch.thread_of(0, row, oh * g.W_out + ow)
             key = (ref.block, ref.thread, ref.step[:1])  # the same thread in the same pass of its loop
-            same = {(r, c) for r in range(g.H_out) for c in range(g.W_out)
-                    if (lambda t: (t.block, t.thread, t.step[:1]))(launch.thread_of(0, row, r * g.W_out + c)) == key}  # fmt: skip
+            same = {
+                (r, c)
+                for r in range(g.H_out)
+                for c in range(g.W_out)
+                if (lambda t: (t.block, t.thread, t.step[:1]))(launch.thread_of(0, row, r * g.W_out + c))
+                == key
+            }
             assert {tuple(p) for p in work.thread_pixels} == same
             continue
         ref = launch.thread_of(0, m, oh, ow)

@@ -15,7 +15,8 @@ import pytest
 
 import gpuops
 from tests.apptest import AppTest, expected_out, open_page, typed_array
-from viz.style import HIGHLIGHT, READER
+from ui.records import Example
+from viz.style import HIGHLIGHT, NORMAL, READER
 
 PAGE = "pages/backward.py"
 CHARTS = {"bw_dx", "bw_anim", "bw_count", "bw_dw", "bw_reflect"}
@@ -137,13 +138,18 @@ def check_grad_weight(spec, geometry, pick):
     np.testing.assert_allclose(dw, brute_dw(dy, x, K, S, P, D), atol=1e-3)
 
 
-# ---- the tests ------------------------------------------------------------------------------------------------
+# ---- the tests ---------------------------------------------------------------------------------------------
 def test_defaults_render_every_section_and_the_sums_are_right(default_page):
     at = default_page
     assert not at.error and at.title[0].value == "Backward & transposed convolution"
     heads = " ".join(h.value for h in at.subheader)
-    for words in ("transposed convolution is the backward pass", "adjoint identity", "dE/dW", "Reflect-pad backward",
-                  "Runtimes"):  # fmt: skip
+    for words in (
+        "transposed convolution is the backward pass",
+        "adjoint identity",
+        "dE/dW",
+        "Reflect-pad backward",
+        "Runtimes",
+    ):
         assert words in heads
     charts = specs(at)
     assert set(charts) == CHARTS, "no runtime chart before Compare is pressed"
@@ -217,9 +223,20 @@ def test_adjoint_identity_numbers_agree_with_a_float64_loop(default_page):
 def test_odd_geometries_outline_what_a_brute_force_loop_finds(geometry, pick, wpick, rp):
     H, W, K, S, P, D = geometry
     (rh, rw), pads, rpick = rp
-    query = dict(bw_h=H, bw_w=W, bw_k=K, bw_stride=S, bw_pad=P, bw_dil=D, bw_pick="{}:{},{}".format(*pick),
-                 bw_wpick="{}:{},{}".format(*wpick), bw_rp_h=rh, bw_rp_w=rw, bw_rp_pick="{}:{},{}".format(*rpick),
-                 **dict(zip(("bw_rp_left", "bw_rp_right", "bw_rp_top", "bw_rp_bottom"), pads, strict=True)))  # fmt: skip
+    query = dict(
+        bw_h=H,
+        bw_w=W,
+        bw_k=K,
+        bw_stride=S,
+        bw_pad=P,
+        bw_dil=D,
+        bw_pick="{}:{},{}".format(*pick),
+        bw_wpick="{}:{},{}".format(*wpick),
+        bw_rp_h=rh,
+        bw_rp_w=rw,
+        bw_rp_pick="{}:{},{}".format(*rpick),
+        **dict(zip(("bw_rp_left", "bw_rp_right", "bw_rp_top", "bw_rp_bottom"), pads, strict=True)),
+    )
     at = run_page({k: str(v) for k, v in query.items()})
     assert not at.error and not at.warning[1:], [w.value for w in at.warning]
     charts = specs(at)
@@ -268,10 +285,29 @@ def test_slider_ranges_follow_the_geometry():
 
 
 def test_settings_and_picks_travel_in_the_url():
-    query = dict(bw_h="6", bw_w="9", bw_k="2", bw_stride="3", bw_pad="1", bw_dil="2", bw_nums="image", bw_seed="7",
-                 bw_alg="scatter", bw_walg="gemm", bw_pick="dy:1,2", bw_wpick="x:2,5", bw_rp_h="3", bw_rp_w="6",
-                 bw_rp_left="4", bw_rp_right="0", bw_rp_top="2", bw_rp_bottom="1", bw_ralg="gather",
-                 bw_rp_pick="pad:0,1", pres="1")  # fmt: skip
+    query = dict(
+        bw_h="6",
+        bw_w="9",
+        bw_k="2",
+        bw_stride="3",
+        bw_pad="1",
+        bw_dil="2",
+        bw_nums="image",
+        bw_seed="7",
+        bw_alg="scatter",
+        bw_walg="gemm",
+        bw_pick="dy:1,2",
+        bw_wpick="x:2,5",
+        bw_rp_h="3",
+        bw_rp_w="6",
+        bw_rp_left="4",
+        bw_rp_right="0",
+        bw_rp_top="2",
+        bw_rp_bottom="1",
+        bw_ralg="gather",
+        bw_rp_pick="pad:0,1",
+        pres="1",
+    )
     at = run_page(query)
     assert not at.error
     assert {k: at.query_params[k] for k in query} == query
@@ -385,9 +421,9 @@ def test_tags_pair_cells_in_every_panel_or_in_none():
     w = np.array([[-1, 1, 2], [2, -2, -2], [2, 2, -2]], np.float32)
 
     def tagged_panels(dy):
-        fig = viz.grad_input_figure(dy, w, maps.flipped(w), np.zeros((7, 8)), picked=("dx", 3, 3),
-                                    outputs=src.outputs, taps=src.taps, flipped=src.flipped, inputs=np.zeros((0, 2)),
-                                    fmt=".1f")  # fmt: skip
+        ex = Example(g, np.zeros((7, 8)), w, dy, np.zeros((7, 8)), np.zeros_like(w), None, ".1f", "", ())
+        links = viz.Links(outputs=src.outputs, taps=src.taps, flipped=src.flipped)
+        fig = viz.grad_input_figure(ex, NORMAL, picked=("dx", 3, 3), links=links)
         return {
             t.xaxis for t in fig.data if t.text is not None and any("<b" in str(v) for v in np.ravel(t.text))
         }

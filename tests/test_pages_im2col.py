@@ -70,7 +70,7 @@ def outlines(spec: dict, colour: str = HIGHLIGHT) -> set[tuple[str, float, float
     }
 
 
-# ---- brute force: slide the window over the zero-padded input, count what it covers ----------------------------
+# ---- brute force: slide the window over the zero-padded input, count what it covers ------------------------
 def windows(H: int, W: int, K: int, S: int, P: int, D: int) -> list[list[tuple[int, int]]]:
     """Column l of X_unroll = the l-th window position, row-major: its K x K cells (input
     coordinates, padding negative or beyond the side), tap by tap."""
@@ -111,7 +111,7 @@ def settings(C, H, W, K, M, S, P, D) -> dict:
     return dict(im_c=C, im_h=H, im_w=W, im_k=K, im_m=M, im_stride=S, im_pad=P, im_dil=D)
 
 
-# ---- the old page tests, moved here ----------------------------------------------------------------------------
+# ---- the old page tests, moved here ------------------------------------------------------------------------
 def test_im2col_page_reproduces_pmpp_and_the_expansion_ratio():
     at = app(state=dict(cap=64, im_img_k=5))
     assert not errors(at)
@@ -138,7 +138,7 @@ def test_im2col_small_example_at_extremes():
         assert figure(at, "X_unroll")["layout"]["title"]["text"].startswith(f"X_unroll ({c * kk * kk} × {L})")
 
 
-# ---- picks: highlights equal the brute force ----------------------------------------------------------------------
+# ---- picks: highlights equal the brute force ---------------------------------------------------------------
 @pytest.mark.parametrize("name", list(GEOMETRIES))
 def test_column_and_output_picks_outline_what_the_window_covers(name):
     C, H, W, K, M, S, P, D = GEOMETRIES[name]
@@ -200,7 +200,10 @@ def test_number_inputs_follow_the_pick_and_ranges_follow_the_geometry():
 
 
 def test_every_setting_and_the_pick_come_from_the_url():
-    link = "im_c=2&im_h=5&im_w=4&im_k=3&im_m=1&im_stride=2&im_pad=1&im_dil=1&im_pick=in:3,2&im_pc=1&im_img_k=5&cap=32"
+    link = (
+        "im_c=2&im_h=5&im_w=4&im_k=3&im_m=1&im_stride=2&im_pad=1&im_dil=1&im_pick=in:3,2&im_pc=1"
+        "&im_img_k=5&cap=32"
+    )
     query = dict(parse_qsl(link))  # a shared link's query, as the page receives it
     at = app(query=query)
     assert not errors(at)
@@ -215,7 +218,7 @@ def test_every_setting_and_the_pick_come_from_the_url():
     assert bad.session_state["im_pick"] == Cell("out", 0, 0)
 
 
-# ---- figures: sizes, colours, true axes -----------------------------------------------------------------------------
+# ---- figures: sizes, colours, true axes --------------------------------------------------------------------
 def font_sizes(spec: dict) -> dict[str, list[float]]:
     lay = spec["layout"]
     axes = [v for k, v in lay.items() if k.startswith(("xaxis", "yaxis"))]
@@ -307,11 +310,11 @@ def test_thread_caption_comes_from_the_launch_that_builds_x_unroll():
 def test_downloaded_figure_html_needs_no_network():
     g = gpuops.window_geometry(3, 3, 2)
     ids, r0, c0 = maps.padded_ids(1, g)
-    html = viz.input_maps_figure(np.ones((1, 3, 3)), ids, r0, c0, n_cells=9).to_html(include_plotlyjs=True)
+    html = viz.input_maps_figure(np.ones((1, 3, 3)), (ids, r0, c0)).to_html(include_plotlyjs=True)
     assert not re.search(r"<script[^>]+src=[\"']https?://", html)
 
 
-# ---- how big X_unroll gets: budget and Compare ---------------------------------------------------------------------
+# ---- how big X_unroll gets: budget and Compare -------------------------------------------------------------
 def test_runtime_split_only_on_compare_and_refused_over_the_budget():
     at = app(state=dict(cap=1024, im_img_k=7))
     warning = " ".join(w.value for w in at.warning)
@@ -334,7 +337,7 @@ def test_runtime_split_only_on_compare_and_refused_over_the_budget():
     assert figure(at, "im2col's steps") and not [b for b in at.button if b.label.startswith("Compare")]
 
 
-# ---- index maps and hover maps ---------------------------------------------------------------------------------------
+# ---- index maps and hover maps -----------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(GEOMETRIES))
 def test_index_maps_equal_the_sliding_window(name):
     C, H, W, K, M, S, P, D = GEOMETRIES[name]
@@ -360,7 +363,6 @@ def test_index_maps_equal_the_sliding_window(name):
     pairs = viz.hover_pairs(
         {(c, i, j): maps.copies_of(C, g, c, i, j) for c in range(C) for i in range(H) for j in range(W)},
         [maps.column_taps(C, g, l) for l in range(g.L)],
-        C * K * K,
         M,
         ("inputs", "xunroll", "ymat", "wmat"),
         max_targets=10**6,
@@ -380,18 +382,15 @@ def test_styles_of_both_modes_build_every_figure_without_labels_smaller_than_all
     xu = gpuops.unfold(x, 1, 1, 2, 1)
     for style in (NORMAL, PRESENTATION):
         ch, rr, cc = maps.source_cells(3, g)
-        fig = viz.x_unroll_figure(
-            xu,
+        unroll = viz.Unroll(
             maps.unfold_source_map(3, g),
-            ch,
-            rr,
-            cc,
-            maps.row_labels(3, g),
+            (ch, rr, cc),
+            tuple(maps.row_labels(3, g)),
             maps.positions(g),
-            style,
-            n_cells=108,
-            taps_per_channel=1,
+            108,
+            1,
         )
+        fig = viz.x_unroll_figure(xu, unroll, style)
         go.Figure(fig.to_dict())
         assert fig.data[0].texttemplate in ("", None) or fig.data[0].textfont.size >= style.label
         assert "labelled" in fig.layout.xaxis.title.text  # thinned, and it says so

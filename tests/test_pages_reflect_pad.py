@@ -157,8 +157,8 @@ def test_a_picked_padded_cell_outlines_the_input_cell_it_copies(h, w, pads):
         assert f"copies **input cell ({rows[oy, ox]}, {cols[oy, ox]})**" in text(at)
         # the keyboard path shows the same pick
         assert (
-            at.number_input(key="rp_pick_row_w").value == oy
-            and at.number_input(key="rp_pick_col_w").value == ox
+            at.number_input(key="w_rp_pick_row").value == oy
+            and at.number_input(key="w_rp_pick_col").value == ox
         )
 
 
@@ -177,9 +177,9 @@ def test_a_picked_input_cell_outlines_every_padded_copy(h, w, pads):
 
 def test_typing_a_cell_picks_it_and_keeps_the_other_settings():
     at = app(state=grid_state(4, 5, (2, 2, 2, 1), Cell("pad", 0, 0), rp_img_pad=7))
-    at.number_input(key="rp_pick_col_w").set_value(8).run()
+    at.number_input(key="w_rp_pick_col").set_value(8).run()
     assert at.session_state["rp_pick"] == Cell("pad", 0, 8)
-    at.radio(key="rp_pick_space_w").set_value("in").run()
+    at.radio(key="w_rp_pick_space").set_value("in").run()
     assert at.session_state["rp_pick"].space == "in"
     assert at.session_state["rp_pick"] == Cell("in", 0, 4)  # moved into the 4 x 5 input
     assert at.session_state["rp_img_pad"] == 7 and at.session_state["rp_left"] == 2
@@ -200,10 +200,20 @@ def test_a_picked_image_pixel_outlines_its_source_and_all_copies():
     assert f"copies input pixel ({sy}, {sx}); {len(copies)} padded pixels" in text(at)
 
 
-# ---- the URL -------------------------------------------------------------------------------------------------
+# ---- the URL -----------------------------------------------------------------------------------------------
 def test_every_setting_and_both_picks_travel_in_the_url():
-    query = {"rp_h": "6", "rp_w": "3", "rp_left": "2", "rp_right": "1", "rp_top": "5", "rp_bottom": "4",
-             "rp_img_pad": "9", "rp_blur": "5", "rp_pick": "in:4,1", "rp_img_pick": "pad:3,40"}  # fmt: skip
+    query = {
+        "rp_h": "6",
+        "rp_w": "3",
+        "rp_left": "2",
+        "rp_right": "1",
+        "rp_top": "5",
+        "rp_bottom": "4",
+        "rp_img_pad": "9",
+        "rp_blur": "5",
+        "rp_pick": "in:4,1",
+        "rp_img_pick": "pad:3,40",
+    }
     at = app(query=query)
     assert at.session_state["rp_pick"] == Cell("in", 4, 1)
     assert at.session_state["rp_img_pick"] == Cell("pad", 3, 40)
@@ -212,15 +222,19 @@ def test_every_setting_and_both_picks_travel_in_the_url():
     assert outlined(grid(at), HIGHLIGHT, "x") == {(4, 1)}
 
 
-# ---- the figures: text sizes, colours, axes, downloads -------------------------------------------------------
+# ---- the figures: text sizes, colours, axes, downloads -----------------------------------------------------
 def _sizes(fig: dict) -> dict[str, list[float]]:
     lay = fig["layout"]
     ticks = [v["tickfont"]["size"] for k, v in lay.items() if k.startswith(("xaxis", "yaxis"))]
     axis_titles = [v["title"]["font"]["size"] for k, v in lay.items() if k.startswith(("xaxis", "yaxis"))]
     labels = [t["textfont"]["size"] for t in fig["data"] if t.get("texttemplate")]
     notes = [a["font"]["size"] for a in lay.get("annotations", [])]
-    return dict(title=[lay["title"]["font"]["size"]], ticks=ticks, text=[lay["font"]["size"], *axis_titles, *notes],
-                labels=labels)  # fmt: skip
+    return dict(
+        title=[lay["title"]["font"]["size"]],
+        ticks=ticks,
+        text=[lay["font"]["size"], *axis_titles, *notes],
+        labels=labels,
+    )
 
 
 @pytest.mark.parametrize("pres", [False, True])
@@ -276,7 +290,7 @@ def test_downloaded_figures_carry_plotly_and_no_external_script():
         assert not re.search(r"<script[^>]+src=[\"']https?:", html)
 
 
-# ---- the kernel: its caption from the Launch, Compare, the budget ---------------------------------------------
+# ---- the kernel: its caption from the Launch, Compare, the budget ------------------------------------------
 def test_kernel_caption_counts_head_groups_and_tail_from_the_launch():
     at = app(state=dict(rp_img_pad=25))  # 256 + 50 = 306 cells a row: rows start 0 or 2 cells past a boundary
     W_out = 306
@@ -305,7 +319,7 @@ def test_a_blur_over_the_budget_is_refused_with_advice():
     assert not at.error and len(figures(at)) == 2  # the grid and the image still show
 
 
-# ---- the index maps behind the page (gpuops/maps/reflect_pad.py), against np.pad ------------------------------
+# ---- the index maps behind the page (gpuops/maps/reflect_pad.py), against np.pad ---------------------------
 def test_axis_copies_and_the_formula_terms_agree_with_numpy_reflect():
     from gpuops.maps import reflect_pad as maps
 

@@ -67,17 +67,32 @@ def test_bad_upload_shows_why_and_the_page_keeps_working(name):
 
 
 GOOD = {
-    "huge-jpeg-8000x6000": (encode(gradient(8000, 6000), "JPEG", quality=50), (64, 48), "downscaled from 8000 x 6000"),
-    "16-bit-grey": (encode(Image.fromarray((np.arange(40 * 30).reshape(30, 40) * 50).astype(np.uint16)), "PNG"),
-                    (40, 30), "scaled from"),
-    "palette": (encode(gradient(30, 20).convert("P", palette=Image.Palette.ADAPTIVE, colors=8), "PNG"), (30, 20), None),
-    "rgba-transparent": (encode(Image.new("RGBA", (16, 12), (255, 0, 0, 0)), "PNG"), (16, 12), "transparent areas"),
+    "huge-jpeg-8000x6000": (
+        encode(gradient(8000, 6000), "JPEG", quality=50),
+        (64, 48),
+        "downscaled from 8000 x 6000",
+    ),
+    "16-bit-grey": (
+        encode(Image.fromarray((np.arange(40 * 30).reshape(30, 40) * 50).astype(np.uint16)), "PNG"),
+        (40, 30),
+        "scaled from",
+    ),
+    "palette": (
+        encode(gradient(30, 20).convert("P", palette=Image.Palette.ADAPTIVE, colors=8), "PNG"),
+        (30, 20),
+        None,
+    ),
+    "rgba-transparent": (
+        encode(Image.new("RGBA", (16, 12), (255, 0, 0, 0)), "PNG"),
+        (16, 12),
+        "transparent areas",
+    ),
     "cmyk-jpeg": (encode(Image.new("CMYK", (16, 8), (0, 255, 255, 0)), "JPEG"), (16, 8), "CMYK"),
     "exif-rotated": (_exif_rotated(), (20, 40), None),
     "1x1": (encode(gradient(1, 1), "PNG"), (1, 1), None),
     "1x9": (encode(gradient(1, 9), "PNG"), (1, 9), None),
     "animated-gif": (_gif(), (12, 10), "first frame of 2"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("name", list(GOOD))

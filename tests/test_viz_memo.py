@@ -53,8 +53,11 @@ def test_any_difference_builds_a_new_figure(change, rng):
     values = change["values"](a) if "values" in change else a
     other = build(values, change.get("style", NORMAL), title=change.get("title", "x"))
     assert other is not first and len(calls) == 2
-    assert other == {"values": values.tolist(), "style": change.get("style", NORMAL).name,
-                     "title": change.get("title", "x")}  # fmt: skip
+    assert other == {
+        "values": values.tolist(),
+        "style": change.get("style", NORMAL).name,
+        "title": change.get("title", "x"),
+    }
 
 
 def test_keys_tell_types_and_containers_apart():
@@ -65,6 +68,8 @@ def test_keys_tell_types_and_containers_apart():
     assert key((1, 2)) != key([1, 2]) != key((1, (2,)))
     assert key({"a": 1, "b": 2}) == key({"b": 2, "a": 1})
     assert key(np.array(["ab", "c"], dtype=object)) != key(np.array(["a", "bc"], dtype=object))
+    assert key(range(3)) == key(range(3)) != key(range(4)) != key(range(0, 4, 2))
+    assert key(range(3)) != key((0, 1, 2))
     assert key(NORMAL) != key(PRESENTATION)
     assert key(dataclasses.replace(NORMAL, line=4)) != key(NORMAL)
 

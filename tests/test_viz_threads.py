@@ -26,7 +26,9 @@ def test_sessions_building_the_same_image_figures_at_once_all_succeed(rng):
         start.wait()  # all at once, as 16 students clicking together
         try:
             for j in range(30):
-                spec = viz_conv2d.output_figure(pixels, NORMAL, "Output", picked=(j, i)).to_plotly_json()
+                spec = viz_conv2d.output_figure(
+                    pixels, NORMAL, "Output", viz_conv2d.ImageMarks(picked=(j, i))
+                ).to_plotly_json()
                 assert spec["data"][0]["type"] == "image" and spec["data"][0]["source"].startswith("data:")
                 assert image_trace(small).z is not None  # small images carry their values
         except Exception as exc:  # collected, so every thread's failure is reported

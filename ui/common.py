@@ -38,8 +38,10 @@ def shown_errors(what: str) -> Iterator[None]:
         if not is_gpu_oom(exc):
             raise
         release_gpu_memory()
-        st.error(f"**{what}: the GPU ran out of memory.** The memory was released; try a smaller image "
-                 "or batch.", icon=":material/warning:")  # fmt: skip
+        st.error(
+            f"**{what}: the GPU ran out of memory.** The memory was released; try a smaller image or batch.",
+            icon=":material/warning:",
+        )
 
 
 def style() -> Style:
@@ -96,8 +98,10 @@ def cuda_source(launch: Launch | None, note: str = "", key: str = "src") -> None
     if launch is None:
         return
     span = kernel_span(launch.source, launch.kernel)
-    label = (f"CUDA source: `{launch.kernel}` (gpuops/kernels/{launch.source}, lines {span.first_line}-"
-             f"{span.last_line}){note}")  # fmt: skip
+    label = (
+        f"CUDA source: `{launch.kernel}` (gpuops/kernels/{launch.source}, lines {span.first_line}-"
+        f"{span.last_line}){note}"
+    )
     with lazy_expander(label, key) as shown:
         if not shown:
             return
@@ -125,9 +129,16 @@ def figure(
     if caption:
         st.caption(caption)
     if download:
-        st.download_button("Figure as HTML (works offline)", lambda: fig.to_html(include_plotlyjs=True, full_html=True),
-                           file_name=f"{name}.html", mime="text/html", key=f"dl_{name}", on_click="ignore",
-                           type="tertiary", icon=":material/download:")  # fmt: skip
+        st.download_button(
+            "Figure as HTML (works offline)",
+            lambda: fig.to_html(include_plotlyjs=True, full_html=True),
+            file_name=f"{name}.html",
+            mime="text/html",
+            key=f"dl_{name}",
+            on_click="ignore",
+            type="tertiary",
+            icon=":material/download:",
+        )
 
 
 def compare(
@@ -153,8 +164,10 @@ def compare(
             spent = time.perf_counter() - started
             if on_cpu and i and spent + spent / i > allowed:  # the next one would not fit
                 for rest in list(candidates)[i:]:
-                    refused[rest] = (f"this comparison used its {allowed:.1f} s on this CPU server; "
-                                     "a smaller working size in the sidebar times them all")  # fmt: skip
+                    refused[rest] = (
+                        f"this comparison used its {allowed:.1f} s on this CPU server; "
+                        "a smaller working size in the sidebar times them all"
+                    )
                 break
             bar.progress(i / len(candidates), text=f"timing {name}")
             try:

@@ -13,6 +13,7 @@ import numpy as np
 
 import gpuops
 from gpuops.maps import conv_backward
+from viz.unfold_fold import Overview
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,7 @@ class Example:
 class Folded(NamedTuple):
     """What the Unfold / fold page shows of unfold and fold, kept per image and settings."""
 
-    overview: np.ndarray  # block means of the patch matrix, small enough to draw
-    fy: int  # the block size of the overview: rows
-    fx: int  # and columns
+    overview: Overview  # block means of the patch matrix, small enough to draw
     folded: np.ndarray  # fold(unfold(x))
     counts: np.ndarray  # how many patches hold each pixel
     restored: np.ndarray  # folded / counts where covered, 0 elsewhere

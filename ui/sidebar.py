@@ -24,13 +24,32 @@ SAMPLES = {
 }
 CAP_OPTIONS = [32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024]
 SOURCE = Param("source", "sample", "Image source", "radio", choices=("sample", "upload"))
-SAMPLE = Param("sample", "shapes", "Sample image", "select", choices=tuple(SAMPLES),
-               help="Used when no upload is chosen. Licence: assets/LICENSE.md (CC0).")  # fmt: skip
+SAMPLE = Param(
+    "sample",
+    "shapes",
+    "Sample image",
+    "select",
+    choices=tuple(SAMPLES),
+    help="Used when no upload is chosen. Licence: assets/LICENSE.md (CC0).",
+)
 GREY = Param("grey", False, "Greyscale (1 channel)", "toggle")
-CAP = Param("cap", 256, "Working size (longest side, px)", "select_slider", lo=32, hi=1024, choices=tuple(CAP_OPTIONS),
-            help="Larger images are downscaled to this size before any computation.")  # fmt: skip
-PRESENT = Param("pres", False, "Presentation mode", "toggle",
-                help="Large text and thick highlights for a projector; kept in the link.")  # fmt: skip
+CAP = Param(
+    "cap",
+    256,
+    "Working size (longest side, px)",
+    "select_slider",
+    lo=32,
+    hi=1024,
+    choices=tuple(CAP_OPTIONS),
+    help="Larger images are downscaled to this size before any computation.",
+)
+PRESENT = Param(
+    "pres",
+    False,
+    "Presentation mode",
+    "toggle",
+    help="Large text and thick highlights for a projector; kept in the link.",
+)
 PARAMS = [SOURCE, SAMPLE, GREY, CAP, PRESENT]
 
 
@@ -85,8 +104,9 @@ def render_sidebar(shared=None) -> SourceImage:
     sb.header("Image")
     source = state.widget(SOURCE, container=sb, format_func=lambda s: "Sample" if s == "sample" else "Upload")
     if source == "upload":
-        sb.file_uploader("Upload an image (PNG, JPEG, WebP, BMP, TIFF, GIF)", type=UPLOAD_TYPES,
-                         key="upload_file")  # fmt: skip
+        sb.file_uploader(
+            "Upload an image (PNG, JPEG, WebP, BMP, TIFF, GIF)", type=UPLOAD_TYPES, key="upload_file"
+        )
     state.widget(SAMPLE, container=sb)
     grey = state.widget(GREY, container=sb)
     st.session_state["cap"] = min(CAP_OPTIONS, key=lambda o: abs(o - st.session_state["cap"]))

@@ -9,34 +9,94 @@ decode the typed arrays Plotly's JSON uses for NumPy input (the frames would dra
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from viz.style import Style
 
 TEXT = "#31333f"  # Streamlit's text colour: the current step reads like the page's own text
 
 
-def controls(labels: Sequence[str], style: Style, *, prefix: str = "", ms: int = 700, y: float = 0.0,
-             buttons_pad: int = 6, slider_pad: int = 0, slider_x: float = 0.3, active: int = 0,
-             step_labels: bool = True, current_right: bool = False) -> dict:  # fmt: skip
-    """Layout entries (updatemenus, sliders) for frames named `labels`, `ms` per frame when playing.
+@dataclass(frozen=True)
+class Controls:
+    """Where and how the controls sit. y: where buttons and slider hang from, in plot fractions
+    (0 = the plot's bottom edge, negative below it); buttons_pad / slider_pad: pixels further
+    down (clear of tick labels and axis titles); slider_x: where the slider starts; active: the
+    step shown first; ms per frame when playing; prefix: names the current step above the
+    slider; step_labels: False draws the steps' own labels transparent (many steps would crowd
+    under the slider); current_right: the current step named at the slider's right end."""
 
-    y: where buttons and slider hang from, in plot fractions (0 = the plot's bottom edge, negative
-    below it); buttons_pad / slider_pad: pixels further down (clear of tick labels and axis titles);
-    step_labels: False draws the steps' own labels transparent (many steps would crowd under the
-    slider), leaving the current step, named above the slider with `prefix`."""
-    play = dict(label="▶ Play", method="animate",
-                args=[None, dict(frame=dict(duration=ms, redraw=True), fromcurrent=True, transition=dict(duration=0))])  # fmt: skip
-    pause = dict(label="❚❚ Pause", method="animate",
-                 args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")])  # fmt: skip
-    steps = [dict(method="animate", label=lab,
-                  args=[[lab], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))])
-             for lab in labels]  # fmt: skip
+    prefix: str = ""
+    ms: int = 700
+    y: float = 0.0
+    buttons_pad: int = 6
+    slider_pad: int = 0
+    slider_x: float = 0.3
+    active: int = 0
+    step_labels: bool = True
+    current_right: bool = False
+
+
+PLAIN = Controls()
+
+
+def controls(labels: Sequence[str], style: Style, how: Controls = PLAIN) -> dict:
+    """Layout entries (updatemenus, sliders) for frames named `labels`."""
+    play = dict(
+        label="▶ Play",
+        method="animate",
+        args=[
+            None,
+            dict(frame=dict(duration=how.ms, redraw=True), fromcurrent=True, transition=dict(duration=0)),
+        ],
+    )
+    pause = dict(
+        label="❚❚ Pause",
+        method="animate",
+        args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")],
+    )
+    steps = [
+        dict(
+            method="animate",
+            label=lab,
+            args=[
+                [lab],
+                dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0)),
+            ],
+        )
+        for lab in labels
+    ]
     hidden = dict(font=dict(size=style.tick, color="rgba(0,0,0,0)"), tickcolor="rgba(0,0,0,0)", ticklen=0)
     return dict(
-        updatemenus=[dict(type="buttons", buttons=[play, pause], direction="left", x=0, y=y, xanchor="left",
-                          yanchor="top", pad=dict(t=buttons_pad, r=10), showactive=False, font=dict(size=style.font))],
-        sliders=[dict(active=active, steps=steps, x=slider_x, y=y, len=1 - slider_x, xanchor="left", yanchor="top",
-                      pad=dict(t=slider_pad, b=0), **({"font": dict(size=style.tick)} if step_labels else hidden),
-                      currentvalue=dict(prefix=prefix, xanchor="right" if current_right else "left",
-                                        font=dict(size=style.font, color=TEXT)))],
-    )  # fmt: skip
+        updatemenus=[
+            dict(
+                type="buttons",
+                buttons=[play, pause],
+                direction="left",
+                x=0,
+                y=how.y,
+                xanchor="left",
+                yanchor="top",
+                pad=dict(t=how.buttons_pad, r=10),
+                showactive=False,
+                font=dict(size=style.font),
+            )
+        ],
+        sliders=[
+            dict(
+                active=how.active,
+                steps=steps,
+                x=how.slider_x,
+                y=how.y,
+                len=1 - how.slider_x,
+                xanchor="left",
+                yanchor="top",
+                pad=dict(t=how.slider_pad, b=0),
+                **({"font": dict(size=style.tick)} if how.step_labels else hidden),
+                currentvalue=dict(
+                    prefix=how.prefix,
+                    xanchor="right" if how.current_right else "left",
+                    font=dict(size=style.font, color=TEXT),
+                ),
+            )
+        ],
+    )

@@ -8,6 +8,7 @@ Axes are linear; a chart switches to a log axis only when its values span more t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import plotly.graph_objects as go
 
@@ -43,6 +44,14 @@ def needs_log(values: Sequence[float | None]) -> bool:
     return bool(got) and max(got) / min(got) > LOG_RANGE
 
 
+class RatioRow(NamedTuple):
+    """One (shape, impl) row of a ratio figure: the reference's time / this impl's, per run."""
+
+    shape: str
+    impl: str
+    ratios: Sequence[float | None]
+
+
 def row_key(shape: str, impl: str) -> str:
     """The category of one (shape, impl) row of a ratio figure (its tick label is the impl)."""
     return f"{shape} · {impl}"
@@ -50,20 +59,15 @@ def row_key(shape: str, impl: str) -> str:
 
 @figure_memo
 def ratio_figure(
-    shapes: Sequence[str],
-    impls: Sequence[str],
-    ratios: Sequence[Sequence[float | None]],
-    reference: str,
-    run_names: Sequence[str],
-    title: str,
-    style: Style = NORMAL,
+    rows: Sequence[RatioRow], reference: str, run_names: Sequence[str], title: str, style: Style = NORMAL
 ) -> go.Figure:
     """Speed relative to `reference` per (shape, impl) row: one marker per run, a line between
     the runs' values (their spread), a vertical line at 1 (as fast as the reference).
 
-    ratios[i][k]: reference time / impl time for row i in run k (> 1: faster than the reference).
+    rows[i].ratios[k]: reference time / impl time in run k (> 1: faster than the reference).
     Rows are grouped by shape: a bold header row names the shape, its impls follow.
     """
+    shapes, impls, ratios = [r.shape for r in rows], [r.impl for r in rows], [r.ratios for r in rows]
     keys = [row_key(s, i) for s, i in zip(shapes, impls, strict=True)]
     order, text = [], []
     for shape, impl, key in zip(shapes, impls, keys, strict=True):
@@ -109,7 +113,8 @@ def ratio_figure(
                     else dict(color=HALO, width=1),
                 ),
                 customdata=[[s, i] for s, i in zip(shapes, impls, strict=True)],
-                hovertemplate=f"%{{customdata[0]}} · %{{customdata[1]}}<br>{name}: %{{x:.3f}}x {reference}<extra></extra>",
+                hovertemplate=f"%{{customdata[0]}} · %{{customdata[1]}}<br>{name}: %{{x:.3f}}x {reference}"
+                "<extra></extra>",
             )
         )
     fig.add_vline(x=1.0, line=dict(color=HIGHLIGHT, width=style.line, dash="dash"))
@@ -126,8 +131,7 @@ def ratio_figure(
     finish(
         fig,
         title,
-        f"speed relative to {reference}: its time ÷ this time (> 1 = faster){scale}",
-        "",
+        (f"speed relative to {reference}: its time ÷ this time (> 1 = faster){scale}", ""),
         400,
         style,
     )
@@ -234,8 +238,7 @@ def sweep_figure(
     finish(
         fig,
         f"conv2d time vs image size: median and min-max of repeated runs ({clock})",
-        "image side H = W (pixels)",
-        "milliseconds" + (" (log scale)" if log else ""),
+        ("image side H = W (pixels)", "milliseconds" + (" (log scale)" if log else "")),
         460,
         style,
     )

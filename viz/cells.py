@@ -6,6 +6,8 @@ Arrays in, Plotly traces and shapes out; no Streamlit, no kernels.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -18,15 +20,36 @@ def _labels(values: np.ndarray, fmt: str) -> np.ndarray:
     return np.vectorize(lambda v: "" if not np.isfinite(v) else format(v, fmt))(values.astype(np.float64))
 
 
-def value_grid(values: np.ndarray, row0: int = 0, col0: int = 0, style: Style = NORMAL, *, name: str = "value",
-               fmt: str = ".3g", width_px: int = NOMINAL_WIDTH, scale: dict | None = None,
-               show_scale: bool = False) -> go.Heatmap:  # fmt: skip
-    """A heatmap whose cell centres sit at integer (row, col) from (row0, col0), coloured by the
-    style's value policy (sequential from 0, or diverging at 0 for signed data), with each
+@dataclass(frozen=True)
+class GridLook:
+    """How a grid's cells are drawn: the hover's word for a value, the labels' number format, the
+    width (px) the grid is drawn across (labels are sized to fit it), the number of colours of an
+    identity grid (one per input cell; None: as many as its ids), and a value grid's colour scale
+    (None: the style's value policy for its values)."""
+
+    name: str = "value"
+    fmt: str = ".3g"
+    width_px: int = NOMINAL_WIDTH
+    n_cells: int | None = None
+    scale: dict | None = None
+
+
+GRID = GridLook()
+
+
+def value_grid(
+    values: np.ndarray, style: Style = NORMAL, *, origin: tuple[int, int] = (0, 0), look: GridLook = GRID
+) -> go.Heatmap:
+    """A heatmap whose cell centres sit at integer (row, col) from origin (row0, col0), coloured by
+    the style's value policy (sequential from 0, or diverging at 0 for signed data), with each
     value written in its cell when the cell is large enough to read it."""
+    (row0, col0), fmt = origin, look.fmt
     h, w = values.shape
     size = label_size(
-        w, width_px, style, chars=len(format(float(np.nanmax(np.abs(values))) if values.size else 0, fmt))
+        w,
+        look.width_px,
+        style,
+        chars=len(format(float(np.nanmax(np.abs(values))) if values.size else 0, fmt)),
     )
     labelled = size is not None and h * w <= 2500
     return go.Heatmap(
@@ -36,18 +59,24 @@ def value_grid(values: np.ndarray, row0: int = 0, col0: int = 0, style: Style = 
         text=_labels(values, fmt) if labelled else None,
         texttemplate="%{text}" if labelled else None,
         textfont=dict(size=size) if labelled else None,
-        hovertemplate=f"row %{{y}}, col %{{x}}<br>{name} %{{z:.4g}}<extra></extra>",
-        showscale=show_scale,
-        **(scale or value_scale(values)),
+        hovertemplate=f"row %{{y}}, col %{{x}}<br>{look.name} %{{z:.4g}}<extra></extra>",
+        showscale=False,
+        **(look.scale or value_scale(values)),
     )
 
 
-def identity_grid(cell_ids: np.ndarray, values: np.ndarray, row0: int = 0, col0: int = 0, style: Style = NORMAL,
-                  *, n_cells: int | None = None, fmt: str = ".3g", width_px: int = NOMINAL_WIDTH,
-                  hover: str = "input cell %{customdata}") -> go.Heatmap:  # fmt: skip
+def identity_grid(
+    cell_ids: np.ndarray,
+    values: np.ndarray,
+    style: Style = NORMAL,
+    *,
+    origin: tuple[int, int] = (0, 0),
+    look: GridLook = GRID,
+) -> go.Heatmap:
     """Cells coloured by WHICH input cell they hold (cell_ids, -1 = padding, drawn white), with
     the value written on top: a value can be followed from the input into X_unroll, a patch or
     the padded grid by its colour."""
+    (row0, col0), n_cells = origin, look.n_cells
     n = int(n_cells if n_cells is not None else (cell_ids.max() + 1 if cell_ids.size else 1))
     colours = ["#ffffff", *cell_colours(max(1, n))]
     steps = len(colours)
@@ -55,7 +84,7 @@ def identity_grid(cell_ids: np.ndarray, values: np.ndarray, row0: int = 0, col0:
     for i, c in enumerate(colours):  # a stepped scale: id k (shifted by 1 for padding) -> colour k
         scale += [[i / steps, c], [(i + 1) / steps, c]]
     h, w = cell_ids.shape
-    size = label_size(w, width_px, style)
+    size = label_size(w, look.width_px, style)
     labelled = size is not None
     return go.Heatmap(
         z=cell_ids + 1,
@@ -65,11 +94,11 @@ def identity_grid(cell_ids: np.ndarray, values: np.ndarray, row0: int = 0, col0:
         y=np.arange(row0, row0 + h),
         colorscale=scale,
         showscale=False,
-        text=_labels(values, fmt) if labelled else None,
+        text=_labels(values, look.fmt) if labelled else None,
         texttemplate="%{text}" if labelled else None,
         textfont=dict(size=size, color="#111111") if labelled else None,
         customdata=cell_ids,
-        hovertemplate=f"row %{{y}}, col %{{x}}<br>{hover}<br>value %{{text}}<extra></extra>",
+        hovertemplate="row %{y}, col %{x}<br>input cell %{customdata}<br>value %{text}<extra></extra>",
         xgap=1,
         ygap=1,
     )

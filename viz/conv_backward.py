@@ -12,12 +12,13 @@ import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
-from viz.animation import controls
+from viz.animation import Controls, controls
 from viz.memo import figure_memo
 from viz.style import (
     HALO,
@@ -26,11 +27,22 @@ from viz.style import (
     PADDING_COLOUR,
     READER,
     SECOND,
+    Pen,
     Style,
     label_size,
     outline,
     value_scale,
 )
+
+if TYPE_CHECKING:  # the maps' records, read by attribute (viz imports no compute code)
+    from gpuops.maps.conv_backward import (
+        GradientSources,
+        GradientTerms,
+        ReflectTerms,
+        ScatterTerms,
+        StampFrames,
+        WeightTerms,
+    )
 
 # plotting width (px) a full-width figure gets, per mode: a 1366 x 768 laptop with the sidebar open
 # (normal); in presentation mode between that and a 1920 x 1080 projector (its text is larger). The
@@ -74,6 +86,68 @@ class Marks:
     )  # (panel, r, c, h, w) black
 
 
+NO_MARKS = Marks()
+
+
+@dataclass(frozen=True)
+class Framing:
+    """How a row of panels is framed: the least plot width (px; None: the style's full width),
+    the title's lines, traces drawn over the grids (extra_data: animated outlines) with the px
+    they need below the axes (extra_bottom), and an animation's frames and layout entries."""
+
+    plot_width: int | None = None
+    title_lines: int = 1
+    extra_data: Sequence[dict] = ()
+    extra_bottom: int = 0
+    frames: Sequence[dict] = ()
+    layout: dict | None = None
+
+
+PLAIN = Framing()
+
+
+def _no_cells() -> np.ndarray:
+    return np.zeros((0, 2), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Links:
+    """What a picked cell of dX or dY maps to, (k, 2) cells each: the output gradients (dY) and
+    the taps of w and of w flipped that a dX cell gathers; the dX cells a dY cell scatters into."""
+
+    outputs: np.ndarray = field(default_factory=_no_cells)
+    taps: np.ndarray = field(default_factory=_no_cells)
+    flipped: np.ndarray = field(default_factory=_no_cells)
+    inputs: np.ndarray = field(default_factory=_no_cells)
+
+
+class Example(Protocol):
+    """The small example the page draws (ui.records.Example): x, w (and w flipped), dY, and what
+    the kernels computed from them, with the format its numbers are written in."""
+
+    x: np.ndarray
+    w: np.ndarray
+    dy: np.ndarray
+    dx: np.ndarray
+    dw: np.ndarray
+    fmt: str
+
+    @property
+    def w_flipped(self) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class PadGrads:
+    """Reflect-pad backward on a small grid: dY of the padded grid, how many padded cells send
+    their gradient to each input cell, dX = reflect_pad_backward(dY), and the pads (left,
+    right, top, bottom)."""
+
+    dy: np.ndarray
+    counts: np.ndarray
+    dx: np.ndarray
+    pads: tuple[int, int, int, int]
+
+
 def _chars(values: np.ndarray, fmt: str) -> int:
     if values.size == 0:
         return 1
@@ -98,8 +172,12 @@ def _tick_step(cell_px: float, style: Style) -> int:
 def margins(style: Style, title_lines: int = 1, subplot_titles: bool = True, bottom_extra: int = 0) -> dict:
     """Margins that fit the text of this style, no more: the lesson must fit a laptop screen."""
     top = int(1.45 * style.title * title_lines + (1.7 * style.font if subplot_titles else 0) + 12)
-    return dict(l=int(2 * style.tick + style.font + 16), r=48, t=top,
-                b=int(style.tick + 1.5 * style.font + 22 + bottom_extra))  # fmt: skip
+    return dict(
+        l=int(2 * style.tick + style.font + 16),
+        r=48,
+        t=top,
+        b=int(style.tick + 1.5 * style.font + 22 + bottom_extra),
+    )
 
 
 def cell_px(widths: Sequence[int], style: Style, plot_width: int) -> float:
@@ -139,24 +217,34 @@ def _heatmap(values: np.ndarray, row0: int, col0: int, axis: int, **kw: object) 
     if isinstance(kw.get("colorscale"), str):
         kw["colorscale"] = [list(stop) for stop in _colours(kw["colorscale"])]
     h, w = values.shape
-    return dict(type="heatmap", z=values, x=np.arange(col0, col0 + w), y=np.arange(row0, row0 + h),
-                xaxis=_ref("x", axis), yaxis=_ref("y", axis), showscale=False, **kw)  # fmt: skip
+    return dict(
+        type="heatmap",
+        z=values,
+        x=np.arange(col0, col0 + w),
+        y=np.arange(row0, row0 + h),
+        xaxis=_ref("x", axis),
+        yaxis=_ref("y", axis),
+        showscale=False,
+        **kw,
+    )
 
 
-def panels_figure(panels: Sequence[Panel], title: str, style: Style = NORMAL, *, marks: Marks = Marks(),
-                  plot_width: int | None = None, title_lines: int = 1,
-                  extra_data: Sequence[dict] = (), extra_bottom: int = 0, frames: Sequence[dict] = (),
-                  layout: dict | None = None) -> go.Figure:  # fmt: skip
+def panels_figure(
+    panels: Sequence[Panel],
+    title: str,
+    style: Style = NORMAL,
+    marks: Marks = NO_MARKS,
+    framing: Framing = PLAIN,
+) -> go.Figure:
     """Grids side by side (one subplot each, square cells, top-aligned), every value written in
     its cell when it fits, picked and mapped cells outlined (halo + bright line), corner tags
-    that pair cells across panels, and washed cells (padding). extra_data: traces added after
-    the grids (animated outlines); frames and layout: more for animated figures."""
-    plot_width = plot_width or FULL_WIDTH[style.name]
+    that pair cells across panels, and washed cells (padding)."""
+    plot_width = framing.plot_width or FULL_WIDTH[style.name]
     widths = [p.values.shape[1] for p in panels]
     cell = cell_px(widths, style, plot_width)
     gap = _gap_px(style)
     total = cell * sum(widths) + gap * (len(panels) - 1)
-    margin = margins(style, title_lines, bottom_extra=extra_bottom)
+    margin = margins(style, framing.title_lines, bottom_extra=framing.extra_bottom)
     rows = max(p.values.shape[0] for p in panels)
     lay = layout_base(title, style, rows * cell + margin["t"] + margin["b"] + 4, margin)
     data: list[dict] = []
@@ -165,8 +253,10 @@ def panels_figure(panels: Sequence[Panel], title: str, style: Style = NORMAL, *,
     tags_at: dict[int, dict[tuple[int, int], str]] = {}
     for panel, r, c, text in marks.tags:
         tags_at.setdefault(panel, {})[(r, c)] = text
-    panels = [dataclasses.replace(p, fmt=".3g") if np.all(np.mod(p.values, 1) == 0) else p  # whole numbers
-              for p in panels]  # fmt: skip
+    panels = [
+        dataclasses.replace(p, fmt=".3g") if np.all(np.mod(p.values, 1) == 0) else p  # whole numbers
+        for p in panels
+    ]
     sizes = [label_size(1, int(cell), style, chars=_chars(p.values, p.fmt)) for p in panels]
     # tags pair cells ACROSS panels: drawn in every tagged panel, or in none
     tagged = all(
@@ -186,47 +276,91 @@ def panels_figure(panels: Sequence[Panel], title: str, style: Style = NORMAL, *,
             if text is not None
             else {}
         )
-        data.append(_heatmap(p.values, p.row0, p.col0, k, xgap=1, ygap=1, **labels, **scale,
-                             hovertemplate=f"{p.name}[%{{y}}, %{{x}}] = %{{z:.4g}}<extra></extra>"))  # fmt: skip
+        data.append(
+            _heatmap(
+                p.values,
+                p.row0,
+                p.col0,
+                k,
+                xgap=1,
+                ygap=1,
+                **labels,
+                **scale,
+                hovertemplate=f"{p.name}[%{{y}}, %{{x}}] = %{{z:.4g}}<extra></extra>",
+            )
+        )
         if p.wash is not None and p.wash.any():
-            data.append(_heatmap(np.where(p.wash, 1.0, np.nan), p.row0, p.col0, k, hoverongaps=False,
-                                 colorscale=[[0, PADDING_COLOUR], [1, PADDING_COLOUR]],
-                                 hovertemplate=f"{p.name}[%{{y}}, %{{x}}]: {p.wash_text}<extra></extra>"))  # fmt: skip
+            data.append(
+                _heatmap(
+                    np.where(p.wash, 1.0, np.nan),
+                    p.row0,
+                    p.col0,
+                    k,
+                    hoverongaps=False,
+                    colorscale=[[0, PADDING_COLOUR], [1, PADDING_COLOUR]],
+                    hovertemplate=f"{p.name}[%{{y}}, %{{x}}]: {p.wash_text}<extra></extra>",
+                )
+            )
         x1 = x0 + cell * w / total
         xticks = dict(tickvals=list(range(p.col0, p.col0 + w, step)))
         yticks = dict(tickvals=list(range(p.row0, p.row0 + h, step)))
-        axis_font = dict(tickfont=dict(size=style.tick), showgrid=False, zeroline=False, constrain="domain",
-                         tickmode="array")  # fmt: skip
+        axis_font = dict(
+            tickfont=dict(size=style.tick),
+            showgrid=False,
+            zeroline=False,
+            constrain="domain",
+            tickmode="array",
+        )
         lay[f"xaxis{k + 1 if k else ''}"] = dict(
-            domain=[x0, min(1.0, x1)], anchor=_ref("y", k), range=[p.col0 - 0.5, p.col0 + w - 0.5],
-            title=dict(text=p.x_title, font=dict(size=style.font)), **axis_font, **xticks,
-        )  # fmt: skip
+            domain=[x0, min(1.0, x1)],
+            anchor=_ref("y", k),
+            range=[p.col0 - 0.5, p.col0 + w - 0.5],
+            title=dict(text=p.x_title, font=dict(size=style.font)),
+            **axis_font,
+            **xticks,
+        )
         lay[f"yaxis{k + 1 if k else ''}"] = dict(  # domain: the same cell size in every panel, tops aligned
-            domain=[1.0 - h / rows, 1.0], anchor=_ref("x", k), range=[p.row0 + h - 0.5, p.row0 - 0.5],
-            scaleanchor=_ref("x", k), constraintoward="top",
-            title=dict(text=p.y_title, font=dict(size=style.font)), **axis_font, **yticks,
-        )  # fmt: skip
+            domain=[1.0 - h / rows, 1.0],
+            anchor=_ref("x", k),
+            range=[p.row0 + h - 0.5, p.row0 - 0.5],
+            scaleanchor=_ref("x", k),
+            constraintoward="top",
+            title=dict(text=p.y_title, font=dict(size=style.font)),
+            **axis_font,
+            **yticks,
+        )
         if p.title:
-            annotations.append(dict(text=p.title, x=(x0 + x1) / 2, y=1.0, xref="paper", yref="paper",
-                                    xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=style.font)))  # fmt: skip
+            annotations.append(
+                dict(
+                    text=p.title,
+                    x=(x0 + x1) / 2,
+                    y=1.0,
+                    xref="paper",
+                    yref="paper",
+                    xanchor="center",
+                    yanchor="bottom",
+                    showarrow=False,
+                    font=dict(size=style.font),
+                )
+            )
         x0 = x1 + gap / total
     shapes: list[dict] = []
     for panel, r, c, bh, bw in marks.boxes:
-        shapes += outline(
-            r, c, style, ORIGINAL_LINE, h=bh, w=bw, xref=_ref("x", panel), yref=_ref("y", panel)
-        )[1:]
+        shapes += outline((r, c), style, Pen(ORIGINAL_LINE, panel=_ref("x", panel)), size=(bh, bw))[1:]
     for panel, r, c in marks.mapped:
         if (panel, r, c) != marks.picked:
-            shapes += outline(r, c, style, marks.mapped_colour, xref=_ref("x", panel), yref=_ref("y", panel))
+            shapes += outline((r, c), style, Pen(marks.mapped_colour, panel=_ref("x", panel)))
     if marks.picked is not None:
         panel, r, c = marks.picked
-        shapes += outline(r, c, style, HIGHLIGHT, xref=_ref("x", panel), yref=_ref("y", panel))
-    lay.update(shapes=shapes, annotations=annotations, **(layout or {}))
-    return go.Figure(dict(data=[*data, *extra_data], layout=lay, frames=list(frames)), _validate=False)
+        shapes += outline((r, c), style, Pen(HIGHLIGHT, panel=_ref("x", panel)))
+    lay.update(shapes=shapes, annotations=annotations, **(framing.layout or {}))
+    figure = dict(data=[*data, *framing.extra_data], layout=lay, frames=list(framing.frames))
+    return go.Figure(figure, _validate=False)
 
 
-def _tagged(p: Panel, tags: Mapping[tuple[int, int], str], size: int | None, cell: float,
-            style: Style) -> tuple[np.ndarray | None, int | None] | None:  # fmt: skip
+def _tagged(
+    p: Panel, tags: Mapping[tuple[int, int], str], size: int | None, cell: float, style: Style
+) -> tuple[np.ndarray | None, int | None] | None:
     """(labels, their font size) of a panel: the values (when they fit) and, in tagged cells, the
     tag in bold at the style's label size right after the value (the values' font shrinks to make
     room, never under the style's label size), or alone when the values are hidden. None: the
@@ -270,17 +404,17 @@ def tags_for(n: int) -> list[str]:
 
 # ---- dE/dX: who gathers what, who scatters where -----------------------------------------------------
 @figure_memo
-def grad_input_figure(dy: np.ndarray, w: np.ndarray, w_flipped: np.ndarray, dx: np.ndarray, style: Style = NORMAL, *,
-                      picked: tuple[str, int, int], outputs: np.ndarray, taps: np.ndarray, flipped: np.ndarray,
-                      inputs: np.ndarray, fmt: str = ".3g", plot_width: int | None = None) -> go.Figure:  # fmt: skip
+def grad_input_figure(ex: Example, style: Style, *, picked: tuple[str, int, int], links: Links) -> go.Figure:
     """dY | w | w flipped | dX, one panel each. picked = ("dx" | "dy", row, col).
 
-    Gather (a dX cell picked): its sources `outputs` (k, 2) in dY, the taps (k, 2) they meet in w
-    and `flipped` (k, 2) in w flipped, outlined orange, each term tagged A, B, ... in dY and in
-    both kernels. Scatter (a dY cell picked): the cells `inputs` (k, 2) of dX it adds into and
-    the taps of w, outlined red, tagged in w and dX.
+    Gather (a dX cell picked): its sources `links.outputs` in dY, the taps they meet in w and in
+    w flipped (`links.taps`, `links.flipped`), outlined orange, each term tagged A, B, ... in dY
+    and in both kernels. Scatter (a dY cell picked): the cells `links.inputs` of dX it adds into
+    and the taps of w, outlined red, tagged in w and dX.
     """
     space, r, c = picked
+    dy, w, w_flipped, dx, fmt = ex.dy, ex.w, ex.w_flipped, ex.dx, ex.fmt
+    outputs, taps, flipped, inputs = links.outputs, links.taps, links.flipped, links.inputs
     scale_w = shared_scale(w)
     panels = [
         Panel(dy, f"dY {dy.shape[0]} x {dy.shape[1]}", "dY", "ow", "oh", fmt=fmt),
@@ -292,11 +426,21 @@ def grad_input_figure(dy: np.ndarray, w: np.ndarray, w_flipped: np.ndarray, dx: 
     tags = tags_for(len(taps))
     if space == "dx":
         mapped = [(0, *o) for o in outputs] + [(1, *t) for t in taps] + [(2, *f) for f in flipped]
-        tagged = [(p, *cell, tag) for cells, p in ((outputs, 0), (taps, 1), (flipped, 2))
-                  for cell, tag in zip(cells, tags, strict=True)]  # fmt: skip
-        marks = Marks((3, r, c), [(p, int(a), int(b)) for p, a, b in mapped], HIGHLIGHT,
-                      [(p, int(a), int(b), t) for p, a, b, t in tagged])  # fmt: skip
-        title = f"dX[{r}, {c}] gathers {len(outputs)} output gradient{'s' * (len(outputs) != 1)} through the flipped kernel"
+        tagged = [
+            (p, *cell, tag)
+            for cells, p in ((outputs, 0), (taps, 1), (flipped, 2))
+            for cell, tag in zip(cells, tags, strict=True)
+        ]
+        marks = Marks(
+            (3, r, c),
+            [(p, int(a), int(b)) for p, a, b in mapped],
+            HIGHLIGHT,
+            [(p, int(a), int(b), t) for p, a, b, t in tagged],
+        )
+        title = (
+            f"dX[{r}, {c}] gathers {len(outputs)} output gradient{'s' * (len(outputs) != 1)} "
+            "through the flipped kernel"
+        )
     else:
         mapped = [(3, *i) for i in inputs] + [(1, *t) for t in taps]
         tagged = [
@@ -304,14 +448,21 @@ def grad_input_figure(dy: np.ndarray, w: np.ndarray, w_flipped: np.ndarray, dx: 
             for cells, p in ((inputs, 3), (taps, 1))
             for cell, tag in zip(cells, tags, strict=True)
         ]
-        marks = Marks((0, r, c), [(p, int(a), int(b)) for p, a, b in mapped], READER,
-                      [(p, int(a), int(b), t) for p, a, b, t in tagged])  # fmt: skip
+        marks = Marks(
+            (0, r, c),
+            [(p, int(a), int(b)) for p, a, b in mapped],
+            READER,
+            [(p, int(a), int(b), t) for p, a, b, t in tagged],
+        )
         title = f"dY[{r}, {c}] scatters into {len(inputs)} input cell{'s' * (len(inputs) != 1)} (atomicAdd)"
-    return panels_figure(panels, title, style, marks=marks, plot_width=plot_width)
+    return panels_figure(panels, title, style, marks)
 
 
-def grad_input_hover(chart: str, sources: Mapping[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]],
-                     targets: Mapping[tuple[int, int], np.ndarray]) -> dict:  # fmt: skip
+def grad_input_hover(
+    chart: str,
+    sources: Mapping[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]],
+    targets: Mapping[tuple[int, int], np.ndarray],
+) -> dict:
     """Hover pairs for ui.pick.hover_map: a dX cell lights up its sources in dY and the taps in
     w and w flipped; a dY cell lights up the dX cells it adds into and the taps of w.
 
@@ -352,33 +503,45 @@ def _aligned(lhs: str, blocks: Sequence[Sequence[str]]) -> str:
     return r"\begin{aligned}" + r" \\ ".join(rows) + r"\end{aligned}"
 
 
-def gather_latex(r: int, c: int, outputs: np.ndarray, flipped: np.ndarray, grad: np.ndarray, weight: np.ndarray,
-                 computed: float, per_line: int = 4) -> str:  # fmt: skip
-    """dX[r, c] = sum of dY[oh, ow] * w_flipped[a, b], the same with numbers, and the total."""
+def gather_latex(
+    cell: tuple[int, int], src: GradientSources, terms: GradientTerms, computed: float, per_line: int = 4
+) -> str:
+    """dX[r, c] = sum of dY[oh, ow] * w_flipped[a, b], the same with numbers, and the total: src
+    holds the output gradients and flipped taps, terms their values (grad, weight)."""
+    (r, c), outputs, flipped, grad, weight = cell, src.outputs, src.flipped, terms.grad, terms.weight
     if len(outputs) == 0:
         return rf"dX[{r}, {c}] = 0 \quad \text{{(no window read this cell: it gets no gradient)}}"
     tags = tags_for(len(outputs))
-    names = [rf"\underset{{{t}}}{{dY[{o[0]},{o[1]}]\,\hat w[{f[0]},{f[1]}]}}" if t else
-             rf"dY[{o[0]},{o[1]}]\,\hat w[{f[0]},{f[1]}]" for o, f, t in zip(outputs, flipped, tags, strict=True)]  # fmt: skip
+    names = [
+        rf"\underset{{{t}}}{{dY[{o[0]},{o[1]}]\,\hat w[{f[0]},{f[1]}]}}"
+        if t
+        else rf"dY[{o[0]},{o[1]}]\,\hat w[{f[0]},{f[1]}]"
+        for o, f, t in zip(outputs, flipped, tags, strict=True)
+    ]
     values = [rf"{_num(g)} \cdot {_num(v)}" for g, v in zip(grad, weight, strict=True)]
     return _aligned(f"dX[{r}, {c}]", [_lines(names, per_line), _lines(values, per_line), [_num(computed)]])
 
 
-def scatter_latex(r: int, c: int, grad: float, inputs: np.ndarray, taps: np.ndarray, weight: np.ndarray,
-                  per_line: int = 3) -> str:  # fmt: skip
+def scatter_latex(cell: tuple[int, int], terms: ScatterTerms, per_line: int = 3) -> str:
     """dY[r, c] adds dY * w[ki, kj] onto dX[ih, iw], one addition per tap (each an atomicAdd)."""
+    (r, c), grad, weight = cell, terms.grad, terms.weight
+    inputs, taps = terms.targets[:, :2], terms.targets[:, 2:]
     if len(inputs) == 0:
         return rf"dY[{r}, {c}] \text{{ read padding only: it adds nothing to dX}}"
     tags = tags_for(len(inputs))
-    adds = [rf"{t}\!:\ dX[{i[0]},{i[1]}] \mathrel{{+}}= {_num(grad)} \cdot w[{k[0]},{k[1]}] = {_num(grad * v)}"
-            for i, k, v, t in zip(inputs, taps, weight, tags, strict=True)]  # fmt: skip
+    adds = [
+        rf"{t}\!:\ dX[{i[0]},{i[1]}] \mathrel{{+}}= {_num(grad)} \cdot w[{k[0]},{k[1]}] = {_num(grad * v)}"
+        for i, k, v, t in zip(inputs, taps, weight, tags, strict=True)
+    ]
     rows = _lines(adds, per_line, r", \quad ")
     return r"\begin{aligned}" + r" \\ ".join(f"&{row}" for row in rows) + r"\end{aligned}"
 
 
-def weight_latex(ki: int, kj: int, pairs: np.ndarray, grad: np.ndarray, value: np.ndarray, computed: float,
-                 per_line: int = 4, most: int = 16) -> str:  # fmt: skip
+def weight_latex(
+    tap: tuple[int, int], terms: WeightTerms, computed: float, *, per_line: int = 4, most: int = 16
+) -> str:
     """dW[ki, kj] = sum of dY[oh, ow] * x[ih, iw] (the first `most` terms written out)."""
+    (ki, kj), pairs, grad, value = tap, terms.pairs, terms.grad, terms.value
     if len(pairs) == 0:
         return rf"dW[{ki}, {kj}] = 0 \quad \text{{(this tap only ever read padding)}}"
     n = len(pairs)
@@ -393,8 +556,9 @@ def weight_latex(ki: int, kj: int, pairs: np.ndarray, grad: np.ndarray, value: n
     return _aligned(f"dW[{ki}, {kj}]", [_lines(names, per_line), _lines(values, per_line), [_num(computed)]])
 
 
-def reflect_latex(y: int, x: int, cells: np.ndarray, grad: np.ndarray, computed: float) -> str:
+def reflect_latex(cell: tuple[int, int], terms: ReflectTerms, computed: float) -> str:
     """dx[y, x] = the sum of the gradients of every padded cell that copied it."""
+    (y, x), cells, grad = cell, terms.cells, terms.grad
     names = [rf"dY_{{pad}}[{a},{b}]" for a, b in cells]
     values = [_num(g) for g in grad]
     return _aligned(f"dX[{y}, {x}]", [_lines(names, 5), _lines(values, 9), [_num(computed)]])
@@ -410,17 +574,24 @@ def _square_path(rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
 
 
 @figure_memo
-def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: np.ndarray, cols: np.ndarray,
-                    canvas: tuple[int, int, int, int], output_shape: tuple[int, int], style: Style = NORMAL, *,
-                    fmt: str = ".3g", x_name: str = "dY", plot_width: int | None = None) -> go.Figure:  # fmt: skip
+def stamp_animation(
+    x: np.ndarray,
+    stamped: StampFrames,
+    style: Style = NORMAL,
+    *,
+    fmt: str = ".3g",
+    plot_width: int | None = None,
+) -> go.Figure:
     """The transposed convolution as stamps: input cell (i, j) in turn (outlined on the left)
     lays down x[i, j] * w (middle) at its stamp position on the output (outlined on the right),
     which accumulates. The canvas includes the cells the stamps reach beyond the output (washed:
     padding crops them off); the output itself is boxed. Frames run in the browser.
 
-    sums (n + 1, ch, cw) the canvas before any stamp and after each; stamps (n, KH, KW);
-    rows / cols (n, KH*KW) each stamp's cells in output coordinates.
+    stamped: the canvas (n + 1 sums: before any stamp and after each), each stamp (n, KH, KW)
+    and its cells (rows, cols: (n, KH*KW), output coordinates), from gpuops.maps.conv_backward.
     """
+    sums, stamps, rows, cols = stamped.sums, stamped.stamps, stamped.rows, stamped.cols
+    canvas, output_shape, x_name = stamped.canvas, stamped.output_shape, "dY"
     top, bottom, left, right = canvas
     H_out, W_out = output_shape
     n = stamps.shape[0]
@@ -434,16 +605,31 @@ def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: n
     panels = [
         Panel(x, f"input {x_name} {H_in} x {W_in}", x_name, "col j", "row i", fmt=fmt),
         Panel(blank, f"stamp {x_name}[i, j] · w[ki, kj]", "stamp", "kj", "", fmt=fmt, scale=scale),
-        Panel(sums[0], f"output {H_out} x {W_out}", "output", "column", "row", row0=top, col0=left,
-              fmt=fmt, scale=scale, wash=cropped, wash_text="cropped by padding"),
-    ]  # fmt: skip
+        Panel(
+            sums[0],
+            f"output {H_out} x {W_out}",
+            "output",
+            "column",
+            "row",
+            row0=top,
+            col0=left,
+            fmt=fmt,
+            scale=scale,
+            wash=cropped,
+            wash_text="cropped by padding",
+        ),
+    ]
     cell = cell_px([W_in, KW, right - left + 1], style, plot_width)
     size = label_size(1, int(cell), style, chars=_chars(sums, fmt))
     stamp_size = label_size(1, int(cell), style, chars=_chars(stamps, fmt))
     halo = dict(color=HALO, width=style.line + 3)
     line = dict(color=HIGHLIGHT, width=style.line)
-    outlines = [dict(type="scatter", x=[], y=[], mode="lines", line=ln, hoverinfo="skip", xaxis=ax, yaxis="y" + ax[1:])
-                for ax, ln in (("x", halo), ("x", line), ("x3", halo), ("x3", line))]  # fmt: skip
+    outlines = [
+        dict(
+            type="scatter", x=[], y=[], mode="lines", line=ln, hoverinfo="skip", xaxis=ax, yaxis="y" + ax[1:]
+        )
+        for ax, ln in (("x", halo), ("x", line), ("x3", halo), ("x3", line))
+    ]
     first_outline = 3 + (1 if cropped.any() else 0)  # heatmaps: input 0, stamp 1, canvas 2, its wash
     traces = [1, 2, first_outline, first_outline + 1, first_outline + 2, first_outline + 3]
 
@@ -451,11 +637,22 @@ def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: n
         name: str, stamp: np.ndarray, total: np.ndarray, at: tuple[list, list], spots: tuple[list, list]
     ) -> dict:
         # plain lists: Plotly.animate does not decode the typed arrays (bdata) numpy arrays become
-        return dict(name=name, traces=traces, data=[
-            dict(type="heatmap", z=stamp.tolist(), text=_labels(stamp, fmt).tolist() if stamp_size else None),
-            dict(type="heatmap", z=total.tolist(), text=_labels(total, fmt).tolist() if size else None),
-            dict(type="scatter", x=at[0], y=at[1]), dict(type="scatter", x=at[0], y=at[1]),
-            dict(type="scatter", x=spots[0], y=spots[1]), dict(type="scatter", x=spots[0], y=spots[1])])  # fmt: skip
+        return dict(
+            name=name,
+            traces=traces,
+            data=[
+                dict(
+                    type="heatmap",
+                    z=stamp.tolist(),
+                    text=_labels(stamp, fmt).tolist() if stamp_size else None,
+                ),
+                dict(type="heatmap", z=total.tolist(), text=_labels(total, fmt).tolist() if size else None),
+                dict(type="scatter", x=at[0], y=at[1]),
+                dict(type="scatter", x=at[0], y=at[1]),
+                dict(type="scatter", x=spots[0], y=spots[1]),
+                dict(type="scatter", x=spots[0], y=spots[1]),
+            ],
+        )
 
     step = -(-n // MAX_FRAMES)  # input cells per frame: one, unless the grid is large
     ends = list(range(step - 1, n, step)) + ([n - 1] if (n - 1) % step != step - 1 else [])
@@ -465,17 +662,29 @@ def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: n
         i, j = np.divmod(cells, W_in)
         first = f"{x_name}[{i[0]}, {j[0]}]"
         labels.append(f"{first} stamped" if len(cells) == 1 else f"{first} … [{i[-1]}, {j[-1]}] stamped")
-        frames.append(frame(labels[-1], stamps[end], sums[end + 1], _square_path(i, j),
-                            _square_path(rows[start : end + 1], cols[start : end + 1])))  # fmt: skip
+        frames.append(
+            frame(
+                labels[-1],
+                stamps[end],
+                sums[end + 1],
+                _square_path(i, j),
+                _square_path(rows[start : end + 1], cols[start : end + 1]),
+            )
+        )
         start = end + 1
     extra = int(3.4 * style.font + 34)  # the play buttons and the step slider under the grids
     below_axis = margins(style)["b"]
     title = "conv_transpose2d: every input cell stamps the kernel, stride apart"
     if step > 1:
         title += f" ({step} cells per frame)"
-    fig = panels_figure(panels, title, style,
-                        marks=Marks(boxes=[(2, 0, 0, H_out, W_out)]), plot_width=plot_width, extra_data=outlines,
-                        extra_bottom=extra, frames=frames, layout=controls(labels, style, step_labels=False))  # fmt: skip
+    framing = Framing(
+        plot_width,
+        extra_data=outlines,
+        extra_bottom=extra,
+        frames=frames,
+        layout=controls(labels, style, Controls(step_labels=False)),
+    )
+    fig = panels_figure(panels, title, style, Marks(boxes=[(2, 0, 0, H_out, W_out)]), framing)
     plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
     y = -(below_axis + 2) / max(1, plot_h)  # just under the axis titles
     fig.layout.updatemenus[0].y = y
@@ -484,8 +693,9 @@ def stamp_animation(x: np.ndarray, sums: np.ndarray, stamps: np.ndarray, rows: n
 
 
 @figure_memo
-def overlap_figure(counts: np.ndarray, style: Style = NORMAL, *, picked: tuple[int, int] | None = None,
-                   plot_width: int = 360) -> go.Figure:  # fmt: skip
+def overlap_figure(
+    counts: np.ndarray, style: Style = NORMAL, *, picked: tuple[int, int] | None = None, plot_width: int = 360
+) -> go.Figure:
     """How many stamps land on each output cell (sequential from 0: counts are never negative);
     the picked cell outlined."""
     H, W = counts.shape
@@ -493,7 +703,7 @@ def overlap_figure(counts: np.ndarray, style: Style = NORMAL, *, picked: tuple[i
         counts.astype(np.float64), f"output {H} x {W}", "stamps on", "output column", "output row", fmt=".0f"
     )
     marks = Marks(picked=(0, *picked) if picked else None)
-    fig = panels_figure([panel], "Stamps per output cell", style, marks=marks, plot_width=plot_width)
+    fig = panels_figure([panel], "Stamps per output cell", style, marks, Framing(plot_width))
     fig.data[0].hovertemplate = "output row %{y}, col %{x}<br>%{z:.0f} stamps land here<extra></extra>"
     return fig
 
@@ -509,14 +719,15 @@ def counts_hover(targets: Sequence[tuple[str, str]], sources: Mapping[tuple[int,
 
 # ---- dE/dW -----------------------------------------------------------------------------------------
 @figure_memo
-def grad_weight_figure(x: np.ndarray, dy: np.ndarray, dw: np.ndarray, style: Style = NORMAL, *,
-                       picked: tuple[str, int, int], pairs: np.ndarray, fmt: str = ".3g", dw_fmt: str = ".3g",
-                       plot_width: int | None = None) -> go.Figure:  # fmt: skip
+def grad_weight_figure(
+    ex: Example, style: Style, *, picked: tuple[str, int, int], pairs: np.ndarray
+) -> go.Figure:
     """x | dY | dW. picked ("w", ki, kj): the input cells and output gradients weight (ki, kj)
     multiplied, pairs (k, 4) rows (oh, ow, ih, iw), outlined orange and tagged A, B, ...;
     picked ("x", ih, iw): pairs (k, 4) rows (oh, ow, ki, kj), the outputs and weights this input
     cell fed, outlined red and tagged."""
     space, r, c = picked
+    x, dy, dw, fmt, dw_fmt = ex.x, ex.dy, ex.dw, ex.fmt, ".3g"
     panels = [
         Panel(x, f"x {x.shape[0]} x {x.shape[1]}", "x", "iw", "ih", fmt=fmt),
         Panel(dy, f"dY {dy.shape[0]} x {dy.shape[1]}", "dY", "ow", "oh", fmt=fmt),
@@ -533,11 +744,14 @@ def grad_weight_figure(x: np.ndarray, dy: np.ndarray, dw: np.ndarray, style: Sty
         title = f"dW[{r}, {c}] sums {len(pairs)} products dY · x: dY slides over x"
     else:
         title = f"x[{r}, {c}] feeds {len(pairs)} weight gradient term{'s' * (len(pairs) != 1)}"
-    return panels_figure(panels, title, style, marks=marks, plot_width=plot_width)
+    return panels_figure(panels, title, style, marks)
 
 
-def grad_weight_hover(chart: str, by_weight: Mapping[tuple[int, int], np.ndarray],
-                      by_input: Mapping[tuple[int, int], np.ndarray]) -> dict:  # fmt: skip
+def grad_weight_hover(
+    chart: str,
+    by_weight: Mapping[tuple[int, int], np.ndarray],
+    by_input: Mapping[tuple[int, int], np.ndarray],
+) -> dict:
     """Hover pairs: a dW cell lights up the x cells and dY cells it sums over; an x cell the dY
     cells and dW cells it feeds. by_weight: (ki, kj) -> (k, 4) (oh, ow, ih, iw); by_input:
     (ih, iw) -> (k, 4) (oh, ow, ki, kj)."""
@@ -555,21 +769,28 @@ def grad_weight_hover(chart: str, by_weight: Mapping[tuple[int, int], np.ndarray
 
 # ---- reflect-pad backward -------------------------------------------------------------------------------
 @figure_memo
-def reflect_backward_figure(dy: np.ndarray, counts: np.ndarray, dx: np.ndarray, pads: tuple[int, int, int, int],
-                            style: Style = NORMAL, *, picked: tuple[str, int, int], cells: np.ndarray,
-                            plot_width: int | None = None) -> go.Figure:  # fmt: skip
+def reflect_backward_figure(
+    grads: PadGrads, style: Style, *, picked: tuple[str, int, int], cells: np.ndarray
+) -> go.Figure:
     """dY of the padded grid (the original region boxed) | how many padded cells send their
     gradient to each input cell (sequential) | dX = reflect_pad_backward(dY).
     picked ("in", y, x): the padded cells it sums (cells (k, 2), padded coordinates), orange;
     picked ("pad", row, col): the input cell it sends its gradient to (cells (1, 2)), red."""
-    left, _, top, _ = pads
+    dy, counts, dx = grads.dy, grads.counts, grads.dx
+    left, _, top, _ = grads.pads
     H, W = counts.shape
     panels = [
-        Panel(dy, f"dY of the padded grid {dy.shape[0]} x {dy.shape[1]}", "dY", "padded column", "padded row",
-              fmt=".3g"),
+        Panel(
+            dy,
+            f"dY of the padded grid {dy.shape[0]} x {dy.shape[1]}",
+            "dY",
+            "padded column",
+            "padded row",
+            fmt=".3g",
+        ),
         Panel(counts.astype(np.float64), "gradients summed", "count", "x", "y", fmt=".0f"),
         Panel(dx, "dX = reflect_pad_backward", "dX", "x", "y", fmt=".3g"),
-    ]  # fmt: skip
+    ]
     space, r, c = picked
     boxes = [(0, top, left, H, W)]
     if space == "in":
@@ -583,7 +804,7 @@ def reflect_backward_figure(dy: np.ndarray, counts: np.ndarray, dx: np.ndarray, 
         marks = Marks((0, r, c), mapped, READER, boxes=boxes)
         y, x = cells[0]
         title = f"Padded cell ({r}, {c}) sends its gradient to input cell ({y}, {x})"
-    return panels_figure(panels, title, style, marks=marks, plot_width=plot_width)
+    return panels_figure(panels, title, style, marks)
 
 
 def reflect_hover(chart: str, copies: Mapping[tuple[int, int], np.ndarray]) -> dict:
@@ -611,27 +832,65 @@ def runtime_groups(
     heights = [len(found) for found in groups.values()]
     gap_px = 2.6 * style.font + 18  # each chart's title above its bars
     plot_h = bar_px * sum(heights) + gap_px * (rows - 1)
-    margin = dict(l=20, r=48, t=int(1.45 * style.title + 1.7 * style.font + 16),
-                  b=int(style.tick + 1.5 * style.font + 22))  # fmt: skip
-    lay = layout_base(f"Median runtimes on {backend} (shorter is faster)", style, plot_h + margin["t"] + margin["b"],
-                      margin)  # fmt: skip
+    margin = dict(
+        l=20,
+        r=48,
+        t=int(1.45 * style.title + 1.7 * style.font + 16),
+        b=int(style.tick + 1.5 * style.font + 22),
+    )
+    lay = layout_base(
+        f"Median runtimes on {backend} (shorter is faster)", style, plot_h + margin["t"] + margin["b"], margin
+    )
     data, annotations, top = [], [], 1.0
     for k, (op, found) in enumerate(groups.items()):
         names = sorted(found, key=found.get)
         bottom = top - bar_px * len(found) / plot_h
         axis = "" if k == 0 else str(k + 1)
-        data.append(dict(type="bar", orientation="h", x=[found[n] for n in names], y=names, xaxis=f"x{axis}",
-                         yaxis=f"y{axis}", marker=dict(color="#1f77b4"), text=[f"{found[n]:.3f} ms" for n in names],
-                         textposition="outside", textfont=dict(size=style.font), cliponaxis=False,
-                         hovertemplate="%{y}: %{x:.3f} ms<extra></extra>"))  # fmt: skip
+        data.append(
+            dict(
+                type="bar",
+                orientation="h",
+                x=[found[n] for n in names],
+                y=names,
+                xaxis=f"x{axis}",
+                yaxis=f"y{axis}",
+                marker=dict(color="#1f77b4"),
+                text=[f"{found[n]:.3f} ms" for n in names],
+                textposition="outside",
+                textfont=dict(size=style.font),
+                cliponaxis=False,
+                hovertemplate="%{y}: %{x:.3f} ms<extra></extra>",
+            )
+        )
         top_ms = max(found.values())
-        lay[f"xaxis{axis}"] = dict(domain=[0, 1], anchor=f"y{axis}", range=[0, 1.25 * top_ms if top_ms > 0 else 1],
-                                   tickfont=dict(size=style.tick),  # room for the labels after the bars
-                                   title=dict(text="milliseconds" if k == rows - 1 else "", font=dict(size=style.font)))  # fmt: skip
-        lay[f"yaxis{axis}"] = dict(domain=[max(0.0, bottom), top], anchor=f"x{axis}", autorange="reversed",
-                                   automargin=True, tickfont=dict(size=style.tick))  # fmt: skip
-        annotations.append(dict(text=f"<b>{op}</b>", x=0, y=top, xref="paper", yref="paper", xanchor="left",
-                                yanchor="bottom", showarrow=False, yshift=4, font=dict(size=style.font)))  # fmt: skip
+        lay[f"xaxis{axis}"] = dict(
+            domain=[0, 1],
+            anchor=f"y{axis}",
+            range=[0, 1.25 * top_ms if top_ms > 0 else 1],
+            tickfont=dict(size=style.tick),  # room for the labels after the bars
+            title=dict(text="milliseconds" if k == rows - 1 else "", font=dict(size=style.font)),
+        )
+        lay[f"yaxis{axis}"] = dict(
+            domain=[max(0.0, bottom), top],
+            anchor=f"x{axis}",
+            autorange="reversed",
+            automargin=True,
+            tickfont=dict(size=style.tick),
+        )
+        annotations.append(
+            dict(
+                text=f"<b>{op}</b>",
+                x=0,
+                y=top,
+                xref="paper",
+                yref="paper",
+                xanchor="left",
+                yanchor="bottom",
+                showarrow=False,
+                yshift=4,
+                font=dict(size=style.font),
+            )
+        )
         top = bottom - gap_px / plot_h
     lay.update(annotations=annotations)
     return go.Figure(dict(data=data, layout=lay))

@@ -41,12 +41,6 @@ def busiest_window(plane: np.ndarray, size: int) -> tuple[int, int]:
     return int(r), int(c)
 
 
-def busiest_crop(planes: np.ndarray, size: int) -> np.ndarray:
-    """The size x size crop of (C, H, W) planes with the most detail."""
-    r, c = busiest_window(planes.mean(axis=0), size)
-    return np.ascontiguousarray(planes[:, r : r + size, c : c + size])
-
-
 def fold_window(shape: tuple[int, ...]) -> tuple[int, int]:
     """(k, stride) of the fold thumbnail's patches: 12 x 12 every 8 px, smaller on a tiny image."""
     k = max(1, min(12, *shape[-2:]))
@@ -121,9 +115,10 @@ def rgb_thumbnail(pixels: np.ndarray, side: int = SIDE) -> np.ndarray:
     return square(pixels, side)
 
 
-def boxed(pixels: np.ndarray, top: int, left: int, h: int, w: int, width: int = 2) -> np.ndarray:
-    """A copy of an RGB image with rows top..top+h-1, columns left..left+w-1 outlined: a cyan line
-    inside a dark halo, visible on light and dark pixels alike."""
+def boxed(pixels: np.ndarray, corner: tuple[int, int], size: tuple[int, int], width: int = 2) -> np.ndarray:
+    """A copy of an RGB image with h x w pixels from corner (top, left) outlined (size = h, w): a
+    cyan line inside a dark halo, visible on light and dark pixels alike."""
+    (top, left), (h, w) = corner, size
     out = pixels.copy()
     H, W = out.shape[:2]
     for colour, grow in ((HALO, width), (SECOND, 0)):
@@ -145,6 +140,5 @@ def padded_thumbnail(padded: np.ndarray, pad: int, side: int = SIDE) -> np.ndarr
     scale = side / max(padded.shape[:2])
     top = (side - round(padded.shape[0] * scale)) // 2
     left = (side - round(padded.shape[1] * scale)) // 2
-    return boxed(
-        thumb, top + round(pad * scale), left + round(pad * scale), round(H * scale), round(W * scale)
-    )
+    corner = (top + round(pad * scale), left + round(pad * scale))
+    return boxed(thumb, corner, (round(H * scale), round(W * scale)))

@@ -14,14 +14,15 @@ import copy
 import functools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.animation import controls
-from viz.cells import identity_grid, value_grid
+from viz.animation import Controls, controls
+from viz.cells import GridLook, identity_grid, value_grid
 from viz.memo import figure_memo
-from viz.style import HALO, HIGHLIGHT, NORMAL, READER, SECOND, Style, finish, label_size, outline
+from viz.style import HALO, HIGHLIGHT, NORMAL, PEN, READER, SECOND, Pen, Style, finish, label_size, outline
 
 FULL_WIDTH = 820  # px of plot area a full-width figure gets at 1366 x 768 with the sidebar open
 LEFT_WIDTH = 470  # the input maps' column (left of Y) at that size
@@ -29,6 +30,56 @@ RIGHT_WIDTH = 330  # Y's column
 MAX_CELL = 64  # px: wider cells waste the screen; the plot area shrinks instead
 MAX_FRAMES = 400
 MODEBAR = 44  # px right margin: the vertical mode bar sits there, never over a plot or a title
+
+
+@dataclass(frozen=True)
+class Unroll:
+    """What X_unroll holds, entry by entry (gpuops.maps.im2col): src_ids (R, L) the id of the input
+    cell each entry copies (-1: a padding zero) and sources, its (channel, row, col); labels, the
+    (c, ki, kj) of each row; positions, the output pixel (oh, ow) of each column; n_cells input
+    cells in all (one colour each); taps_per_channel = K*K rows per channel."""
+
+    src_ids: np.ndarray
+    sources: tuple[np.ndarray, np.ndarray, np.ndarray]
+    labels: tuple[tuple[int, int, int], ...]
+    positions: np.ndarray
+    n_cells: int
+    taps_per_channel: int
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The example the column animation steps through: the input x (C, H, W), its padded ids
+    (ids, row0, col0), X_unroll, Y, and taps[l] = (channel, row, col, inside) of column l."""
+
+    x: np.ndarray
+    padded: tuple[np.ndarray, int, int]
+    x_unroll: np.ndarray
+    y_mat: np.ndarray
+    taps: tuple[tuple[np.ndarray, ...], ...]
+
+
+@dataclass(frozen=True)
+class InputMarks:
+    """On the input maps: copies (C, H, W) how often each cell is copied into X_unroll (hover);
+    taps (c, row, col, inside) outlined (padding taps dotted); the picked cell (c, i, j)."""
+
+    copies: np.ndarray | None = None
+    taps: tuple[tuple[int, int, int, bool], ...] = ()
+    picked: tuple[int, int, int] | None = None
+
+
+@dataclass(frozen=True)
+class OutputMarks:
+    """On Y: a picked column l (outlined), a picked cell (m, l), and the columns a picked input
+    cell feeds (red, consecutive ones as one box)."""
+
+    column: int | None = None
+    cell: tuple[int, int] | None = None
+    columns: tuple[int, ...] = ()
+
+
+NO_INPUT_MARKS, NO_OUTPUT_MARKS = InputMarks(), OutputMarks()
 
 
 # ---- small helpers --------------------------------------------------------------------------------------
@@ -55,10 +106,12 @@ def _text(values: np.ndarray, fmt: str = "g") -> np.ndarray:
 
 
 def label_props(
-    labels: np.ndarray, cells_across: int, width_px: float, cell_h_px: float, style: Style, dark: bool = True
+    labels: np.ndarray, width_px: float, cell_h_px: float, style: Style, dark: bool = True
 ) -> dict:
     """Trace properties that write the labels in the cells when they fit (>= the style's label
-    size, in width and in height) and hide them otherwise; the text stays for the hover."""
+    size, in width and in height; the labels' columns share width_px) and hide them otherwise;
+    the text stays for the hover."""
+    cells_across = labels.shape[-1]
     chars = max((len(s) for s in labels.ravel()), default=1)
     size = label_size(cells_across, width_px, style, chars=chars)
     if size is not None and cell_h_px < size + 3:
@@ -161,23 +214,17 @@ def _merge(base: dict, over: dict) -> dict:
 @functools.lru_cache(maxsize=256)
 def _look(title: str, x_title: str, y_title: str, style: Style) -> dict:
     """viz.style.finish's figure-level settings, as a dict (finish on an empty figure)."""
-    return finish(go.Figure(), title, x_title, y_title, 10, style).layout.to_plotly_json()
+    return finish(go.Figure(), title, (x_title, y_title), 10, style).layout.to_plotly_json()
 
 
-def _assemble(
-    data: list[dict],
-    layout: dict,
-    title: str,
-    x_title: str,
-    y_title: str,
-    style: Style,
-    after: dict,
-    frames: list[dict] | None = None,
-) -> go.Figure:
-    """One figure from dicts with the shared look of viz.style.finish (its title, fonts, margins and
-    mode bar; on every axis its tick and title fonts and the axis title), then this figure's sizes,
-    margins and per-axis settings. Built once and not re-validated property by property: the
-    traces come from viz.cells, and the tests validate every figure of the page in full."""
+def _assemble(figure: dict, titles: tuple[str, str, str], style: Style, after: dict) -> go.Figure:
+    """One figure from dicts (figure: its data, layout and frames) with the shared look of
+    viz.style.finish (its title, fonts, margins and mode bar; on every axis its tick and title fonts
+    and the axis title: titles = figure, x and y titles), then this figure's sizes, margins and
+    per-axis settings (after). Built once and not re-validated property by property: the traces
+    come from viz.cells, and the tests validate every figure of the page in full."""
+    data, layout, frames = figure["data"], figure["layout"], figure.get("frames")
+    title, x_title, y_title = titles
     look = copy.deepcopy(_look(title, x_title, y_title, style))
     for key in [k for k in layout if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]:
         text = x_title if key.startswith("x") else y_title
@@ -191,17 +238,11 @@ def _assemble(
 
 
 def _shapes(
-    cells: Sequence[tuple[int, int]],
-    style: Style,
-    panel: str = "x",
-    colour: str = HIGHLIGHT,
-    dash: str = "solid",
-    h: int = 1,
-    w: int = 1,
+    cells: Sequence[tuple[int, int]], style: Style, pen: Pen = PEN, size: tuple[int, int] = (1, 1)
 ) -> list[dict]:
     out: list[dict] = []
     for r, c in cells:
-        out += outline(r, c, style, colour, h=h, w=w, xref=panel, yref=_yref(panel), dash=dash)
+        out += outline((r, c), style, pen, size=size)
     return out
 
 
@@ -255,27 +296,23 @@ def column_ticks(positions: np.ndarray, px_per_col: float, style: Style) -> tupl
     return dict(tickmode="array", tickvals=idx, ticktext=text), step
 
 
-# ---- the input maps -----------------------------------------------------------------------------------------
+# ---- the input maps ----------------------------------------------------------------------------------------
 @figure_memo
 def input_maps_figure(
     x: np.ndarray,
-    ids: np.ndarray,
-    row0: int,
-    col0: int,
+    padded: tuple[np.ndarray, int, int],
     style: Style = NORMAL,
+    marks: InputMarks = NO_INPUT_MARKS,
     *,
-    n_cells: int,
-    copies: np.ndarray | None = None,
-    taps: Sequence[tuple[int, int, int, bool]] = (),
-    picked: tuple[int, int, int] | None = None,
     width_px: int = LEFT_WIDTH,
 ) -> go.Figure:
-    """The C input maps side by side, zero padding drawn around them (white, '0'), one colour per
+    """The C input maps x side by side, zero padding drawn around them (white, '0'), one colour per
     input cell; axes in true input coordinates (padding negative or >= the side).
 
-    ids: (C, Hp, Wp) padded cell ids (-1 = padding); copies: (C, H, W) how often each cell is
-    copied into X_unroll (shown on hover); taps: (c, row, col, inside) outlined (padding taps
-    dotted); picked: the picked input cell (c, i, j), outlined."""
+    padded: (ids, row0, col0) from gpuops.maps.im2col.padded_ids, ids (C, Hp, Wp) the padded cell
+    ids (-1 = padding) from input coordinates (row0, col0)."""
+    (ids, row0, col0), n_cells = padded, x.size
+    copies, taps, picked = marks.copies, marks.taps, marks.picked
     C, Hp, Wp = ids.shape
     H, W = x.shape[1:]
     gap = min(0.2, 36 * style.height_scale / width_px) if C > 1 else 0.0  # room between the panels
@@ -298,7 +335,9 @@ def input_maps_figure(
                 np.char.add(np.char.add(np.char.add(text, "<br>copied "), count), " times into X_unroll"),
                 text,
             )
-        trace = identity_grid(ids[c], vals, row0, col0, style, n_cells=n_cells, width_px=int(panel_px))
+        trace = identity_grid(
+            ids[c], vals, style, origin=(row0, col0), look=GridLook(n_cells=n_cells, width_px=int(panel_px))
+        )
         data.append(
             _dict(
                 trace,
@@ -306,7 +345,7 @@ def input_maps_figure(
                 yaxis=yr,
                 customdata=text,
                 hovertemplate="%{customdata}<br>value %{text}<extra></extra>",
-                **label_props(_text(vals), Wp, panel_px, cell_px, style),
+                **label_props(_text(vals), panel_px, cell_px, style),
             )
         )
         x0 = c * (width + gap)
@@ -334,22 +373,17 @@ def input_maps_figure(
     shapes: list[dict] = []
     if row0 < 0 or col0 < 0:  # the real input, inside its padding
         for c in range(C):
-            shapes += outline(
-                0, 0, style, SECOND, h=H, w=W, xref=input_panel(c), yref=_yref(input_panel(c)), dash="dash"
-            )
+            shapes += outline((0, 0), style, Pen(SECOND, "dash", panel=input_panel(c)), size=(H, W))
     for c, r, q, inside in taps:
-        shapes += _shapes([(r, q)], style, input_panel(int(c)), dash="solid" if inside else "dot")
+        shapes += _shapes([(r, q)], style, Pen(dash="solid" if inside else "dot", panel=input_panel(int(c))))
     if picked is not None:
         c, i, j = picked
-        shapes += _shapes([(i, j)], style, input_panel(c))
+        shapes += _shapes([(i, j)], style, Pen(panel=input_panel(c)))
     layout.update(shapes=shapes, annotations=notes)
     top, bottom = _top(style, subtitles=True), _bottom(style)
     return _assemble(
-        data,
-        layout,
-        "Input maps",
-        "col j",
-        "",
+        dict(data=data, layout=layout),
+        ("Input maps", "col j", ""),
         style,
         dict(
             height=int(top + Hp * cell_px + bottom),
@@ -359,7 +393,7 @@ def input_maps_figure(
     )
 
 
-# ---- X_unroll, W, Y --------------------------------------------------------------------------------------------
+# ---- X_unroll, W, Y ----------------------------------------------------------------------------------------
 def _matrix_height(rows: int, style: Style, max_plot: int) -> tuple[float, int]:
     """(px per row, plot height): rows tall enough for their tick label, within max_plot."""
     row_px = float(style.tick + 8)
@@ -390,27 +424,28 @@ PLAIN = dict(showgrid=False, zeroline=False)
 @figure_memo
 def x_unroll_figure(
     x_unroll: np.ndarray,
-    src_ids: np.ndarray,
-    channel: np.ndarray,
-    src_rows: np.ndarray,
-    src_cols: np.ndarray,
-    labels: Sequence[tuple[int, int, int]],
-    positions: np.ndarray,
+    unroll: Unroll,
     style: Style = NORMAL,
     *,
-    n_cells: int,
-    taps_per_channel: int,
     column: int | None = None,
     entries: Sequence[tuple[int, int]] = (),
-    width_px: int = FULL_WIDTH,
 ) -> go.Figure:
     """X_unroll (C*K*K x L): every entry in the colour of the input cell it copies (white = padding
     zero), its value on top. Rows labelled (c, ki, kj), columns l over (oh, ow).
     column: outlined whole; entries: (r, l) outlined one by one (the copies of a picked cell)."""
+    src_ids, (channel, src_rows, src_cols), labels = unroll.src_ids, unroll.sources, unroll.labels
+    positions, n_cells, taps_per_channel, width_px = (
+        unroll.positions,
+        unroll.n_cells,
+        unroll.taps_per_channel,
+        FULL_WIDTH,
+    )
     R, L = x_unroll.shape
     frac, col_px = _plot_width(L, width_px)
     row_px, plot_h = _matrix_height(R, style, 1000 if style.presentation else 880)
-    trace = identity_grid(src_ids, x_unroll, 0, 0, style, n_cells=n_cells, width_px=int(frac * width_px))
+    trace = identity_grid(
+        src_ids, x_unroll, style, look=GridLook(n_cells=n_cells, width_px=int(frac * width_px))
+    )
     text = _cell_text(src_ids, channel, src_rows, src_cols)
     rl = np.array([row_label(t) for t in labels])
     custom = np.char.add(
@@ -425,14 +460,14 @@ def x_unroll_figure(
             trace,
             customdata=custom,
             hovertemplate="column l = %{x}<br>%{customdata}<br>value %{text}<extra></extra>",
-            **label_props(_text(x_unroll), L, frac * width_px, row_px, style),
+            **label_props(_text(x_unroll), frac * width_px, row_px, style),
         )
     ]
     y_vals, y_text, step_y = _thin(list(rl), row_px, style.tick + 2)
     xt, step_x = column_ticks(positions, col_px, style)
     shapes = _separators(R, taps_per_channel, "rows", L)
     if column is not None:
-        shapes += _shapes([(0, column)], style, h=R)
+        shapes += _shapes([(0, column)], style, size=(R, 1))
     shapes += _shapes(entries, style)
     title = f"X_unroll ({R} × {L})" + (f": {len(entries)} copies outlined" if entries else "")
     top = _top(style)
@@ -447,32 +482,29 @@ def x_unroll_figure(
         xaxis=dict(**PLAIN, **xt, domain=[0, frac], automargin=True),
     )
     return _assemble(
-        data,
-        layout,
-        title,
-        "column l = output pixel (oh, ow)" + _every(step_x, "column"),
-        "row r = (c, ki, kj)" + _every(step_y, "row"),
+        dict(data=data, layout=layout),
+        (
+            title,
+            "column l = output pixel (oh, ow)" + _every(step_x, "column"),
+            "row r = (c, ki, kj)" + _every(step_y, "row"),
+        ),
         style,
         dict(height=top + plot_h + bottom, margin=dict(t=top, b=bottom, l=60, r=MODEBAR)),
     )
 
 
 def _filter_rows(
-    mat: np.ndarray,
-    name: str,
-    column_text: np.ndarray,
-    hover: str,
-    style: Style,
-    width_px: int,
-    row_base: float,
+    mat: np.ndarray, hover: tuple[str, np.ndarray, str], style: Style, width_px: int, row_base: float
 ) -> tuple[list[dict], float, float, float]:
-    """The trace of a matrix with one row per filter (W, Y): its values as labels, each column's
-    text in the hover. Returns (data, plot fraction, column px, row px)."""
+    """The trace of a matrix with one row per filter (W, Y): its values as labels; hover: the word
+    for a value, each column's text, and the hover template. Returns (data, plot fraction, column
+    px, row px)."""
+    name, column_text, hover = hover
     M, n = mat.shape
     frac, col_px = _plot_width(n, width_px)
     row_px = float(max(style.tick + 14, min(MAX_CELL, row_base * style.height_scale)))
-    trace = value_grid(mat, 0, 0, style, name=name, fmt="g", width_px=int(frac * width_px))
-    labels = label_props(_text(mat), n, frac * width_px, row_px, style, dark=False)
+    trace = value_grid(mat, style, look=GridLook(name, "g", int(frac * width_px)))
+    labels = label_props(_text(mat), frac * width_px, row_px, style, dark=False)
     return (
         [_dict(trace, customdata=np.broadcast_to(column_text, (M, n)), hovertemplate=hover, **labels)],
         frac,
@@ -482,17 +514,14 @@ def _filter_rows(
 
 
 def _filter_rows_figure(
-    data: list[dict],
-    shapes: list[dict],
-    xaxis: dict,
-    frac: float,
-    title: str,
-    x_title: str,
+    parts: tuple[list[dict], list[dict], dict],
+    titles: tuple[str, str],
     style: Style,
-    plot_h: float,
-    bottom: int,
+    size: tuple[float, float, int],
 ) -> go.Figure:
-    """A figure of one row per filter (rows down, one tick each) over `frac` of the width."""
+    """A figure of one row per filter (rows down, one tick each): parts = its data, shapes and
+    x axis; size = the fraction of the width it takes, the plot's height and the bottom margin."""
+    (data, shapes, xaxis), (title, x_title), (frac, plot_h, bottom) = parts, titles, size
     top = _top(style)
     layout = dict(
         shapes=shapes,
@@ -500,71 +529,62 @@ def _filter_rows_figure(
         xaxis=dict(**PLAIN, **xaxis, domain=[0, frac], automargin=True),
     )
     after = dict(height=top + int(plot_h) + bottom, margin=dict(t=top, b=bottom, l=60, r=MODEBAR))
-    return _assemble(data, layout, title, x_title, "filter m", style, after)
+    return _assemble(dict(data=data, layout=layout), (title, x_title, "filter m"), style, after)
 
 
 @figure_memo
 def filter_figure(
-    w_mat: np.ndarray,
-    labels: Sequence[tuple[int, int, int]],
-    style: Style = NORMAL,
-    *,
-    row: int | None = None,
-    taps_per_channel: int = 1,
-    width_px: int = FULL_WIDTH,
+    w_mat: np.ndarray, unroll: Unroll, style: Style = NORMAL, *, row: int | None = None
 ) -> go.Figure:
     """The filter matrix W (M x C*K*K): row m is filter m, column r is weight (c, ki, kj) and
     multiplies row r of X_unroll. row: outlined (the picked filter)."""
+    labels, taps_per_channel, width_px = unroll.labels, unroll.taps_per_channel, FULL_WIDTH
     M, R = w_mat.shape
     rl = np.array([row_label(t) for t in labels])
     hover = "filter m = %{y}, column r = %{x} = (c,ki,kj) %{customdata}<br>weight %{z:.4g}<extra></extra>"
-    data, frac, col_px, row_px = _filter_rows(w_mat, "weight", rl, hover, style, width_px, 40)
+    data, frac, col_px, row_px = _filter_rows(w_mat, ("weight", rl, hover), style, width_px, 40)
     wide = text_px(rl[-1], style.tick) + 8
     vertical = col_px < wide
     idx, text, step = _thin(list(rl), col_px, style.tick + 4 if vertical else wide)
     shapes = _separators(R, taps_per_channel, "cols", M)
     if row is not None:
-        shapes += _shapes([(row, 0)], style, w=R)
+        shapes += _shapes([(row, 0)], style, size=(1, R))
     bottom = _bottom(style, tick_px=wide if vertical else 0, title_lines=1 + (step > 1))
     xaxis = dict(tickmode="array", tickvals=idx, ticktext=text, tickangle=-90 if vertical else 0)
     title = f"Filter matrix W ({M} × {R})"
     x_title = "column r = (c, ki, kj)" + _every(step, "column")
-    return _filter_rows_figure(data, shapes, xaxis, frac, title, x_title, style, M * row_px, bottom)
+    return _filter_rows_figure((data, shapes, xaxis), (title, x_title), style, (frac, M * row_px, bottom))
 
 
 @figure_memo
 def output_figure(
-    y_mat: np.ndarray,
-    positions: np.ndarray,
-    style: Style = NORMAL,
-    *,
-    column: int | None = None,
-    cell: tuple[int, int] | None = None,
-    columns: Sequence[int] = (),
-    width_px: int = RIGHT_WIDTH,
+    y_mat: np.ndarray, positions: np.ndarray, style: Style = NORMAL, marks: OutputMarks = NO_OUTPUT_MARKS
 ) -> go.Figure:
-    """Y = W x X_unroll (M x L): row m reshaped to H_out x W_out is output map m. column: outlined
-    (a picked column l); cell: the picked (m, l); columns: outlined in red (outputs a picked
-    input cell feeds), consecutive ones as one box."""
+    """Y = W x X_unroll (M x L): row m reshaped to H_out x W_out is output map m; positions (L, 2):
+    the output pixel (oh, ow) of each column."""
+    column, cell, columns, width_px = marks.column, marks.cell, marks.columns, RIGHT_WIDTH
     M, L = y_mat.shape
     pos = np.array([f"({oh},{ow})" for oh, ow in positions])
-    hover = "filter m = %{y}, column l = %{x}<br>output pixel (oh, ow) = %{customdata}<br>Y = %{z:.4g}<extra></extra>"
-    data, frac, col_px, row_px = _filter_rows(y_mat, "Y", pos, hover, style, width_px, 44)
+    hover = (
+        "filter m = %{y}, column l = %{x}<br>output pixel (oh, ow) = "
+        "%{customdata}<br>Y = %{z:.4g}<extra></extra>"
+    )
+    data, frac, col_px, row_px = _filter_rows(y_mat, ("Y", pos, hover), style, width_px, 44)
     xt, step = column_ticks(positions, col_px, style)
     shapes: list[dict] = []
     for first, count in runs(columns):
-        shapes += outline(0, first, style, READER, h=M, w=count)
+        shapes += outline((0, first), style, Pen(READER), size=(M, count))
     if column is not None:
-        shapes += _shapes([(0, column)], style, h=M)
+        shapes += _shapes([(0, column)], style, size=(M, 1))
     if cell is not None:
         shapes += _shapes([cell], style)
     bottom = _bottom(style, 2 if step == 1 and "<br>" in xt["ticktext"][0] else 1, title_lines=1 + (step > 1))
     title = f"Y = W × X_unroll ({M} × {L})"
     x_title = "column l = output pixel (oh, ow)" + _every(step, "column")
-    return _filter_rows_figure(data, shapes, xt, frac, title, x_title, style, M * row_px, bottom)
+    return _filter_rows_figure((data, shapes, xt), (title, x_title), style, (frac, M * row_px, bottom))
 
 
-# ---- the product, written out --------------------------------------------------------------------------------
+# ---- the product, written out ------------------------------------------------------------------------------
 def product_terms(w_row: np.ndarray, x_col: np.ndarray, labels: Sequence[tuple[int, int, int]]) -> list[str]:
     """One line per input channel: 'c = 0: 1·1 + 1·2 + 2·1 + 2·1 = 7' (weights times copied values)."""
     lines = []
@@ -575,7 +595,7 @@ def product_terms(w_row: np.ndarray, x_col: np.ndarray, labels: Sequence[tuple[i
     return lines
 
 
-# ---- the column-by-column animation ---------------------------------------------------------------------------
+# ---- the column-by-column animation ------------------------------------------------------------------------
 
 
 def _frame_title(l: int, oh: int, ow: int) -> str:
@@ -583,28 +603,20 @@ def _frame_title(l: int, oh: int, ow: int) -> str:
 
 
 @figure_memo
-def column_animation(
-    x: np.ndarray,
-    ids: np.ndarray,
-    row0: int,
-    col0: int,
-    x_unroll: np.ndarray,
-    src_ids: np.ndarray,
-    y_mat: np.ndarray,
-    taps: Sequence[tuple[np.ndarray, ...]],
-    positions: np.ndarray,
-    labels: Sequence[tuple[int, int, int]],
-    style: Style = NORMAL,
-    *,
-    n_cells: int,
-    width_px: int = FULL_WIDTH,
-    frame_prefix: str = "column l = ",
-) -> go.Figure:
+def column_animation(steps: Steps, unroll: Unroll, style: Style = NORMAL) -> go.Figure:
     """Step through the columns of X_unroll (Plotly frames: play / pause / slider, in the browser).
 
     Top: the input maps with the cells column l copies outlined (padding cells are white); middle:
-    X_unroll with column l outlined; bottom: Y with column l outlined. taps[l] = (channel, row,
-    col, inside) arrays of column l (gpuops.maps.im2col.column_taps)."""
+    X_unroll with column l outlined; bottom: Y with column l outlined."""
+    x, (ids, row0, col0), x_unroll, y_mat, taps = (
+        steps.x,
+        steps.padded,
+        steps.x_unroll,
+        steps.y_mat,
+        steps.taps,
+    )
+    src_ids, positions, labels, n_cells = unroll.src_ids, unroll.positions, unroll.labels, unroll.n_cells
+    width_px, frame_prefix = FULL_WIDTH, "column l = "
     C, Hp, Wp = ids.shape
     R, L = x_unroll.shape
     M = y_mat.shape[0]
@@ -628,11 +640,11 @@ def column_animation(
         vals = values_of(ids[c], x)
         data.append(
             _dict(
-                identity_grid(ids[c], vals, row0, col0, style, n_cells=n_cells),
+                identity_grid(ids[c], vals, style, origin=(row0, col0), look=GridLook(n_cells=n_cells)),
                 xaxis=xr,
                 yaxis=yr,
                 hovertemplate="row %{y}, col %{x}<br>value %{text}<extra></extra>",
-                **label_props(_text(vals), Wp, panel_px, cell_px, style),
+                **label_props(_text(vals), panel_px, cell_px, style),
             )
         )
         x0 = c * (width + hgap)
@@ -652,11 +664,11 @@ def column_animation(
     xk, yk, xr, yr = _axis_ids(C + 1)
     data.append(
         _dict(
-            identity_grid(src_ids, x_unroll, 0, 0, style, n_cells=n_cells),
+            identity_grid(src_ids, x_unroll, style, look=GridLook(n_cells=n_cells)),
             xaxis=xr,
             yaxis=yr,
             hovertemplate="row r = %{y}, column l = %{x}<br>value %{text}<extra></extra>",
-            **label_props(_text(x_unroll), L, frac * width_px, x_row_px, style),
+            **label_props(_text(x_unroll), frac * width_px, x_row_px, style),
         )
     )
     ty, tt, _ = _thin([row_label(t) for t in labels], x_row_px, style.tick + 2)
@@ -670,10 +682,10 @@ def column_animation(
     xk, yk, xr, yr = _axis_ids(C + 2)
     data.append(
         _dict(
-            value_grid(y_mat, 0, 0, style, name="Y", fmt="g"),
+            value_grid(y_mat, style, look=GridLook("Y", "g")),
             xaxis=xr,
             yaxis=yr,
-            **label_props(_text(y_mat), L, frac * width_px, y_row_px, style, dark=False),
+            **label_props(_text(y_mat), frac * width_px, y_row_px, style, dark=False),
         )
     )
     layout[xk] = dict(**PLAIN, **xt_plain, domain=[0, frac], anchor=yr)
@@ -725,19 +737,18 @@ def column_animation(
         **controls(
             names,
             style,
-            prefix=frame_prefix,
-            ms=800,
-            y=-(30 + style.tick + style.font) / plot_h,
-            buttons_pad=style.font + 24,
-            slider_pad=style.font + 14,
+            Controls(
+                prefix=frame_prefix,
+                ms=800,
+                y=-(30 + style.tick + style.font) / plot_h,
+                buttons_pad=style.font + 24,
+                slider_pad=style.font + 14,
+            ),
         ),
     )
     return _assemble(
-        data,
-        layout,
-        _frame_title(0, *positions[0]),
-        "",
-        "",
+        dict(data=data, layout=layout, frames=frames),
+        (_frame_title(0, *positions[0]), "", ""),
         style,
         {
             f"xaxis{C + 2}": dict(title=dict(text="column l")),
@@ -745,22 +756,22 @@ def column_animation(
             "height": int(top_px + plot_h + bottom_px),
             "margin": dict(t=top_px, b=bottom_px, l=60, r=MODEBAR),
         },
-        frames,
     )
 
 
-# ---- how big X_unroll gets -----------------------------------------------------------------------------------
+# ---- how big X_unroll gets ---------------------------------------------------------------------------------
 @figure_memo
 def expansion_figure(
     sizes: Sequence[int],
-    no_pad: Sequence[float],
-    same: Sequence[float],
+    ratios: tuple[Sequence[float], Sequence[float]],
     k: int,
     current: tuple[int, float],
     style: Style = NORMAL,
 ) -> go.Figure:
     """The expansion ratio against the image side (log axis, every size labelled): without padding
-    it climbs toward K x K; with padding K // 2 (output as large as the input) it is K x K."""
+    it climbs toward K x K; with padding K // 2 (output as large as the input) it is K x K.
+    ratios: (without padding, with padding K // 2), one per size; current: (side, ratio) here."""
+    no_pad, same = ratios
     fig = go.Figure()
     fig.add_hline(
         y=k * k,
@@ -792,8 +803,7 @@ def expansion_figure(
     finish(
         fig,
         "Expansion ratio vs image size",
-        "image side H = W (pixels, log scale)",
-        "X_unroll / input",
+        ("image side H = W (pixels, log scale)", "X_unroll / input"),
         420,
         style,
     )
@@ -822,17 +832,16 @@ def runtime_figure(
             hovertemplate="%{y}: %{x:.3f} ms<extra></extra>",
         )
     )
-    finish(fig, title, f"milliseconds (median, {backend})", "", 150 + 60 * len(ms), style)
+    finish(fig, title, (f"milliseconds (median, {backend})", ""), 150 + 60 * len(ms), style)
     fig.update_yaxes(autorange="reversed", automargin=True)
     fig.update_xaxes(rangemode="tozero")
     return fig
 
 
-# ---- hover maps (client-side outlines, no rerun) ---------------------------------------------------------------
+# ---- hover maps (client-side outlines, no rerun) -----------------------------------------------------------
 def hover_pairs(
     copies: dict[tuple[int, int, int], np.ndarray],
     taps: Sequence[tuple[np.ndarray, ...]],
-    R: int,
     M: int,
     charts: Sequence[str],
     max_targets: int = 10_000,
@@ -844,7 +853,7 @@ def hover_pairs(
     A chart whose map would list more than max_targets outlines gets none (it is sent with every
     rerun); its cells still answer clicks."""
     inputs, xunroll, ymat, wmat = charts
-    L = len(taps)
+    L, R = len(taps), len(taps[0][0]) if taps else 0  # R = C*K*K: every column has one tap per row
     per_column = max((int(np.count_nonzero(t[3])) for t in taps), default=0) + R
     out: dict = {}
     if sum(len(e) for e in copies.values()) <= max_targets:

@@ -44,8 +44,14 @@ def image_trace(pixels: np.ndarray, x0: int = 0, y0: int = 0) -> go.Image:
         )
     step = max(1, -(-max(pixels.shape[:2]) // MAX_SHOWN))
     shown = pixels[::step, ::step]
-    return go.Image(source=png_data_url(shown), x0=x0 - (step - 1) / 2, y0=y0 - (step - 1) / 2, dx=step, dy=step,
-                    hovertemplate="row %{y}, col %{x}<extra></extra>")  # fmt: skip
+    return go.Image(
+        source=png_data_url(shown),
+        x0=x0 - (step - 1) / 2,
+        y0=y0 - (step - 1) / 2,
+        dx=step,
+        dy=step,
+        hovertemplate="row %{y}, col %{x}<extra></extra>",
+    )
 
 
 def _grey(pixels: np.ndarray) -> bool:

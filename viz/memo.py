@@ -6,8 +6,8 @@ building (and validating) is most of a rerun's time, all of it under the one int
 (bench/hostile_load.py, profiled). A builder decorated with @figure_memo returns the figure it
 built before for equal arguments, from any session.
 
-- Equal means the same values: arrays by dtype, shape and bytes; numbers, strings, tuples,
-  lists, dicts and (frozen) dataclasses by content. An argument of any other type, or arrays of
+- Equal means the same values: arrays by dtype, shape and bytes; numbers, strings, ranges,
+  tuples, lists, dicts and (frozen) dataclasses by content. An argument of any other type, or arrays of
   more than MAX_ARRAY_BYTES in all, skips the memo (the builder runs as before).
 - The figure is shared, never copied: callers must not change it (the pages hand it to
   st.plotly_chart, which reads it). Builders must be pure (their figure a function of their
@@ -59,6 +59,8 @@ def _feed(h: Any, value: Any, budget: list[int]) -> None:
     """Feed a canonical encoding of value to the hash (its type first, so 1 and 1.0 differ)."""
     if value is None or isinstance(value, bool | int | float | str | bytes | complex):
         h.update(f"{type(value).__name__}:{value!r};".encode())
+    elif isinstance(value, range):
+        h.update(f"range:{value.start},{value.stop},{value.step};".encode())
     elif isinstance(value, np.generic):
         h.update(f"np.{value.dtype}:{value.item()!r};".encode())
     elif isinstance(value, np.ndarray):

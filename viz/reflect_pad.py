@@ -8,19 +8,35 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from gpuops.maps.reflect_pad import AxisSource
-from viz.cells import identity_grid
+from gpuops.maps.reflect_pad import AxisSource, PixelPick
+from viz.cells import GridLook, identity_grid
 from viz.images import image_trace
 from viz.memo import figure_memo
-from viz.style import HIGHLIGHT, NORMAL, READER, SECOND, Style, cell_colours, finish, label_size, outline
+from viz.style import HIGHLIGHT, NORMAL, READER, SECOND, Pen, Style, cell_colours, finish, label_size, outline
 
 ORIGINAL_LINE = "#111111"  # the original grid inside the padded one
 Cells = Iterable[tuple[str, int, int]]  # (panel "x" input / "x2" padded, row, col)
+# the least plotting width (px) each figure gets at 1280 px with the sidebar open, per style: labels
+# sized for it always fit; the padded image also keeps to a height (plot width, max height)
+GRID_WIDTH = {"normal": 360, "presentation": 680}
+IMAGE_FIT = {"normal": (250, 420), "presentation": (680, 520)}
+BLUR_FIT = (680, 380)
+
+
+@dataclass(frozen=True)
+class GridMarks:
+    """The grid's pick: picked (panel, row, col), outlined orange, and the cells it maps to
+    (mapped), outlined in `colour`."""
+
+    picked: tuple[str, int, int] | None = None
+    mapped: tuple[tuple[str, int, int], ...] = ()
+    colour: str = HIGHLIGHT
 
 
 # ---- one colour per input cell, neighbours clearly apart --------------------------------------------
@@ -64,8 +80,11 @@ def source_ids(H: int, W: int) -> tuple[np.ndarray, int]:
     free = np.ones(n, dtype=bool)
     for y in range(H):
         for x in range(W):
-            near = [ids[y + dy, x + dx] for dy, dx in ((0, -1), (-1, -1), (-1, 0), (-1, 1))
-                    if y + dy >= 0 and 0 <= x + dx < W]  # fmt: skip
+            near = [
+                ids[y + dy, x + dx]
+                for dy, dx in ((0, -1), (-1, -1), (-1, 0), (-1, 1))
+                if y + dy >= 0 and 0 <= x + dx < W
+            ]
             score = distance[near].min(axis=0) if near else np.full(n, 100.0)
             k = int(np.argmax(np.where(free, score, -1.0)))
             ids[y, x], free[k] = k, False
@@ -91,8 +110,17 @@ def _panel_titles(fig: go.Figure, titles: Sequence[str], style: Style) -> None:
     cells have narrowed it), not on the space the panel was given."""
     for k, text in enumerate(titles, start=1):
         ref = "" if k == 1 else str(k)
-        fig.add_annotation(text=text, xref=f"x{ref} domain", yref=f"y{ref} domain", x=0.5, y=1, yanchor="bottom",
-                           yshift=4, showarrow=False, font=dict(size=style.font))  # fmt: skip
+        fig.add_annotation(
+            text=text,
+            xref=f"x{ref} domain",
+            yref=f"y{ref} domain",
+            x=0.5,
+            y=1,
+            yanchor="bottom",
+            yshift=4,
+            showarrow=False,
+            font=dict(size=style.font),
+        )
 
 
 def _margins(style: Style, title_lines: int = 1, subplot_titles: bool = False) -> dict:
@@ -107,19 +135,22 @@ def _margins(style: Style, title_lines: int = 1, subplot_titles: bool = False) -
 
 
 @figure_memo
-def grid_figure(rows: np.ndarray, cols: np.ndarray, H: int, W: int, pads: tuple[int, int, int, int],
-                style: Style = NORMAL, *, picked: tuple[str, int, int] | None = None, mapped: Cells = (),
-                mapped_colour: str = HIGHLIGHT, plot_width: int = 340) -> go.Figure:  # fmt: skip
+def grid_figure(
+    source: tuple[np.ndarray, np.ndarray], pads: tuple[int, int, int, int], style: Style, marks: GridMarks
+) -> go.Figure:
     """The input grid (panel x) and the padded grid (panel x2), every cell coloured by the input
     cell it holds and labelled with that cell's (row, col): same colour = same source.
 
-    rows, cols: (H_out, W_out) source map of the padded grid. picked: the picked cell (panel,
-    row, col), outlined; mapped: the cells it maps to, outlined in `mapped_colour`. Axes carry
-    the true indices: input (y, x) on the left, padded (row, col) on the right. plot_width: the
-    least width (px) the two panels will get; cells, labels and height are sized from it (a
-    wider column leaves the cells square and as sized: the height decides)."""
-    left, _, top, _ = pads
+    source: the padded grid's source map (rows, cols), each (H_out, W_out); pads (left, right,
+    top, bottom). Axes carry the true indices: input (y, x) on the left, padded (row, col) on
+    the right. Cells, labels and height are sized for the least width (px) the two panels get
+    in this style (a wider column leaves the cells square and as sized: the height decides)."""
+    rows, cols = source
+    left, right, top, bottom = pads
     H_out, W_out = rows.shape
+    H, W = H_out - top - bottom, W_out - left - right
+    picked, mapped, mapped_colour = marks.picked, marks.mapped, marks.colour
+    plot_width = GRID_WIDTH[style.name]
     ids, n = source_ids(H, W)
     gap_px = 1.5 * style.tick + 16  # between the panels: the padded panel's row numbers sit there
     cell_px = min(2.8 * style.font, (plot_width - gap_px) / (W + W_out))
@@ -134,30 +165,41 @@ def grid_figure(rows: np.ndarray, cols: np.ndarray, H: int, W: int, pads: tuple[
     ]
     for k, (grid_ids, labels, hover) in enumerate(panels, start=1):
         w = grid_ids.shape[1]
-        trace = identity_grid(
-            grid_ids, np.zeros(grid_ids.shape), 0, 0, style, n_cells=n, width_px=int(cell_px * w)
-        )
+        look = GridLook(n_cells=n, width_px=int(cell_px * w))
+        trace = identity_grid(grid_ids, np.zeros(grid_ids.shape), style, look=look)
         labelled = label_size(w, int(cell_px * w), style) is not None
         trace.update(
             text=labels, texttemplate="%{text}" if labelled else None, hovertemplate=hover + "<extra></extra>"
         )
         fig.add_trace(trace, row=1, col=k)
-    finish(fig, "Same colour = same source", "column", "row", 300, style)
+    finish(fig, "Same colour = same source", ("column", "row"), 300, style)
     _panel_titles(fig, (f"input {H} x {W}", f"padded {H_out} x {W_out}"), style)
     margin = _margins(style, subplot_titles=True)
     fig.update_layout(margin=margin, height=int(H_out * cell_px + margin["t"] + margin["b"] + 4))
     step = _tick_step(cell_px, style)
     fig.update_xaxes(dtick=step, showgrid=False, zeroline=False, constrain="domain")
-    fig.update_yaxes(dtick=step, showgrid=False, zeroline=False, autorange="reversed", constrain="domain",
-                     constraintoward="top")  # fmt: skip
-    fig.update_layout(xaxis_constraintoward="right", xaxis2_constraintoward="left",  # the panels side by side
-                      xaxis_title_text="column", yaxis_title_text="row",
-                      xaxis2_title_text="column", yaxis2_title_text="",
-                      yaxis_scaleanchor="x", yaxis2_scaleanchor="x2")  # fmt: skip
-    shapes = outline(top, left, style, ORIGINAL_LINE, h=H, w=W, xref="x2", yref="y2")
+    fig.update_yaxes(
+        dtick=step,
+        showgrid=False,
+        zeroline=False,
+        autorange="reversed",
+        constrain="domain",
+        constraintoward="top",
+    )
+    fig.update_layout(
+        xaxis_constraintoward="right",
+        xaxis2_constraintoward="left",  # the panels side by side
+        xaxis_title_text="column",
+        yaxis_title_text="row",
+        xaxis2_title_text="column",
+        yaxis2_title_text="",
+        yaxis_scaleanchor="x",
+        yaxis2_scaleanchor="x2",
+    )
+    shapes = outline((top, left), style, Pen(ORIGINAL_LINE, panel="x2"), size=(H, W))
     for panel, r, c in [*mapped, *([picked] if picked else [])]:
         colour = HIGHLIGHT if (panel, r, c) == picked else mapped_colour
-        shapes += outline(r, c, style, colour, xref=panel, yref="y" + panel[1:])
+        shapes += outline((r, c), style, Pen(colour, panel=panel))
     fig.update_layout(shapes=shapes)
     return fig
 
@@ -186,7 +228,8 @@ def formula_latex(axis: AxisSource, name: str, pad_name: str, size_name: str) ->
         r"\small\begin{aligned}"
         rf"i &= o - p_{{\mathrm{{{pad_name}}}}} = {axis.o} - {axis.pad} = {i} \\"
         rf"{name}_{{in}} &= |i| - |i - ({size_name}-1)| - i + ({size_name}-1) \\"
-        rf"&= |{i}| - |{i} - {axis.size - 1}| - {_n(i)} + {s1} = {a} - {b} + {_n(minus_i)} + {s1} = {axis.source}"
+        rf"&= |{i}| - |{i} - {axis.size - 1}| - {_n(i)} + {s1} = {a} - {b} + {_n(minus_i)} + {s1} = "
+        rf"{axis.source}"
         r"\end{aligned}"
     )
 
@@ -198,24 +241,27 @@ def copies_latex(name: str, coordinate: int, copies: Sequence[int]) -> str:
 
 # ---- the padded image and the blur ------------------------------------------------------------------
 @figure_memo
-def padded_image_figure(pixels: np.ndarray, H: int, W: int, pads: tuple[int, int, int, int], style: Style = NORMAL,
-                        *, picked: tuple[int, int] | None = None, source: tuple[int, int] | None = None,
-                        copies: Sequence[tuple[int, int]] = (), plot_width: int = 320,
-                        max_height: int = 420) -> go.Figure:  # fmt: skip
-    """The reflect-padded image in padded coordinates, the original image boxed (cyan); picked
+def padded_image_figure(
+    pixels: np.ndarray, pads: tuple[int, int, int, int], style: Style, picked: PixelPick | None = None
+) -> go.Figure:
+    """The reflect-padded image in padded coordinates, the original image boxed (cyan); a picked
     pixel and its source (orange) and every other padded pixel that copies the source (red)."""
-    left, _, top, _ = pads
+    left, right, top, bottom = pads
     Hp, Wp = pixels.shape[:2]
+    H, W = Hp - top - bottom, Wp - left - right
+    plot_width, max_height = IMAGE_FIT[style.name]
+    cell, source = (picked.cell, picked.source_at) if picked else (None, None)
+    copies = picked.copies if picked else ()
     fig = go.Figure(image_trace(pixels))
     fig.data[0].hovertemplate = "padded row %{y}, col %{x}<extra></extra>"
-    shapes = outline(top, left, style, SECOND, h=H, w=W)
+    shapes = outline((top, left), style, Pen(SECOND), size=(H, W))
     for r, c in copies:
-        if (r, c) != picked and (r, c) != source:
-            shapes += outline(r, c, style, READER)
-    for cell in (source, picked):
-        if cell is not None:
-            shapes += outline(cell[0], cell[1], style, HIGHLIGHT)
-    finish(fig, f"Padded by {top}: {Hp} x {Wp}", "padded column", "padded row", 300, style)
+        if (r, c) != cell and (r, c) != source:
+            shapes += outline((r, c), style, Pen(READER))
+    for marked in (source, cell):
+        if marked is not None:
+            shapes += outline(marked, style, Pen(HIGHLIGHT))
+    finish(fig, f"Padded by {top}: {Hp} x {Wp}", ("padded column", "padded row"), 300, style)
     margin = _margins(style)
     plot_h = min(max_height, plot_width * Hp / max(Wp, 1))
     fig.update_layout(shapes=shapes, margin=margin, height=int(plot_h + margin["t"] + margin["b"]))
@@ -225,23 +271,29 @@ def padded_image_figure(pixels: np.ndarray, H: int, W: int, pads: tuple[int, int
 
 
 @figure_memo
-def blur_figure(zeros: np.ndarray, reflect: np.ndarray, k: int, style: Style = NORMAL,
-                plot_width: int = 760, max_height: int = 380) -> go.Figure:  # fmt: skip
+def blur_figure(zeros: np.ndarray, reflect: np.ndarray, k: int, style: Style = NORMAL) -> go.Figure:
     """The same k x k box blur with padding_mode 'zeros' and 'reflect', side by side; zooming
     one panel zooms both (matched axes), so the borders can be compared up close."""
+    plot_width, max_height = BLUR_FIT
     H, W = zeros.shape[:2]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.06)
     for col, pixels in ((1, zeros), (2, reflect)):
         trace = image_trace(pixels)
         trace.hovertemplate = "row %{y}, col %{x}<extra></extra>"
         fig.add_trace(trace, row=1, col=col)
-    finish(fig, f"The same {k} x {k} box blur, padding {k // 2}", "column", "row", 300, style)
+    finish(fig, f"The same {k} x {k} box blur, padding {k // 2}", ("column", "row"), 300, style)
     _panel_titles(fig, ("padding_mode = 'zeros'", "padding_mode = 'reflect'"), style)
     margin = _margins(style, subplot_titles=True)
     plot_h = min(max_height, 0.47 * plot_width * H / max(W, 1))
     fig.update_layout(margin=margin, height=int(plot_h + margin["t"] + margin["b"]))
     fig.update_yaxes(autorange="reversed", constrain="domain", constraintoward="top")
     fig.update_xaxes(constrain="domain")
-    fig.update_layout(yaxis_scaleanchor="x", yaxis2_scaleanchor="x2", xaxis2_matches="x", yaxis2_matches="y",
-                      xaxis_constraintoward="right", xaxis2_constraintoward="left")  # fmt: skip
+    fig.update_layout(
+        yaxis_scaleanchor="x",
+        yaxis2_scaleanchor="x2",
+        xaxis2_matches="x",
+        yaxis2_matches="y",
+        xaxis_constraintoward="right",
+        xaxis2_constraintoward="left",
+    )
     return fig

@@ -28,7 +28,6 @@ READER = "#d62728"  # red: the reverse direction (outputs that read the picked i
 PADDING_COLOUR = "rgba(120,140,220,0.55)"  # blue-grey wash over padding cells
 SEQUENTIAL = "Viridis"
 DIVERGING = "RdBu_r"  # negative blue, 0 white, positive red
-GREYS = "Greys_r"  # black = 0, white = max: pixel intensities
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,25 @@ class Style:
 
 NORMAL = Style("normal", font=15, title=17, tick=14, label=12, line=3, height_scale=1.0)
 PRESENTATION = Style("presentation", font=21, title=24, tick=20, label=14, line=5, height_scale=1.25)
+
+
+@dataclass(frozen=True)
+class Pen:
+    """How an outline is drawn: its colour, dash and width (None: the style's), the fill inside it,
+    and the subplot it is drawn on ("x", "x2", ...: its x axis; the y axis has the same number)."""
+
+    colour: str = HIGHLIGHT
+    dash: str = "solid"
+    width: int | None = None
+    fill: str | None = None
+    panel: str = "x"
+
+    @property
+    def yref(self) -> str:
+        return "y" + self.panel[1:]
+
+
+PEN = Pen()
 
 
 def style_for(presentation: bool) -> Style:
@@ -83,9 +101,11 @@ def base_layout(title: str, height: int, style: Style = NORMAL) -> dict:
 
 
 def finish(
-    fig: go.Figure, title: str, x_title: str, y_title: str, height: int, style: Style = NORMAL
+    fig: go.Figure, title: str, axes: tuple[str, str], height: int, style: Style = NORMAL
 ) -> go.Figure:
-    """base_layout, and every axis's title and tick labels at the style's sizes."""
+    """base_layout, and every axis's title and tick labels at the style's sizes; axes: the x and
+    y axis titles."""
+    x_title, y_title = axes
     fig.update_layout(**base_layout(title, height, style))
     fig.update_xaxes(**axis_text(x_title, style))
     fig.update_yaxes(**axis_text(y_title, style))
@@ -125,15 +145,19 @@ def label_size(cells_across: int, width_px: int, style: Style, chars: int = 3) -
     return size if size >= style.label else None
 
 
-def outline(r: float, c: float, style: Style = NORMAL, colour: str = HIGHLIGHT, *, h: float = 1, w: float = 1,
-            xref: str = "x", yref: str = "y", dash: str = "solid", fill: str | None = None) -> list[dict]:  # fmt: skip
-    """Layout shapes outlining h x w cells from (r, c): a dark halo under a bright line."""
-    box = dict(type="rect", x0=c - 0.5, x1=c - 0.5 + w, y0=r - 0.5, y1=r - 0.5 + h, xref=xref, yref=yref)
+def outline(
+    cell: tuple[float, float], style: Style = NORMAL, pen: Pen = PEN, *, size: tuple[float, float] = (1, 1)
+) -> list[dict]:
+    """Layout shapes outlining size = (h, w) cells from cell (r, c): a dark halo under a bright line."""
+    (r, c), (h, w) = cell, size
+    box = dict(
+        type="rect", x0=c - 0.5, x1=c - 0.5 + w, y0=r - 0.5, y1=r - 0.5 + h, xref=pen.panel, yref=pen.yref
+    )
     return [
         {**box, "line": dict(color=HALO, width=style.line + 3), "fillcolor": "rgba(0,0,0,0)"},
         {
             **box,
-            "line": dict(color=colour, width=style.line, dash=dash),
-            "fillcolor": fill or "rgba(0,0,0,0)",
+            "line": dict(color=pen.colour, width=pen.width or style.line, dash=pen.dash),
+            "fillcolor": pen.fill or "rgba(0,0,0,0)",
         },
     ]

@@ -9,13 +9,15 @@ Pure functions: arrays and a Style in, go.Figure out; no Streamlit, no kernels, 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 import gpuops
-from viz.animation import controls
+from viz.animation import Controls, controls
 from viz.images import image_trace
 from viz.memo import figure_memo
 from viz.style import (
@@ -23,9 +25,11 @@ from viz.style import (
     HIGHLIGHT,
     NORMAL,
     PADDING_COLOUR,
+    PEN,
     READER,
     SECOND,
     SEQUENTIAL,
+    Pen,
     Style,
     finish,
     outline,
@@ -33,10 +37,86 @@ from viz.style import (
 )
 
 Box = tuple[int, int, int, int]  # (top, bottom, left, right), inclusive cell coordinates
-HALF_WIDTH = 380  # px of plot area a half-width figure gets at 1366 x 768 with the sidebar open
 FULL_WIDTH = 760  # px of plot area a full-width figure gets there
 MAX_FRAMES = 144
 PAD_SOLID = "#c4cdec"  # padding cells over a value scale: a light blue-grey no sequential scale uses
+HEIGHT = 470  # px of a whole-image or patch figure (before the style's scale)
+
+
+class Overview(NamedTuple):
+    """A matrix averaged over fy x fx blocks (block_mean), small enough to draw."""
+
+    means: np.ndarray
+    fy: int
+    fx: int
+
+
+@dataclass(frozen=True)
+class Marks:
+    """The pick on the image figures: the patches it covers or is (boxes), the picked pixel, the
+    picked patch's taps (rows, cols) with tap_inside False where a tap reads padding (dotted), and
+    the region the patch view shows (the image figure boxes it)."""
+
+    boxes: Sequence[Box] = ()
+    pixel: tuple[int, int] | None = None
+    taps: tuple[np.ndarray, np.ndarray] | None = None
+    tap_inside: np.ndarray | None = None
+    region: Box | None = None
+
+
+NO_MARKS = Marks()
+
+
+@dataclass(frozen=True)
+class Zoom:
+    """A region (top, bottom, left, right) of the padded image around the pick: rgb (h, w, 3) and
+    values (C, h, w) (zero in the padding), inside (h, w) False on padding cells, counts (h, w)
+    patches covering each cell, and starts (rows, cols, column l) of the patches whose first tap
+    is in view."""
+
+    rgb: np.ndarray
+    values: np.ndarray
+    inside: np.ndarray
+    counts: np.ndarray
+    region: Box
+    starts: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+
+@dataclass(frozen=True)
+class MatrixWindow:
+    """The unfold matrix's shape (rows, L), its row names (c, ki, kj), and the entries of some of
+    its columns: values (rows, n) of the true columns `cols`."""
+
+    shape: tuple[int, int]
+    row_names: tuple[str, ...]
+    values: np.ndarray
+    cols: np.ndarray
+
+
+@dataclass(frozen=True)
+class MatrixMarks:
+    """picked: the window position of the picked column; copies: (row, position) entries that
+    hold the picked pixel; marked: true columns marked on the overview."""
+
+    picked: int | None = None
+    copies: tuple[tuple[int, int], ...] = ()
+    marked: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class PatchFrames:
+    """Patch after patch over a region (top, bottom, left, right) of one channel: values (h, w)
+    (0 in padding), inside (h, w), the true column l of each frame (columns (n,)), each patch's
+    taps (rows, cols) each (n, KK), its column of the unfold matrix (column_values (n, KK)),
+    and the taps' names."""
+
+    values: np.ndarray
+    inside: np.ndarray
+    region: Box
+    columns: np.ndarray
+    taps: tuple[np.ndarray, np.ndarray]
+    column_values: np.ndarray
+    tap_names: tuple[str, ...]
 
 
 # ---- small helpers ---------------------------------------------------------------------------------
@@ -57,19 +137,26 @@ def busiest_point(plane: np.ndarray, size: int = 16) -> tuple[int, int]:
 def _padding_cells(inside: np.ndarray, top: int, left: int, colour: str, **extra: object) -> go.Heatmap:
     """One colour over the cells of a region (rows from top, columns from left) that are padding."""
     rows, cols = inside.shape
-    return go.Heatmap(z=np.where(inside, np.nan, 1.0), x=np.arange(left, left + cols), y=np.arange(top, top + rows),
-                      showscale=False, colorscale=[[0, colour], [1, colour]], hoverongaps=False,
-                      hovertemplate="row %{y}, col %{x}<br>padding: reads 0<extra></extra>", **extra)  # fmt: skip
+    return go.Heatmap(
+        z=np.where(inside, np.nan, 1.0),
+        x=np.arange(left, left + cols),
+        y=np.arange(top, top + rows),
+        showscale=False,
+        colorscale=[[0, colour], [1, colour]],
+        hoverongaps=False,
+        hovertemplate="row %{y}, col %{x}<br>padding: reads 0<extra></extra>",
+        **extra,
+    )
 
 
-def block_mean(mat, max_rows: int, max_cols: int) -> tuple[np.ndarray, int, int]:
+def block_mean(mat, max_rows: int, max_cols: int) -> Overview:
     """(means, fy, fx): the matrix (NumPy or CuPy) averaged over fy x fx blocks so that it has at
     most max_rows x max_cols cells (the last blocks may be partial), as a NumPy array. A CuPy
     matrix is reduced where it lives: only the means cross to the host, not the matrix."""
     h, w = mat.shape
     fy, fx = max(1, -(-h // max_rows)), max(1, -(-w // max_cols))
     if fy == fx == 1:
-        return gpuops.to_numpy(mat).astype(np.float32), 1, 1
+        return Overview(gpuops.to_numpy(mat).astype(np.float32), 1, 1)
     starts_y, starts_x = np.arange(0, h, fy), np.arange(0, w, fx)
     if isinstance(mat, np.ndarray):
         # whole blocks as one reshaped sum: reduceat with a float64 accumulator was 28x slower
@@ -85,13 +172,13 @@ def block_mean(mat, max_rows: int, max_cols: int) -> tuple[np.ndarray, int, int]
         col_sums = np.diff(running, axis=1, prepend=0.0)
     sums = np.add.reduceat(col_sums, starts_y, axis=0)
     counts = np.outer(np.diff(np.append(starts_y, h)), np.diff(np.append(starts_x, w)))
-    return (sums / counts).astype(np.float32), fy, fx
+    return Overview((sums / counts).astype(np.float32), fy, fx)
 
 
-def _label_size(
-    cells_across: int, width_px: float, cells_down: int, height_px: float, style: Style, chars: int
-) -> int | None:
-    """Cell-label font size that fits both ways, or None below the style's minimum (labels hidden)."""
+def _label_size(cells: tuple[int, int], px: tuple[float, float], style: Style, chars: int) -> int | None:
+    """Cell-label font size that fits both ways (cells = rows, columns over px = height, width),
+    or None below the style's minimum (labels hidden)."""
+    (cells_down, cells_across), (height_px, width_px) = cells, px
     across = width_px / max(1, cells_across) / max(1.0, 0.62 * chars)
     down = height_px / max(1, cells_down) / 1.25
     size = int(min(style.font, across, down))
@@ -106,20 +193,9 @@ def _colorbar(style: Style, title: str, **extra) -> dict:
     return dict(title=dict(text=title, font=dict(size=style.font)), tickfont=dict(size=style.tick), **extra)
 
 
-def _box_shapes(
-    box: Box,
-    style: Style,
-    colour: str = HIGHLIGHT,
-    *,
-    xref: str = "x",
-    yref: str = "y",
-    dash: str = "solid",
-    halo: bool = True,
-) -> list[dict]:
+def _box_shapes(box: Box, style: Style, pen: Pen = PEN, *, halo: bool = True) -> list[dict]:
     top, bottom, left, right = box
-    shapes = outline(
-        top, left, style, colour, h=bottom - top + 1, w=right - left + 1, xref=xref, yref=yref, dash=dash
-    )
+    shapes = outline((top, left), style, pen, size=(bottom - top + 1, right - left + 1))
     return shapes if halo else shapes[1:]
 
 
@@ -174,13 +250,13 @@ def _image_axes(fig: go.Figure, box: Box | None = None) -> None:
 
 
 def _image_figure(
-    fig: go.Figure, title: str, style: Style, height: int, pixel: tuple[int, int] | None, ring: str = READER
+    fig: go.Figure, title: str, style: Style, pixel: tuple[int, int] | None, ring: str = READER
 ) -> go.Figure:
     """The finish every whole-image figure shares: the picked pixel ringed, the title, tight
     margins and image axes (true pixel coordinates, rows down)."""
     if pixel is not None:
         _ring(fig, pixel, style, ring)
-    finish(fig, title, "image column", "image row", height, style)
+    finish(fig, title, ("image column", "image row"), HEIGHT, style)
     _tight(fig, style)
     _image_axes(fig)
     return fig
@@ -188,55 +264,36 @@ def _image_figure(
 
 # ---- the image and the patch view ------------------------------------------------------------------
 @figure_memo
-def image_view(
-    pixels: np.ndarray,
-    title: str,
-    style: Style = NORMAL,
-    *,
-    boxes: Sequence[Box] = (),
-    region: Box | None = None,
-    pixel: tuple[int, int] | None = None,
-    height: int = 470,
-) -> go.Figure:
+def image_view(pixels: np.ndarray, title: str, style: Style = NORMAL, marks: Marks = NO_MARKS) -> go.Figure:
     """The whole image (true pixel coordinates) with the pick: the picked patch's extent, or every
     patch covering the picked pixel (orange), and the region the patch view shows (cyan, dashed)."""
+    boxes, region, pixel = marks.boxes, marks.region, marks.pixel
     fig = go.Figure(image_trace(pixels))
     shapes: list[dict] = []
     if region is not None:
-        shapes += _box_shapes(region, style, SECOND, dash="dash")
+        shapes += _box_shapes(region, style, Pen(SECOND, "dash"))
     for box in boxes:
-        shapes += _box_shapes(box, style, HIGHLIGHT, halo=len(boxes) == 1)
+        shapes += _box_shapes(box, style, Pen(HIGHLIGHT), halo=len(boxes) == 1)
     if pixel is not None:
-        shapes += _box_shapes((pixel[0], pixel[0], pixel[1], pixel[1]), style, READER)
+        shapes += _box_shapes((pixel[0], pixel[0], pixel[1], pixel[1]), style, Pen(READER))
     fig.update_layout(shapes=shapes, showlegend=False)
-    return _image_figure(fig, title, style, height, pixel)
+    return _image_figure(fig, title, style, pixel)
 
 
 @figure_memo
-def patch_view(
-    rgb: np.ndarray,
-    values: np.ndarray,
-    inside: np.ndarray,
-    counts: np.ndarray,
-    region: Box,
-    title: str,
-    style: Style = NORMAL,
-    *,
-    taps: tuple[np.ndarray, np.ndarray] | None = None,
-    tap_inside: np.ndarray | None = None,
-    boxes: Sequence[Box] = (),
-    pixel: tuple[int, int] | None = None,
-    starts: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-    height: int = 470,
-) -> go.Figure:
-    """The cells of a region of the padded image around the pick, one square per pixel.
-
-    rgb (h, w, 3) uint8 and values (C, h, w) of the region (zero in the padding), inside (h, w)
-    False on padding cells (drawn with a blue wash), counts (h, w) patches covering each cell.
-    taps: the picked patch's tap cells (rows, cols), outlined (dashed where the tap reads padding);
-    boxes: the patches covering the picked pixel; starts: (rows, cols, column l) of the patches
-    whose first tap is in view (the patch grid), drawn as dots.
-    """
+def patch_view(zoom: Zoom, title: str, style: Style = NORMAL, marks: Marks = NO_MARKS) -> go.Figure:
+    """The cells of a region of the padded image around the pick, one square per pixel, padding
+    washed blue, the patch grid's starts as dots; marks: the picked patch's taps (dotted where
+    a tap reads padding), or the patches covering the picked pixel."""
+    rgb, values, inside, counts, region, starts = (
+        zoom.rgb,
+        zoom.values,
+        zoom.inside,
+        zoom.counts,
+        zoom.region,
+        zoom.starts,
+    )
+    taps, tap_inside, boxes, pixel = marks.taps, marks.tap_inside, marks.boxes, marks.pixel
     top, _, left, _ = region
     h, w = inside.shape
     channels = " / ".join(["%{customdata[" + str(i) + "]:.3f}" for i in range(values.shape[0])])
@@ -256,13 +313,13 @@ def patch_view(
         fig.add_trace(_padding_cells(inside, top, left, PADDING_COLOUR))
     shapes: list[dict] = []
     for box in boxes:
-        shapes += _box_shapes(box, style, SECOND, halo=False)
+        shapes += _box_shapes(box, style, Pen(SECOND), halo=False)
     if taps is not None:
         flags = np.ones(taps[0].size, bool) if tap_inside is None else np.ravel(tap_inside)
         for r, c, real in zip(np.ravel(taps[0]), np.ravel(taps[1]), flags, strict=True):
-            shapes += outline(int(r), int(c), style, HIGHLIGHT, dash="solid" if real else "dot")
+            shapes += outline((int(r), int(c)), style, Pen(HIGHLIGHT, "solid" if real else "dot"))
     if pixel is not None:
-        shapes += outline(pixel[0], pixel[1], style, READER)
+        shapes += outline(pixel, style, Pen(READER))
     if starts is not None and len(starts[0]):
         fig.add_trace(
             go.Scatter(
@@ -276,7 +333,7 @@ def patch_view(
             )
         )
     fig.update_layout(shapes=shapes, showlegend=False)
-    finish(fig, title, "column (image coordinates)", "row", height, style)
+    finish(fig, title, ("column (image coordinates)", "row"), HEIGHT, style)
     _tight(fig, style)
     _image_axes(fig, region)
     step = max(1, int(np.ceil(max(h, w) / 8)))
@@ -288,19 +345,7 @@ def patch_view(
 # ---- the unfold matrix ----------------------------------------------------------------------------
 @figure_memo
 def matrix_view(
-    overview: np.ndarray,
-    fy: int,
-    fx: int,
-    shape: tuple[int, int],
-    window: np.ndarray,
-    window_cols: np.ndarray,
-    row_names: Sequence[str],
-    style: Style = NORMAL,
-    *,
-    picked: int | None = None,
-    copies: Sequence[tuple[int, int]] = (),
-    marked: Sequence[int] = (),
-    width_px: int = FULL_WIDTH,
+    overview: Overview, columns: MatrixWindow, style: Style = NORMAL, marks: MatrixMarks = MatrixMarks()
 ) -> go.Figure:
     """The unfold matrix (rows (c, ki, kj), columns l = patches) in two panels with TRUE indices:
     top ("x"): all of it, averaged over fy x fx blocks when it is larger than the panel (the title
@@ -308,6 +353,9 @@ def matrix_view(
     panel's x is the position 0..n-1 in the window). picked: position of the picked column in the
     window; copies: (row, position) entries that hold the picked pixel; marked: true columns to mark
     on the overview (the picked column, or the columns that copy the picked pixel)."""
+    (overview, fy, fx), width_px = overview, FULL_WIDTH
+    shape, window, window_cols, row_names = columns.shape, columns.values, columns.cols, columns.row_names
+    picked, copies, marked = marks.picked, marks.copies, marks.marked
     rows, L = shape
     n = len(window_cols)
     scale = value_scale(np.concatenate([overview.ravel(), window.ravel()]))
@@ -350,7 +398,7 @@ def matrix_view(
         row=1,
         col=1,
     )
-    size = _label_size(n, width_px, rows, panel_h, style, chars=4)
+    size = _label_size((rows, n), (panel_h, width_px), style, chars=4)
     names = np.array(row_names, dtype=object)
     fig.add_trace(
         go.Heatmap(
@@ -372,17 +420,15 @@ def matrix_view(
     )
     shapes: list[dict] = []
     for l in marked:
-        shapes += outline(0, l, style, HIGHLIGHT, h=rows, w=1, xref="x", yref="y")[1:]
+        shapes += outline((0, l), style, Pen(HIGHLIGHT), size=(rows, 1))[1:]
     if contiguous:
-        shapes += outline(
-            0, int(window_cols[0]), style, SECOND, h=rows, w=n, xref="x", yref="y", dash="dash"
-        )[1:]
+        shapes += outline((0, int(window_cols[0])), style, Pen(SECOND, "dash"), size=(rows, n))[1:]
     if picked is not None:
-        shapes += outline(0, picked, style, HIGHLIGHT, h=rows, w=1, xref="x2", yref="y2")
+        shapes += outline((0, picked), style, Pen(HIGHLIGHT, panel="x2"), size=(rows, 1))
     for r, pos in copies:
-        shapes += outline(r, pos, style, READER, xref="x2", yref="y2")
+        shapes += outline((r, pos), style, Pen(READER, panel="x2"))
     fig.update_layout(shapes=shapes, showlegend=False)
-    finish(fig, f"Unfold matrix: {rows:,} x {L:,}", "", "", over_h + panel_h + 200, style)
+    finish(fig, f"Unfold matrix: {rows:,} x {L:,}", ("", ""), over_h + panel_h + 200, style)
     fig.update_layout(height=over_h + panel_h + int(200 * style.height_scale))
     fig.update_xaxes(title_text="column l = patch (true index)", row=1, col=1, range=[-0.5, L - 0.5])
     fig.update_yaxes(title_text="row", row=1, col=1, range=[rows - 0.5, -0.5])
@@ -412,18 +458,13 @@ def matrix_view(
 # ---- fold ----------------------------------------------------------------------------------------
 @figure_memo
 def pixel_image(
-    pixels: np.ndarray,
-    title: str,
-    style: Style = NORMAL,
-    *,
-    pixel: tuple[int, int] | None = None,
-    height: int = 470,
+    pixels: np.ndarray, title: str, style: Style = NORMAL, *, pixel: tuple[int, int] | None = None
 ) -> go.Figure:
     """An image in true pixel coordinates with the picked pixel outlined."""
     fig = go.Figure(image_trace(pixels))
     if pixel is not None:
-        fig.update_layout(shapes=outline(pixel[0], pixel[1], style, READER))
-    return _image_figure(fig, title, style, height, pixel)
+        fig.update_layout(shapes=outline(pixel, style, Pen(READER)))
+    return _image_figure(fig, title, style, pixel)
 
 
 @figure_memo
@@ -432,14 +473,12 @@ def count_map(
     title: str,
     style: Style = NORMAL,
     *,
-    top: int = 0,
-    left: int = 0,
+    origin: tuple[int, int] = (0, 0),
     pixel: tuple[int, int] | None = None,
-    height: int = 470,
 ) -> go.Figure:
     """How many patches cover each pixel (what fold adds up), whole numbers on a sequential scale
-    with one colour-bar tick per count; cells from (top, left) in true image coordinates."""
-    h, w = counts.shape
+    with one colour-bar tick per count; cells from origin (top, left) in true image coordinates."""
+    (top, left), h, w = origin, *counts.shape
     most = int(counts.max()) if counts.size else 0
     step = max(1, int(np.ceil((most + 1) / 10)))
     fig = go.Figure(
@@ -455,8 +494,8 @@ def count_map(
         )
     )
     if pixel is not None:
-        fig.update_layout(shapes=outline(pixel[0], pixel[1], style, READER))
-    return _image_figure(fig, title, style, height, pixel, ring="white")
+        fig.update_layout(shapes=outline(pixel, style, Pen(READER)))
+    return _image_figure(fig, title, style, pixel, ring="white")
 
 
 # ---- the step-by-step animation ----------------------------------------------------------------------
@@ -471,27 +510,13 @@ def _tap_path(rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
 
 
 @figure_memo
-def patch_animation(
-    values: np.ndarray,
-    inside: np.ndarray,
-    region: Box,
-    columns: np.ndarray,
-    taps: tuple[np.ndarray, np.ndarray],
-    column_values: np.ndarray,
-    tap_names: Sequence[str],
-    title: str,
-    style: Style = NORMAL,
-    *,
-    channel: str = "channel 0",
-    width_px: int = FULL_WIDTH,
-) -> go.Figure:
+def patch_animation(patches: PatchFrames, title: str, style: Style = NORMAL) -> go.Figure:
     """Patch after patch over a region of the image (left, true coordinates; padding washed blue):
-    the taps of patch l outlined, and column l of the unfold matrix (this channel's K*K entries) on
-    the right. Frames run in the browser (play / pause / step).
-
-    values (h, w): the region of one channel (0 in padding); columns (n,): the true l of each frame;
-    taps (rows, cols) each (n, KK); column_values (n, KK).
-    """
+    the taps of patch l outlined, and column l of the unfold matrix (channel 0's K*K entries) on
+    the right. Frames run in the browser (play / pause / step)."""
+    values, inside, region, columns = patches.values, patches.inside, patches.region, patches.columns
+    taps, column_values, tap_names = patches.taps, patches.column_values, patches.tap_names
+    channel, width_px = "channel 0", FULL_WIDTH
     top, bottom, left, right = region
     h, w = values.shape
     n, kk = column_values.shape
@@ -508,7 +533,7 @@ def patch_animation(
         horizontal_spacing=0.08,
         subplot_titles=("Patch l: its taps outlined", "Column l"),
     )
-    size = _label_size(w, width_px * 0.75, h, plot_h, style, chars=4)
+    size = _label_size((h, w), (plot_h, width_px * 0.75), style, chars=4)
     scale = value_scale(values)
     fig.add_trace(
         go.Heatmap(
@@ -528,8 +553,17 @@ def patch_animation(
         col=1,
     )
     if not inside.all():
-        labelled = dict(xgap=1, ygap=1, text=np.where(inside, "", "0"), texttemplate="%{text}",
-                        textfont=dict(size=size)) if size else dict(xgap=1, ygap=1)  # fmt: skip
+        labelled = (
+            dict(
+                xgap=1,
+                ygap=1,
+                text=np.where(inside, "", "0"),
+                texttemplate="%{text}",
+                textfont=dict(size=size),
+            )
+            if size
+            else dict(xgap=1, ygap=1)
+        )
         fig.add_trace(_padding_cells(inside, top, left, PAD_SOLID, **labelled), row=1, col=1)
     xs, ys = _tap_path(taps[0][0], taps[1][0])
     fig.add_trace(
@@ -542,7 +576,7 @@ def patch_animation(
         row=1,
         col=1,
     )
-    strip_size = _label_size(1, width_px * 0.12, kk, plot_h, style, chars=4)
+    strip_size = _label_size((kk, 1), (plot_h, width_px * 0.12), style, chars=4)
     strip = column_values[:, :, None]  # (n, KK, 1)
     fig.add_trace(
         go.Heatmap(
@@ -584,11 +618,13 @@ def patch_animation(
     fig.frames = frames
     fig.update_layout(
         **controls(
-            labels, style, prefix="patch l = ", ms=600, buttons_pad=below + 2 * style.font, slider_pad=below
+            labels,
+            style,
+            Controls(prefix="patch l = ", ms=600, buttons_pad=below + 2 * style.font, slider_pad=below),
         ),
         showlegend=False,
     )
-    finish(fig, title, "", "", plot_h + top_px + bottom_px, style)
+    finish(fig, title, ("", ""), plot_h + top_px + bottom_px, style)
     fig.update_layout(
         height=plot_h + top_px + bottom_px, margin=dict(t=top_px, b=bottom_px, l=30 + 3 * style.tick, r=20)
     )
@@ -629,8 +665,7 @@ def runtime_bars(
     finish(
         fig,
         f"{title}<br><sub>median on {backend}; shorter is faster</sub>",
-        "milliseconds",
-        "",
+        ("milliseconds", ""),
         140 + 70 * len(ms),
         style,
     )
