@@ -278,6 +278,33 @@ def split_digits(
     return Digits(x[:cut], y[:cut], x[cut:], y[cut:])
 
 
+def digit_from_planes(planes: np.ndarray, side: int = 8) -> np.ndarray:
+    """Any picture (C, H, W) in [0, 1] as a digit of the training set: side x side, ink bright on a
+    dark ground, 0..16. Dark ink on light paper is inverted; the ink's bounding box, made square
+    around its centre, is averaged down to side x side and stretched to the set's range."""
+    grey = np.asarray(planes, np.float64).mean(axis=0)
+    if grey.mean() > 0.5:  # a light background: the ink is the dark part
+        grey = 1.0 - grey
+    grey = grey - grey.min()
+    ink = np.argwhere(grey > 0.25 * grey.max()) if grey.max() > 0 else np.zeros((0, 2), int)
+    if len(ink) == 0:
+        return np.zeros((side, side))
+    (r0, c0), (r1, c1) = ink.min(axis=0), ink.max(axis=0) + 1
+    half = max(r1 - r0, c1 - c0, side) / 2 * 1.15  # a margin, as the set's digits have
+    cy, cx = (r0 + r1) / 2, (c0 + c1) / 2
+    edges = np.linspace(-half, half, side + 1)
+    out = np.zeros((side, side))
+    for i in range(side):
+        rows = np.arange(int(np.floor(cy + edges[i])), int(np.ceil(cy + edges[i + 1])))
+        rows = rows[(rows >= 0) & (rows < grey.shape[0])]
+        for j in range(side):
+            cols = np.arange(int(np.floor(cx + edges[j])), int(np.ceil(cx + edges[j + 1])))
+            cols = cols[(cols >= 0) & (cols < grey.shape[1])]
+            if rows.size and cols.size:
+                out[i, j] = grey[np.ix_(rows, cols)].mean()
+    return out * (16.0 / out.max()) if out.max() > 0 else out
+
+
 # ---- training: explicit, in resumable chunks of steps ------------------------------------------------
 @dataclass
 class TrainState:
@@ -392,3 +419,63 @@ def accuracy(cfg: LeNetConfig, params: dict[str, np.ndarray], x: np.ndarray, y: 
 
 def steps_per_epoch(n: int, batch: int) -> int:
     return -(-n // batch)
+
+
+# ---- which cells a feature-map cell reads (the pick across layers) -------------------------------------
+CONV_STAGES = ("conv1", "pool1", "conv2", "pool2")
+
+
+@dataclass(frozen=True)
+class Span:
+    """Rows r0..r1 and columns c0..c1 (inclusive) of a stage's map, in `channels` of it."""
+
+    stage: str
+    channels: tuple[int, ...]
+    r0: int
+    r1: int
+    c0: int
+    c1: int
+
+    def cells(self) -> int:
+        return len(self.channels) * (self.r1 - self.r0 + 1) * (self.c1 - self.c0 + 1)
+
+
+def _step_back(cfg: LeNetConfig, stage: str, r0: int, r1: int) -> tuple[int, int]:
+    """The rows of the previous stage that rows r0..r1 of `stage` read (unclipped: may include padding)."""
+    if stage.startswith("pool"):  # 2 x 2 windows, stride 2
+        return 2 * r0, 2 * r1 + 1
+    pad = cfg.pad1 if stage == "conv1" else 0
+    return r0 - pad, r1 - pad + cfg.k - 1
+
+
+def reads(cfg: LeNetConfig, stage: str, channel: int, row: int, col: int) -> Span:
+    """The cells of the previous stage that cell (row, col) of `channel` in `stage` reads: a k x k
+    window over every channel for a convolution (clipped at the map: padding is not drawn), the
+    2 x 2 window of the same channel for a pool."""
+    return receptive_field(cfg, stage, channel, row, col)[0]
+
+
+def receptive_field(cfg: LeNetConfig, stage: str, channel: int, row: int, col: int) -> list[Span]:
+    """What cell (row, col) of `channel` in `stage` depends on, stage by stage back to the input:
+    the previous stage first. Channels: a pool reads its own channel; a convolution every channel
+    (so everything before it counts all channels)."""
+    if stage not in CONV_STAGES:
+        raise ValueError(f"stage {stage!r} must be one of {CONV_STAGES}")
+    shapes = cfg.shapes()
+    C, H, W = shapes[stage]
+    if not (0 <= channel < C and 0 <= row < H and 0 <= col < W):
+        raise ValueError(f"cell {channel}, ({row}, {col}) is outside {stage}'s {C} maps of {H} x {W}")
+    order = ("input", *CONV_STAGES)
+    spans = []
+    r0 = r1 = row
+    c0 = c1 = col
+    channels: tuple[int, ...] = (channel,)
+    for i in range(order.index(stage), 0, -1):
+        here, prev = order[i], order[i - 1]
+        r0, r1 = _step_back(cfg, here, r0, r1)
+        c0, c1 = _step_back(cfg, here, c0, c1)
+        if here.startswith("conv"):
+            channels = tuple(range(shapes[prev][0]))
+        _, Hp, Wp = shapes[prev]
+        spans.append(Span(prev, channels, max(r0, 0), min(r1, Hp - 1), max(c0, 0), min(c1, Wp - 1)))
+    return spans
