@@ -62,12 +62,16 @@ def curves_figure(history: Sequence[dict[str, float]], style: Style = NORMAL) ->
             2,
         )
     fig.add_hline(y=0.95, line=dict(color="#888888", dash="dash"), row=1, col=2)
-    fig.update_layout(**base_layout("Training, epoch by epoch", 340, style))
     fig.update_xaxes(**axis_text("epoch", style), dtick=1 if len(epochs) <= 12 else None)
     fig.update_yaxes(tickfont=dict(size=style.tick))
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%", row=1, col=2)
     fig.update_annotations(font_size=style.font)
-    fig.update_layout(legend=dict(orientation="h", y=-0.25, font=dict(size=style.font)))
+    layout = base_layout("Training, epoch by epoch", 380, style)
+    layout["margin"]["b"] += 2 * style.font + 10  # the legend's row, under the axis titles
+    fig.update_layout(**layout)
+    fig.update_layout(
+        legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", font=dict(size=style.font))
+    )
     return fig
 
 
@@ -79,8 +83,16 @@ def _grid_axes(fig: go.Figure, count: int) -> None:
             autorange="reversed", scaleanchor=f"x{suffix}", constrain="domain"
         )
         fig.layout[f"xaxis{suffix}"].update(constrain="domain")
-    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False)
-    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False)
+    bare = dict(showticklabels=False, showgrid=False, zeroline=False, ticks="", showline=False)
+    fig.update_xaxes(**bare)
+    fig.update_yaxes(**bare)
+
+
+def _maps_layout(title: str, height: int, style: Style) -> dict:
+    """base_layout with tight margins: small maps need the room more than axis titles (they have none)."""
+    layout = base_layout(title, height, style)
+    layout["margin"] = dict(l=10, r=10, t=40 + 2 * style.title, b=10)
+    return layout
 
 
 def filters_figure(weight: np.ndarray, style: Style = NORMAL) -> go.Figure:
@@ -105,7 +117,10 @@ def filters_figure(weight: np.ndarray, style: Style = NORMAL) -> go.Figure:
             m + 1,
         )
     _grid_axes(fig, count)
-    fig.update_layout(**base_layout("conv1's filters (blue < 0 < red)", 200, style))
+    fig.update_traces(
+        colorbar=dict(thickness=12, len=0.9, tickfont=dict(size=style.tick)), selector=dict(showscale=True)
+    )
+    fig.update_layout(**_maps_layout("conv1's filters (blue < 0 < red)", 230, style))
     fig.update_annotations(font_size=style.tick)
     return fig
 
@@ -122,7 +137,7 @@ def maps_figure(
     """One stage's maps (C, H, W) in rows of MAPS_PER_ROW panels on one colour scale; `picked`
     (channel, row, col) outlined in orange; `read` (channels, r0, r1, c0, c1): the cells the pick
     in the next stage reads, outlined in red on each of those channels."""
-    C, _, W = maps.shape
+    C = maps.shape[0]
     cols = min(C, MAPS_PER_ROW)
     rows = -(-C // cols)
     scale = value_scale(maps) if signed is None else value_scale(np.array([-1.0, 1.0]) * np.abs(maps).max())
@@ -130,7 +145,7 @@ def maps_figure(
         rows=rows,
         cols=cols,
         horizontal_spacing=0.015,
-        vertical_spacing=0.06 / rows + 0.02,
+        vertical_spacing=0.16 if rows > 1 else 0.0,
         subplot_titles=[f"{c}" for c in range(C)],
     )
     for c in range(C):
@@ -157,8 +172,11 @@ def maps_figure(
         c, r, col = picked
         ref = panel_id(c)
         shapes += outline(r, col, style, HIGHLIGHT, xref=ref, yref=ref.replace("x", "y"))
-    layout = base_layout(title, 90 + rows * (150 if W > 4 else 110), style)
-    fig.update_layout(**layout, shapes=shapes)
+    per_row = 200 if cols < MAPS_PER_ROW else 150
+    fig.update_traces(
+        colorbar=dict(thickness=12, tickfont=dict(size=style.tick)), selector=dict(showscale=True)
+    )
+    fig.update_layout(**_maps_layout(title, 60 + rows * per_row, style), shapes=shapes)
     fig.update_annotations(font_size=style.tick)
     return fig
 
