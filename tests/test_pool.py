@@ -385,3 +385,11 @@ def test_thread_of_names_the_thread_that_wrote_each_output(name, rng):
     assert not bool(cp.isnan(out).any()) and (writers > 0).all()
     for cell in np.ndindex(out.shape):
         assert writers[cell] == launch.thread_of(*cell).trace_id(launch.grid, launch.block), cell
+
+
+def test_padding_extent_reaches_the_last_window():
+    g = pool.pool_geometry(5, 5, 2, 2, 0, 1, True)  # ceil: a third window at 4 reads column 5, past the input
+    assert maps.padding_extent(g) == (0, 1, 0, 1)
+    # rows: windows at -1, 1, 3 end at row 5; columns: windows at -1, 1, 3, 5 end at column 7
+    g = pool.pool_geometry(6, 7, 3, 2, 1)
+    assert maps.padding_extent(g) == (1, 1, 1, 1)

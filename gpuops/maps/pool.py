@@ -87,3 +87,12 @@ def coverage(g: PoolGeometry) -> np.ndarray:
     """(H, W) int: how many windows cover each input cell (pooling without overlap: 0 or 1)."""
     H, W = g.in_hw
     return np.array([[len(outputs_reading(g, ih, iw)) for iw in range(W)] for ih in range(H)], dtype=int)
+
+
+def padding_extent(g: PoolGeometry) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right): how far windows reach outside the input, the padding and the
+    cells past it that a ceil_mode window may cover (neither ever counts as a value)."""
+    w = g.window
+    reach_h = int(input_coord(g.H_out - 1, w.stride_h, w.pad_top, w.KH - 1, w.dil_h)) - (w.H - 1)
+    reach_w = int(input_coord(g.W_out - 1, w.stride_w, w.pad_left, w.KW - 1, w.dil_w)) - (w.W - 1)
+    return w.pad_top, max(w.pad_bottom, reach_h), w.pad_left, max(w.pad_right, reach_w)
