@@ -85,7 +85,7 @@ def test_train_predict_upload_and_pick(server, browser):
 
 
 def test_projector_screenshot(server, browser):
-    with web.reopened(browser, f"{server}/lenet?ln_pick=poola:17,3", web.PROJECTOR) as page:
+    with web.reopened(browser, f"{server}/lenet?ln_pick=poola:17,3&pres=1", web.PROJECTOR) as page:
         assert ("x3", 1.0, 3.0) in outlines(page, "lenet_pool1", HIGHLIGHT)  # map 2 (H 8): 17 = 2*8 + 1
         assert np.isclose(len(outlines(page, "lenet_conv1", READER)), 1)
         web.shot(page, "lenet_1920x1080")
