@@ -100,6 +100,27 @@ class LeNetConfig:
         }
 
 
+def check_params(cfg: LeNetConfig, arrays: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Weights from outside (an uploaded .npz): exactly the network's names and shapes, finite
+    numbers; returned as float32 host arrays. Anything else is a ValueError saying what differs."""
+    expected = cfg.param_shapes()
+    missing = sorted(set(expected) - set(arrays))
+    extra = sorted(set(arrays) - set(expected))
+    if missing or extra:
+        raise ValueError(
+            f"the weights must be named {sorted(expected)}; missing {missing}, unexpected {extra}"
+        )
+    out = {}
+    for name, shape in expected.items():
+        a = np.asarray(arrays[name])
+        if a.shape != shape:
+            raise ValueError(f"{name} has shape {a.shape}, this network needs {shape}")
+        if a.dtype.kind not in "fiu" or not np.isfinite(a).all():
+            raise ValueError(f"{name} must hold finite real numbers")
+        out[name] = a.astype(np.float32)
+    return out
+
+
 def init_params(cfg: LeNetConfig, seed: int) -> dict[str, np.ndarray]:
     """PyTorch's default initialisation (uniform in +-1/sqrt(fan_in), weights and biases), seeded."""
     rng = np.random.default_rng(seed)
@@ -241,8 +262,13 @@ def loss_and_grads(
 
 
 def predict(cfg: LeNetConfig, params: dict[str, Any], x: Any, batch: int = 512) -> np.ndarray:
-    """(N, classes) probabilities on the host, in batches."""
-    out = [to_numpy(forward(cfg, params, x[i : i + batch]).probs).T for i in range(0, x.shape[0], batch)]
+    """(N, classes) probabilities on the host, in batches, computed on the backend of the params
+    (x is moved there)."""
+    xp = array_module(params["conv1.weight"])
+    out = [
+        to_numpy(forward(cfg, params, xp.asarray(x[i : i + batch])).probs).T
+        for i in range(0, x.shape[0], batch)
+    ]
     return np.concatenate(out) if out else np.zeros((0, CLASSES), np.float32)
 
 
@@ -391,7 +417,7 @@ def train_steps(
             state.epoch += 1
             state.order = None
             state.params = {k: to_numpy(v) for k, v in params.items()}
-            test_acc = accuracy(state.cfg, state.params, data.x_test, data.y_test)
+            test_acc = accuracy(state.cfg, params, data.x_test, data.y_test)
             state.history.append(
                 {
                     "epoch": state.epoch,
@@ -410,7 +436,8 @@ def train_steps(
     return state
 
 
-def accuracy(cfg: LeNetConfig, params: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> float:
+def accuracy(cfg: LeNetConfig, params: dict[str, Any], x: np.ndarray, y: np.ndarray) -> float:
+    """Share of x classified as y, computed on the params' backend."""
     if len(y) == 0:
         return 0.0
     probs = predict(cfg, params, x)

@@ -7,7 +7,7 @@ import gpuops
 from gpuops import lenet
 from ui import lenet as training
 from ui import navigation, pick, state
-from ui.common import backend_name, figure, shown_errors, style
+from ui.common import backend_name, figure, lazy_expander, shown_errors, style
 from ui.state import Cell, Param
 from viz import lenet as viz
 
@@ -96,14 +96,6 @@ def section_train(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> bool:
             "lenet_curves",
             "Accuracy on the training batches as they were seen, and on the held-out fifth after each epoch.",
         )
-        st.download_button(
-            "Trained weights (.npz, PyTorch's names)",
-            training.weights_npz(net),
-            file_name=f"lenet_seed{run.seed}_epoch{net.epoch}.npz",
-            icon=":material/download:",
-            on_click="ignore",
-            key="ln_weights",
-        )
     elif not more:
         st.info(
             "Press **Train**: each rerun trains a chunk of steps, so the page stays responsive; "
@@ -111,6 +103,36 @@ def section_train(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> bool:
             icon=":material/school:",
         )
     return more
+
+
+def section_weights(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
+    """Download this network's weights; load weights (an instructor's, shared as a file)."""
+    net = training.current_state(cfg, run)
+    left, right = st.columns([1, 1.6])
+    left.download_button(
+        "Weights (.npz, PyTorch's names)",
+        training.weights_npz(net),
+        file_name=f"lenet_seed{run.seed}_epoch{net.epoch}.npz",
+        icon=":material/download:",
+        on_click="ignore",
+        key="ln_weights",
+    )
+    with (
+        right,
+        lazy_expander(
+            "Load weights (.npz): an instructor's network, shared as a file", "ln_load_box"
+        ) as shown,
+    ):
+        if not shown:
+            return
+        upload = st.file_uploader("Weights file", type=["npz"], key="ln_upload")
+        if upload is not None and st.session_state.get("_ln_loaded") != upload.file_id:
+            with shown_errors("Loading the weights"):
+                training.load_weights(cfg, run, upload.getvalue())
+                st.session_state["_ln_loaded"] = upload.file_id
+                st.success(
+                    f"Loaded {upload.name}: training resumes from these weights.", icon=":material/upload:"
+                )
 
 
 def section_filters_and_times(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
@@ -185,7 +207,7 @@ def section_digit(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
     st.subheader("A digit through the network")
     image, label = digit_input(cfg, run)
     net = training.current_state(cfg, run)
-    acts = lenet.forward(cfg, net.params, image[None, None].astype(np.float32))
+    acts = training.forward_on_device(cfg, net, image)
     stage, channel, row, col = current_pick(cfg)
     spans = lenet.receptive_field(cfg, stage, channel, row, col)
     read = spans[0]
@@ -237,6 +259,7 @@ with shown_errors("The settings"):
     apply_click(pick.bridge(style=sty.outline_style()), cfg)
     with shown_errors("Training"):
         more = section_train(cfg, run)
+        section_weights(cfg, run)
     section_filters_and_times(cfg, run)
     with shown_errors("The digit"):
         section_digit(cfg, run)

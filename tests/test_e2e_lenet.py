@@ -33,6 +33,12 @@ def outlines(page, chart: str, colour: str) -> set[tuple[str, float, float]]:
     }
 
 
+def prediction(page) -> str:
+    """The probabilities figure's title: "Prediction: d (label l)"."""
+    text = page.inner_text("body")
+    return text[text.index("Prediction:") :].split("\n")[0]
+
+
 def digit_png() -> bytes:
     """A hand-drawn-looking 1: a dark slanted stroke on white paper."""
     from PIL import Image, ImageDraw
@@ -73,6 +79,21 @@ def test_train_predict_upload_and_pick(server, browser):
     assert {(r, c) for _, r, c in read} == {(2.0, 1.0)}
     assert "conv2 map 5, cell (2, 1)" in page.inner_text("body")
     assert "ln_pick=convb" in web.current_url(page)
+    # the trained weights, downloaded and loaded in another session (a student's): the same prediction
+    predicted = prediction(page)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Weights (.npz, PyTorch's names)").click()
+    weights = download.value.path().read_bytes()
+    with web.reopened(browser, f"{server}/lenet") as other:
+        other.get_by_text("Load weights (.npz)").click()
+        web.wait_idle(other)
+        other.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+            files=[{"name": "teacher.npz", "mimeType": "application/octet-stream", "buffer": weights}]
+        )
+        web.wait_idle(other)
+        web.no_exception(other)
+        assert "Loaded teacher.npz" in other.inner_text("body")
+        assert prediction(other) == predicted
     # an uploaded digit through the same network
     page.get_by_text("the sidebar image", exact=True).click()
     web.wait_idle(page)

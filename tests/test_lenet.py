@@ -108,3 +108,19 @@ def test_reaches_95_percent_on_the_digits():
     )
     assert state.history[-1]["test_accuracy"] >= 0.95, state.history
     assert state.history[-1]["loss"] < state.history[0]["loss"]
+
+
+def test_weights_round_trip_through_npz_and_bad_weights_are_refused(tmp_path):
+    cfg = lenet.LeNetConfig()
+    params = lenet.init_params(cfg, 4)
+    np.savez(tmp_path / "w.npz", **params)
+    with np.load(tmp_path / "w.npz") as npz:
+        loaded = lenet.check_params(cfg, {k: npz[k] for k in npz.files})
+    assert all(np.array_equal(loaded[k], params[k]) for k in params)
+    wrong = dict(params, **{"fc1.weight": np.zeros((5, 5))})
+    with pytest.raises(ValueError, match=r"fc1.weight has shape \(5, 5\), this network needs \(32, 64\)"):
+        lenet.check_params(cfg, wrong)
+    with pytest.raises(ValueError, match=r"missing \['conv2.bias'\], unexpected \['x'\]"):
+        lenet.check_params(cfg, {**{k: v for k, v in params.items() if k != "conv2.bias"}, "x": np.zeros(1)})
+    with pytest.raises(ValueError, match="finite"):
+        lenet.check_params(cfg, dict(params, **{"conv1.bias": np.full(6, np.nan, np.float32)}))

@@ -118,6 +118,29 @@ def weights_npz(state: lenet.TrainState) -> bytes:
     return buf.getvalue()
 
 
+def load_weights(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, data: bytes) -> None:
+    """Replace this session's network for these settings with uploaded weights (an .npz with PyTorch's
+    names, as weights_npz writes): its history starts anew, training resumes from them."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"the file is not an .npz of weights ({type(exc).__name__})") from None
+    params = lenet.check_params(cfg, arrays)
+    state = lenet.TrainState(cfg, params, {k: np.zeros_like(v) for k, v in params.items()}, settings.seed)
+    st.session_state.setdefault(STATES, {})[_key(cfg, settings)] = state
+    stop()
+
+
+def forward_on_device(
+    cfg: lenet.LeNetConfig, state: lenet.TrainState, image: np.ndarray
+) -> lenet.Activations:
+    """One image (size x size) through the network on the app's backend."""
+    with budget.gpu_work():
+        params = {k: gpuops.asarray(v) for k, v in state.params.items()}
+        return lenet.forward(cfg, params, gpuops.asarray(image[None, None]))
+
+
 def layer_ms(state: lenet.TrainState) -> dict[str, float]:
     """Milliseconds per training step by layer (forward + backward), averaged over every step so far."""
     if state.timed_steps == 0:
