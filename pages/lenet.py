@@ -13,9 +13,6 @@ from viz import lenet as viz
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
-# picked feature-map cell: space = stage (URL-safe names), row = channel * H + row
-SPACES = {"conva": "conv1", "poola": "pool1", "convb": "conv2", "poolb": "pool2"}
-STAGE_SPACE = {stage: space for space, stage in SPACES.items()}
 ACTIVATION = Param("ln_act", "relu", "Activation", "radio", choices=lenet.ACTIVATIONS)
 POOL = Param(
     "ln_pool",
@@ -41,7 +38,7 @@ SEED = Param(
 EPOCHS = Param("ln_epochs", 3, "Epochs per Train", "slider", lo=1, hi=20)
 SOURCE = Param("ln_src", "test", "Digit", "radio", choices=("test", "image"))
 DIGIT = Param("ln_digit", 0, "Test digit number", "number", lo=0, hi=359)
-PICK = Param("ln_pick", Cell("convb", 0, 0), choices=tuple(SPACES))
+PICK = Param("ln_pick", Cell("convb", 0, 0), choices=tuple(training.PICK_SPACES))
 PARAMS = [ACTIVATION, POOL, BATCH, LR, SEED, EPOCHS, SOURCE, DIGIT, PICK]
 SOURCES = {"test": "a test digit", "image": "the sidebar image"}
 
@@ -180,25 +177,17 @@ def digit_input(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> tuple[np.nd
 
 def current_pick(cfg: lenet.LeNetConfig) -> tuple[str, int, int, int]:
     """(stage, channel, row, col) of the picked feature-map cell, kept inside its stage."""
-    cell = state.get(PICK) or PICK.default
-    stage = SPACES.get(cell.space, "conv2")
-    C, H, W = cfg.shapes()[stage]
-    channel, row = divmod(int(cell.row), H)
-    channel, row, col = min(channel, C - 1), min(row, H - 1), min(int(cell.col), W - 1)
-    state.put(PICK, Cell(STAGE_SPACE[stage], channel * H + row, col))
-    return stage, channel, row, col
+    picked = training.unpack_pick(cfg, state.get(PICK) or PICK.default)
+    state.put(PICK, training.pack_pick(cfg, *picked))
+    return picked
 
 
 def apply_click(click: pick.Click | None, cfg: lenet.LeNetConfig) -> None:
     if click is None or not click.chart.startswith("lenet_"):
         return
-    stage = click.chart.removeprefix("lenet_")
-    channel = viz.panel_index(click.panel)
-    if stage not in STAGE_SPACE or channel is None:
-        return
-    C, H, W = cfg.shapes()[stage]
-    if 0 <= channel < C and 0 <= click.row < H and 0 <= click.col < W:
-        state.put(PICK, Cell(STAGE_SPACE[stage], channel * H + click.row, click.col))
+    stage, channel = click.chart.removeprefix("lenet_"), viz.panel_index(click.panel)
+    if channel is not None and training.inside(cfg, stage, channel, click.row, click.col):
+        state.put(PICK, training.pack_pick(cfg, stage, channel, click.row, click.col))
 
 
 def section_digit(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:

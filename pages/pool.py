@@ -145,20 +145,20 @@ def explain(
 ) -> None:
     if cell.space == "out":
         taps = maps.window_taps(g, cell.row, cell.col)
-        inside = [t for t in taps if t.inside]
-        values = ", ".join(f"{x[t.ih, t.iw]:g}" for t in inside)
+        numbers = maps.window_values(g, x, cell.row, cell.col)
+        values = ", ".join(f"{v:g}" for v in numbers)
         if mode == "max":
             r, c = maps.winner(index, g.window.W, cell.row, cell.col)
-            ties = sum(1 for t in inside if x[t.ih, t.iw] == x[r, c])
+            ties = maps.ties_with_winner(g, x, index, cell.row, cell.col)
             st.markdown(
-                f"**Output ({cell.row}, {cell.col})** = max of its {len(inside)} input cells ({values}) = "
+                f"**Output ({cell.row}, {cell.col})** = max of its {len(numbers)} input cells ({values}) = "
                 f"**{y[cell.row, cell.col]:g}**, taken from input **({r}, {c})**"
                 + (
                     f": {ties} cells tie, and the first in scan order (row by row) wins, as in PyTorch."
                     if ties > 1
                     else "."
                 )
-                + f" {len(taps) - len(inside)} taps fall in the padding (-inf: they never win)."
+                + f" {len(taps) - len(numbers)} taps fall in the padding (-inf: they never win)."
             )
         else:
             divisor = rule.divisors(g)[cell.row, cell.col]

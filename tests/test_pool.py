@@ -393,3 +393,13 @@ def test_padding_extent_reaches_the_last_window():
     # rows: windows at -1, 1, 3 end at row 5; columns: windows at -1, 1, 3, 5 end at column 7
     g = pool.pool_geometry(6, 7, 3, 2, 1)
     assert maps.padding_extent(g) == (1, 1, 1, 1)
+
+
+def test_window_values_and_ties():
+    x = np.array([[3, 1, 3], [0, 3, 2]], np.float32)
+    g = pool.pool_geometry(2, 3, 2, 1, 1)  # padding 1: output (1, 1) reads rows 0-1, columns 0-1
+    _, index = gpuops.max_pool2d(x[None, None], 2, 1, 1, return_indices=True)
+    assert maps.window_values(g, x, 1, 1) == [3.0, 1.0, 0.0, 3.0]
+    assert maps.winner(index[0, 0], 3, 1, 1) == (0, 0)  # the first 3 in scan order
+    assert maps.ties_with_winner(g, x, index[0, 0], 1, 1) == 2
+    assert maps.window_values(g, x, 0, 0) == [3.0]  # three taps in the padding

@@ -19,6 +19,7 @@ import streamlit as st
 import gpuops
 from gpuops import lenet
 from ui import budget
+from ui.state import Cell
 
 CHUNK_SHARE = 0.6  # of the rerun budget one chunk of training may take; the figures get the rest
 FIRST_GUESS_S = 0.05  # seconds per step before any step was measured (2-core CPU, batch 32: ~25 ms)
@@ -34,6 +35,31 @@ def digits(size: int, seed: int) -> lenet.Digits:
 
     raw = load_digits()
     return lenet.split_digits(raw.images, raw.target, size, seed)
+
+
+# a picked feature-map cell in the URL: the space names the stage (letters only), row = channel * H + row
+PICK_SPACES = {"conva": "conv1", "poola": "pool1", "convb": "conv2", "poolb": "pool2"}
+_SPACE_OF = {stage: space for space, stage in PICK_SPACES.items()}
+
+
+def inside(cfg: lenet.LeNetConfig, stage: str, channel: int, row: int, col: int) -> bool:
+    if stage not in _SPACE_OF:
+        return False
+    C, H, W = cfg.shapes()[stage]
+    return 0 <= channel < C and 0 <= row < H and 0 <= col < W
+
+
+def pack_pick(cfg: lenet.LeNetConfig, stage: str, channel: int, row: int, col: int) -> Cell:
+    H = cfg.shapes()[stage][1]
+    return Cell(_SPACE_OF[stage], channel * H + row, col)
+
+
+def unpack_pick(cfg: lenet.LeNetConfig, cell: Cell) -> tuple[str, int, int, int]:
+    """(stage, channel, row, col) of a pick, moved inside its stage (a link may hold any numbers)."""
+    stage = PICK_SPACES.get(cell.space, "conv2")
+    C, H, W = cfg.shapes()[stage]
+    channel, row = divmod(int(cell.row), H)
+    return stage, min(channel, C - 1), min(row, H - 1), min(int(cell.col), W - 1)
 
 
 def _key(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings) -> tuple:

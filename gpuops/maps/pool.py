@@ -96,3 +96,14 @@ def padding_extent(g: PoolGeometry) -> tuple[int, int, int, int]:
     reach_h = int(input_coord(g.H_out - 1, w.stride_h, w.pad_top, w.KH - 1, w.dil_h)) - (w.H - 1)
     reach_w = int(input_coord(g.W_out - 1, w.stride_w, w.pad_left, w.KW - 1, w.dil_w)) - (w.W - 1)
     return w.pad_top, max(w.pad_bottom, reach_h), w.pad_left, max(w.pad_right, reach_w)
+
+
+def window_values(g: PoolGeometry, x: np.ndarray, oh: int, ow: int) -> list[float]:
+    """The values of one plane x that output (oh, ow)'s window reads, in scan order (padding left out)."""
+    return [float(x[t.ih, t.iw]) for t in window_taps(g, oh, ow) if t.inside]
+
+
+def ties_with_winner(g: PoolGeometry, x: np.ndarray, indices: np.ndarray, oh: int, ow: int) -> int:
+    """How many cells of output (oh, ow)'s window hold its winner's value (1: no tie)."""
+    r, c = winner(indices, g.window.W, oh, ow)
+    return sum(1 for v in window_values(g, x, oh, ow) if v == x[r, c])
