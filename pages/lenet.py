@@ -36,11 +36,12 @@ SEED = Param(
     "ln_seed", 0, "Seed", "number", lo=0, hi=9999, help="Initial weights, data split and batch order."
 )
 EPOCHS = Param("ln_epochs", 3, "Epochs per Train", "slider", lo=1, hi=20)
-SOURCE = Param("ln_src", "test", "Digit", "radio", choices=("test", "image"))
+SOURCE = Param("ln_src", "test", "Digit", "radio", choices=("test", "draw", "image"))
 DIGIT = Param("ln_digit", 0, "Test digit number", "number", lo=0, hi=359)
 PICK = Param("ln_pick", Cell("convb", 0, 0), choices=tuple(training.PICK_SPACES))
 PARAMS = [ACTIVATION, POOL, BATCH, LR, SEED, EPOCHS, SOURCE, DIGIT, PICK]
-SOURCES = {"test": "a test digit", "image": "the sidebar image"}
+DRAW_CHART = "lenet_draw"
+SOURCES = {"test": "a test digit", "draw": "draw one", "image": "the sidebar image"}
 
 state.use(PARAMS)
 sty = style()
@@ -167,6 +168,18 @@ def digit_input(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> tuple[np.nd
     if source == "test":
         i = int(state.widget(DIGIT, container=b, hi=len(data.y_test) - 1))
         return data.x_test[i, 0], int(data.y_test[i])
+    if source == "draw":
+        with b:
+            if st.button("Clear", icon=":material/ink_eraser:", key="ln_clear"):
+                training.clear_drawing()
+            figure(
+                viz.drawing_figure(training.drawing(), sty),
+                DRAW_CHART,
+                "Click cells to ink them (click again to erase): 8 x 8, like the training digits.",
+                pickable=True,
+                download=False,
+            )
+        return lenet.upscale(training.drawing()[None] / 16.0, cfg.size)[0, 0], None
     b.caption(
         "Upload a digit in the sidebar (dark on light or light on dark): it is cropped to its ink, "
         "averaged down to 8 x 8 like the training set, and shown at 16 x 16."
@@ -184,6 +197,9 @@ def current_pick(cfg: lenet.LeNetConfig) -> tuple[str, int, int, int]:
 
 def apply_click(click: pick.Click | None, cfg: lenet.LeNetConfig) -> None:
     if click is None or not click.chart.startswith("lenet_"):
+        return
+    if click.chart == DRAW_CHART:
+        training.toggle_ink(click.row, click.col)
         return
     stage, channel = click.chart.removeprefix("lenet_"), viz.panel_index(click.panel)
     if channel is not None and training.inside(cfg, stage, channel, click.row, click.col):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests import browser as web
+from tests.apptest import typed_array
 
 pytestmark = pytest.mark.e2e
 HIGHLIGHT, READER = "#ff7f0e", "#d62728"
@@ -94,6 +95,22 @@ def test_train_predict_upload_and_pick(server, browser):
         web.no_exception(other)
         assert "Loaded teacher.npz" in other.inner_text("body")
         assert prediction(other) == predicted
+    # a digit drawn by clicks: a vertical stroke in column 4
+    page.get_by_text("draw one", exact=True).click()
+    web.wait_idle(page)
+    for row in range(1, 7):
+        web.click_cell(page, "lenet_draw", row, 4)
+    web.no_exception(page)
+    ink = typed_array(
+        page.evaluate(
+            """() => [...document.querySelectorAll('.st-key-pick-lenet_draw .js-plotly-plot')]
+                       .find((g) => g._fullLayout).data[0].z"""
+        ),
+        float,
+    )
+    assert [(int(r), int(c)) for r, c in np.argwhere(ink > 0)] == [(r, 4) for r in range(1, 7)]
+    assert "Prediction:" in page.inner_text("body")
+    web.shot(page, "lenet_1366x768_drawn")
     # an uploaded digit through the same network
     page.get_by_text("the sidebar image", exact=True).click()
     web.wait_idle(page)

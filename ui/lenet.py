@@ -62,6 +62,27 @@ def unpack_pick(cfg: lenet.LeNetConfig, cell: Cell) -> tuple[str, int, int, int]
     return stage, min(channel, C - 1), min(row, H - 1), min(int(cell.col), W - 1)
 
 
+DRAWING = "_lenet_drawing"
+DRAW_SIDE, INK = 8, 16.0  # the training digits' side and their darkest value
+
+
+def drawing() -> np.ndarray:
+    """This session's drawn digit (8 x 8, 0..16), blank at first."""
+    return st.session_state.setdefault(DRAWING, np.zeros((DRAW_SIDE, DRAW_SIDE)))
+
+
+def toggle_ink(row: int, col: int) -> None:
+    """Ink a blank cell, erase an inked one; clicks outside the 8 x 8 grid do nothing."""
+    if 0 <= row < DRAW_SIDE and 0 <= col < DRAW_SIDE:
+        grid = drawing().copy()
+        grid[row, col] = 0.0 if grid[row, col] > INK / 2 else INK
+        st.session_state[DRAWING] = grid
+
+
+def clear_drawing() -> None:
+    st.session_state[DRAWING] = np.zeros((DRAW_SIDE, DRAW_SIDE))
+
+
 def _key(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings) -> tuple:
     return (cfg, settings)
 

@@ -204,6 +204,26 @@ def digit_figure(
     return fig
 
 
+def drawing_figure(grid: np.ndarray, style: Style = NORMAL) -> go.Figure:
+    """The 8 x 8 drawing canvas: ink (0..16) in grey, thin gaps so each cell reads as a button."""
+    fig = go.Figure(
+        go.Heatmap(
+            z=grid,
+            colorscale=GREYS,
+            zmin=0,
+            zmax=16,
+            showscale=False,
+            xgap=2,
+            ygap=2,
+            hovertemplate="row %{y}, col %{x}<extra>click to ink / erase</extra>",
+        )
+    )
+    fig.update_layout(**_maps_layout("Draw a digit (8 x 8)", 300, style))
+    _grid_axes(fig, 1)
+    fig.update_layout(plot_bgcolor="#bbbbbb")
+    return fig
+
+
 def probabilities_figure(probs: np.ndarray, label: int | None, style: Style = NORMAL) -> go.Figure:
     """The ten softmax outputs as bars; the prediction in orange, the true label (when known) named."""
     best = int(np.argmax(probs))
