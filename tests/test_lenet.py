@@ -124,3 +124,32 @@ def test_weights_round_trip_through_npz_and_bad_weights_are_refused(tmp_path):
         lenet.check_params(cfg, {**{k: v for k, v in params.items() if k != "conv2.bias"}, "x": np.zeros(1)})
     with pytest.raises(ValueError, match="finite"):
         lenet.check_params(cfg, dict(params, **{"conv1.bias": np.full(6, np.nan, np.float32)}))
+
+
+@pytest.mark.parametrize(
+    "stage,channel,row,col", [("conv1", 2, 0, 15), ("pool1", 1, 3, 4), ("conv2", 5, 1, 2), ("pool2", 9, 1, 0)]
+)
+def test_receptive_field_is_where_the_gradient_reaches(stage, channel, row, col, rng, torch):
+    """Independent of the interval arithmetic: with tanh and average pooling (every path carries
+    gradient) and random weights, the input pixels with a non-zero gradient of the picked cell are
+    exactly the input span receptive_field names; the previous stage's span likewise."""
+    cfg = lenet.LeNetConfig(activation="tanh", pool="avg")
+    params = {k: torch.tensor(v, dtype=torch.float64) for k, v in lenet.init_params(cfg, 11).items()}
+    F = torch.nn.functional
+    x = torch.tensor(rng.random((1, 1, cfg.size, cfg.size)), requires_grad=True)
+    values = {"input": x}
+    values["conv1"] = torch.tanh(F.conv2d(x, params["conv1.weight"], params["conv1.bias"], padding=cfg.pad1))
+    values["pool1"] = F.avg_pool2d(values["conv1"], 2)
+    values["conv2"] = torch.tanh(F.conv2d(values["pool1"], params["conv2.weight"], params["conv2.bias"]))
+    values["pool2"] = F.avg_pool2d(values["conv2"], 2)
+    for v in values.values():
+        if v is not x:
+            v.retain_grad()
+    values[stage][0, channel, row, col].backward()
+    spans = lenet.receptive_field(cfg, stage, channel, row, col)
+    for span in (spans[0], spans[-1]):
+        grad = values[span.stage].grad[0].abs().numpy()
+        reached = np.argwhere(grad > 0)
+        assert sorted({int(c) for c in reached[:, 0]}) == list(span.channels), span
+        assert (reached[:, 1].min(), reached[:, 1].max()) == (span.r0, span.r1), span
+        assert (reached[:, 2].min(), reached[:, 2].max()) == (span.c0, span.c1), span
