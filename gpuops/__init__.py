@@ -36,7 +36,17 @@ from gpuops.conv_backward import (
 )
 from gpuops.im2col import batch_chunk as im2col_batch_chunk
 from gpuops.im2col import gemm
-from gpuops.pool import avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward
+from gpuops.pool import (
+    PoolPlan,
+    avg_pool2d,
+    avg_pool2d_backward,
+    max_pool2d,
+    max_pool2d_backward,
+    plan_avg_pool2d,
+    plan_avg_pool2d_backward,
+    plan_max_pool2d,
+    plan_max_pool2d_backward,
+)
 from gpuops.reflect_pad import BACKWARD_ALGORITHMS as REFLECT_BACKWARD_ALGORITHMS
 from gpuops.reflect_pad import reflect_pad, reflect_pad_backward
 from gpuops.unfold_fold import FOLD_VARIANTS, fold, unfold
@@ -80,4 +90,14 @@ __all__ = [
     "unfold",
     "window_geometry",
 ]
-__all__ += ["avg_pool2d", "avg_pool2d_backward", "max_pool2d", "max_pool2d_backward"]  # pooling (issue 29)
+__all__ += [
+    "PoolPlan",
+    "avg_pool2d",
+    "avg_pool2d_backward",
+    "max_pool2d",
+    "max_pool2d_backward",
+    "plan_avg_pool2d",
+    "plan_avg_pool2d_backward",
+    "plan_max_pool2d",
+    "plan_max_pool2d_backward",
+]  # pooling (issue 29)

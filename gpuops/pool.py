@@ -1,7 +1,8 @@
 """Max and average pooling with PyTorch's semantics (F.max_pool2d, F.avg_pool2d) and their
 backward passes: check -> plan -> run. Kernels: kernels/pool.cu (max_pool2d_v1 forward with
-its winners' indices; v2 gather and v3 scatter backward; avg_pool2d_v1 and its v2 gather
-backward). The NumPy twins below loop over the window's taps, like the kernels' inner loops.
+its winners' indices; max_pool2d_backward_v1_scatter and _v2_gather; avg_pool2d_v1 and
+avg_pool2d_backward_v1_gather). The NumPy twins below loop over the window's taps, like the
+kernels' inner loops.
 
 The pooling formulas live here once (Python) and in pool.cu once (CUDA): the ceil_mode output
 size, the first tap inside the input, the average's divisor.
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuops.cache import Memo, memoised
+from gpuops.cache import memoised
 from gpuops.checks import WindowGeometry, as_float32, as_pair, check_ndim, window_args
 from gpuops.index_math import tap_slice
 from gpuops.launch import Call, Launch, ints, row_launch, run
@@ -24,7 +25,7 @@ SOURCE = "pool.cu"
 MAX_BACKWARD_ALGORITHMS = ("gather", "scatter")
 MAX_BACKWARD_KERNELS = {
     "gather": "max_pool2d_backward_v2_gather",
-    "scatter": "max_pool2d_backward_v3_scatter",
+    "scatter": "max_pool2d_backward_v1_scatter",
 }
 PLANE_LIMIT = 2**31 - 1  # the kernels index one plane (H x W) with 32-bit ints
 
@@ -204,8 +205,8 @@ def max_pool2d_launch(planes: int, g: PoolGeometry) -> Launch:
 
 
 def max_pool2d_backward_launch(planes: int, g: PoolGeometry, algorithm: str) -> Launch:
-    """v2 gather: one thread per INPUT cell sums the outputs whose winner it is (no atomics);
-    v3 scatter: one thread per OUTPUT cell adds its gradient onto its winner (atomicAdd)."""
+    """v1 scatter: one thread per OUTPUT cell adds its gradient onto its winner (atomicAdd);
+    v2 gather: one thread per INPUT cell sums the outputs whose winner it is (no atomics)."""
     H, W = g.in_hw
     shape, index = (
         ((planes, H, W), "(plane, ih, iw) of dx")
@@ -255,10 +256,10 @@ def avg_pool2d_launch(planes: int, g: PoolGeometry, rule: AvgRule) -> Launch:
 
 
 def avg_pool2d_backward_launch(planes: int, g: PoolGeometry, rule: AvgRule) -> Launch:
-    """v2 gather: one thread per input cell sums dy / divisor over the windows that cover it."""
+    """v1 gather: one thread per input cell sums dy / divisor over the windows that cover it."""
     H, W = g.in_hw
     return row_launch(
-        "avg_pool2d_backward_v2_gather",
+        "avg_pool2d_backward_v1_gather",
         SOURCE,
         ("dy", "dx"),
         (planes, H, W),
@@ -316,7 +317,8 @@ def max_pool2d_numpy(x: np.ndarray, g: PoolGeometry) -> tuple[np.ndarray, np.nda
 
 
 def max_pool2d_backward_gather_numpy(dy: np.ndarray, index: np.ndarray, g: PoolGeometry) -> np.ndarray:
-    """Twin of v2: tap by tap, every input cell takes the gradient of the outputs it won."""
+    """Twin of max_pool2d_backward_v2_gather: tap by tap, every input cell takes the gradient of
+    the outputs it won."""
     H, W = g.in_hw
     dx = _extended(np.zeros((dy.shape[0], H, W), np.float32), g, 0.0)
     for rows, cols, in_rows, in_cols in _taps(g):
@@ -327,7 +329,8 @@ def max_pool2d_backward_gather_numpy(dy: np.ndarray, index: np.ndarray, g: PoolG
 
 
 def max_pool2d_backward_scatter_numpy(dy: np.ndarray, index: np.ndarray, g: PoolGeometry) -> np.ndarray:
-    """Twin of v3: every output adds its gradient onto the input cell that won it."""
+    """Twin of max_pool2d_backward_v1_scatter: every output adds its gradient onto the input cell
+    that won it."""
     H, W = g.in_hw
     planes = dy.shape[0]
     flat = (np.arange(planes)[:, None, None] * (H * W) + index).ravel()
@@ -352,7 +355,8 @@ def avg_pool2d_numpy(x: np.ndarray, g: PoolGeometry, rule: AvgRule) -> np.ndarra
 
 
 def avg_pool2d_backward_numpy(dy: np.ndarray, g: PoolGeometry, rule: AvgRule) -> np.ndarray:
-    """Twin of v2: every input cell sums dy / divisor of the windows that cover it, tap by tap."""
+    """Twin of avg_pool2d_backward_v1_gather: every input cell sums dy / divisor of the windows
+    that cover it, tap by tap."""
     H, W = g.in_hw
     share = dy / rule.divisors(g)
     dx = _extended(np.zeros((dy.shape[0], H, W), np.float32), g, 0.0)
@@ -362,24 +366,115 @@ def avg_pool2d_backward_numpy(dy: np.ndarray, g: PoolGeometry, rule: AvgRule) ->
     return np.ascontiguousarray(dx[:, w.pad_top : w.pad_top + H, w.pad_left : w.pad_left + W])
 
 
-# ---- the run stage ------------------------------------------------------------------------------------------
-_launches = Memo("pool_launches", 1024)
+# ---- plans: every check, the output's shape and the launches, remembered per arguments -----------------
+@dataclass(frozen=True)
+class PoolPlan:
+    """A checked pooling call (forward or backward): its geometry, the average's rule (None for
+    max), the shape it returns and the launch that writes it (None: an empty batch). A max
+    backward without the forward's indices runs `forward` first to find the winners."""
 
+    geometry: PoolGeometry
+    rule: AvgRule | None
+    out_shape: tuple[int, ...]
+    launch: Launch | None
+    forward: Launch | None = None
 
-def _launch(kind: str, planes: int, g: PoolGeometry, extra: Any = None) -> Launch:
-    makers = {
-        "max": lambda: max_pool2d_launch(planes, g),
-        "max_backward": lambda: max_pool2d_backward_launch(planes, g, extra),
-        "avg": lambda: avg_pool2d_launch(planes, g, extra),
-        "avg_backward": lambda: avg_pool2d_backward_launch(planes, g, extra),
-    }
-    return _launches.get_or_make((kind, planes, g, extra), makers[kind])
+    @property
+    def planes(self) -> int:
+        return int(np.prod(self.out_shape[:-2]))
+
+    @property
+    def launches(self) -> tuple[Launch, ...]:
+        return tuple(x for x in (self.forward, self.launch) if x is not None)
 
 
 def _planes(shape: tuple[int, ...]) -> int:
     return int(np.prod(shape[:-2]))
 
 
+@memoised("max_pool2d_plans", 1024)
+def plan_max_pool2d(
+    shape: tuple[int, ...],
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: Any = False,
+) -> PoolPlan:
+    """Checks (PyTorch's pool2d_shape_check and ours), then max_pool2d_v1 over every plane."""
+    _input_dims(tuple(shape))
+    g = pool_geometry(shape[-2], shape[-1], kernel_size, stride, padding, dilation, ceil_mode)
+    planes = _planes(shape)
+    launch = max_pool2d_launch(planes, g) if planes else None
+    return PoolPlan(g, None, (*shape[:-2], g.H_out, g.W_out), launch)
+
+
+@memoised("max_pool2d_backward_plans", 1024)
+def plan_max_pool2d_backward(
+    grad_shape: tuple[int, ...],
+    shape: tuple[int, ...],
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: Any = False,
+    algorithm: str = "gather",
+) -> PoolPlan:
+    """The forward's checks, grad_output's shape, then the forward (for the winners) and the
+    routing kernel: v1 scatter or v2 gather."""
+    if algorithm not in MAX_BACKWARD_ALGORITHMS:
+        raise ValueError(f"algorithm {algorithm!r} must be one of {MAX_BACKWARD_ALGORITHMS}")
+    forward = plan_max_pool2d(shape, kernel_size, stride, padding, dilation, ceil_mode)
+    g = forward.geometry
+    check_grad_output(tuple(grad_shape), tuple(shape), g)
+    planes = _planes(shape)
+    launch = max_pool2d_backward_launch(planes, g, algorithm) if planes else None
+    return PoolPlan(g, None, tuple(shape), launch, forward.launch)
+
+
+@memoised("avg_pool2d_plans", 1024)
+def plan_avg_pool2d(
+    shape: tuple[int, ...],
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: Any = False,
+    count_include_pad: Any = True,
+    divisor_override: Any = None,
+) -> PoolPlan:
+    """Checks, the divisor rule, then avg_pool2d_v1 over every plane."""
+    _input_dims(tuple(shape))
+    g = pool_geometry(shape[-2], shape[-1], kernel_size, stride, padding, 1, ceil_mode)
+    rule = check_avg_rule(count_include_pad, divisor_override)
+    planes = _planes(shape)
+    launch = avg_pool2d_launch(planes, g, rule) if planes else None
+    return PoolPlan(g, rule, (*shape[:-2], g.H_out, g.W_out), launch)
+
+
+@memoised("avg_pool2d_backward_plans", 1024)
+def plan_avg_pool2d_backward(
+    grad_shape: tuple[int, ...],
+    input_shape: tuple[int, ...],
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: Any = False,
+    count_include_pad: Any = True,
+    divisor_override: Any = None,
+) -> PoolPlan:
+    """The forward's checks for input_shape, grad_output's shape, then avg_pool2d_backward_v1_gather."""
+    shape = tuple(int(v) for v in input_shape)
+    forward = plan_avg_pool2d(
+        shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
+    g, rule = forward.geometry, forward.rule
+    check_grad_output(tuple(grad_shape), shape, g)
+    planes = _planes(shape)
+    launch = avg_pool2d_backward_launch(planes, g, rule) if planes else None
+    return PoolPlan(g, rule, shape, launch)
+
+
+# ---- the run stage ------------------------------------------------------------------------------------------
 def max_pool2d(
     x: Any,
     kernel_size: Any,
@@ -393,20 +488,18 @@ def max_pool2d(
     NaN propagates); with return_indices also the int64 flat index (ih * W + iw) of the first
     maximum in window scan order, in its plane, as PyTorch returns it."""
     xp, x = as_float32(x, "input")
-    _input_dims(x.shape)
-    g = pool_geometry(x.shape[-2], x.shape[-1], kernel_size, stride, padding, dilation, ceil_mode)
+    plan = plan_max_pool2d(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     want = _check_bool(return_indices, "return_indices")
-    out_shape = (*x.shape[:-2], g.H_out, g.W_out)
-    planes = _planes(x.shape)
-    if planes == 0:
+    g, out_shape = plan.geometry, plan.out_shape
+    if plan.launch is None:
         y, index = xp.zeros(out_shape, np.float32), xp.zeros(out_shape, np.int64)
     elif xp is np:
-        y, index = max_pool2d_numpy(x.reshape(planes, *g.in_hw), g)
+        y, index = max_pool2d_numpy(x.reshape(plan.planes, *g.in_hw), g)
         y, index = y.reshape(out_shape), index.reshape(out_shape)
     else:
         y = xp.empty(out_shape, np.float32)
         index = xp.empty(out_shape, np.int64) if want else None
-        run(_launch("max", planes, g), x, y, index)
+        run(plan.launch, x, y, index)
     return (y, index) if want else y
 
 
@@ -427,16 +520,14 @@ def max_pool2d_backward(
     recomputed from x unless the forward's `indices` are passed.
 
     algorithm: "gather" (v2: one thread per input cell, deterministic, PyTorch's CUDA NCHW
-    kernel) or "scatter" (v3: one atomicAdd per output, PyTorch's CPU order)."""
-    if algorithm not in MAX_BACKWARD_ALGORITHMS:
-        raise ValueError(f"algorithm {algorithm!r} must be one of {MAX_BACKWARD_ALGORITHMS}")
+    kernel) or "scatter" (v1: one atomicAdd per output, PyTorch's CPU order)."""
     xp, x = as_float32(x, "input")
     _, dy = as_float32(grad_output, "grad_output", xp)
-    _input_dims(x.shape)
-    g = pool_geometry(x.shape[-2], x.shape[-1], kernel_size, stride, padding, dilation, ceil_mode)
-    check_grad_output(dy.shape, x.shape, g)
-    planes = _planes(x.shape)
-    if planes == 0:
+    plan = plan_max_pool2d_backward(
+        dy.shape, x.shape, kernel_size, stride, padding, dilation, ceil_mode, algorithm
+    )
+    g = plan.geometry
+    if plan.launch is None:
         return xp.zeros(x.shape, np.float32)
     if indices is None:
         _, indices = max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
@@ -446,12 +537,12 @@ def max_pool2d_backward(
         )
     indices = xp.ascontiguousarray(xp.asarray(indices), dtype=np.int64)
     if xp is np:
+        planes = plan.planes
         dx = MAX_BACKWARD_TWINS[algorithm](
             dy.reshape(planes, g.H_out, g.W_out), indices.reshape(planes, g.H_out, g.W_out), g
         )
         return dx.reshape(x.shape)
-    launch = _launch("max_backward", planes, g, algorithm)
-    return Call(x.shape, launch, zeroed=algorithm == "scatter")(dy, indices)
+    return Call(x.shape, plan.launch, zeroed=algorithm == "scatter")(dy, indices)
 
 
 def avg_pool2d(
@@ -467,16 +558,15 @@ def avg_pool2d(
     by divisor_override, or by the window's cells up to the end of the padding
     (count_include_pad) or inside the input only."""
     xp, x = as_float32(x, "input")
-    _input_dims(x.shape)
-    g = pool_geometry(x.shape[-2], x.shape[-1], kernel_size, stride, padding, 1, ceil_mode)
-    rule = check_avg_rule(count_include_pad, divisor_override)
-    out_shape = (*x.shape[:-2], g.H_out, g.W_out)
-    planes = _planes(x.shape)
-    if planes == 0:
-        return xp.zeros(out_shape, np.float32)
+    plan = plan_avg_pool2d(
+        x.shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    )
+    if plan.launch is None:
+        return xp.zeros(plan.out_shape, np.float32)
     if xp is np:
-        return avg_pool2d_numpy(x.reshape(planes, *g.in_hw), g, rule).reshape(out_shape)
-    return Call(out_shape, _launch("avg", planes, g, rule))(x)
+        g = plan.geometry
+        return avg_pool2d_numpy(x.reshape(plan.planes, *g.in_hw), g, plan.rule).reshape(plan.out_shape)
+    return Call(plan.out_shape, plan.launch)(x)
 
 
 def avg_pool2d_backward(
@@ -492,14 +582,20 @@ def avg_pool2d_backward(
     """The gradient of F.avg_pool2d with respect to its input of `input_shape`: every input cell
     receives grad / divisor from each window that covers it."""
     xp, dy = as_float32(grad_output, "grad_output")
-    in_shape = tuple(int(v) for v in input_shape)
-    _input_dims(in_shape, "input_shape")
-    g = pool_geometry(in_shape[-2], in_shape[-1], kernel_size, stride, padding, 1, ceil_mode)
-    rule = check_avg_rule(count_include_pad, divisor_override)
-    check_grad_output(dy.shape, in_shape, g)
-    planes = _planes(in_shape)
-    if planes == 0:
-        return xp.zeros(in_shape, np.float32)
+    plan = plan_avg_pool2d_backward(
+        dy.shape,
+        tuple(input_shape),
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
+    if plan.launch is None:
+        return xp.zeros(plan.out_shape, np.float32)
     if xp is np:
-        return avg_pool2d_backward_numpy(dy.reshape(planes, g.H_out, g.W_out), g, rule).reshape(in_shape)
-    return Call(in_shape, _launch("avg_backward", planes, g, rule))(dy)
+        g = plan.geometry
+        dx = avg_pool2d_backward_numpy(dy.reshape(plan.planes, g.H_out, g.W_out), g, plan.rule)
+        return dx.reshape(plan.out_shape)
+    return Call(plan.out_shape, plan.launch)(dy)

@@ -403,3 +403,17 @@ def test_window_values_and_ties():
     assert maps.winner(index[0, 0], 3, 1, 1) == (0, 0)  # the first 3 in scan order
     assert maps.ties_with_winner(g, x, index[0, 0], 1, 1) == 2
     assert maps.window_values(g, x, 0, 0) == [3.0]  # three taps in the padding
+
+
+def test_plans_hold_the_checked_geometry_shape_and_launches():
+    plan = gpuops.plan_max_pool2d((2, 3, 9, 7), 3, 2, 1, 1, True)
+    assert plan.out_shape == (2, 3, 5, 4) and plan.launch.kernel == "max_pool2d_v1"
+    assert plan.launch.arg("rows") == 6 * 5 and plan.launches == (plan.launch,)
+    back = gpuops.plan_max_pool2d_backward((2, 3, 5, 4), (2, 3, 9, 7), 3, 2, 1, 1, True, "scatter")
+    assert back.out_shape == (2, 3, 9, 7) and back.launch.kernel == "max_pool2d_backward_v1_scatter"
+    assert back.launches == (plan.launch, back.launch)  # the forward finds the winners first
+    avg = gpuops.plan_avg_pool2d_backward((3, 2, 2), (3, 5, 5), 2, None, 0, False, False, None)
+    assert avg.launch.kernel == "avg_pool2d_backward_v1_gather" and avg.rule == pool.AvgRule(False, None)
+    assert gpuops.plan_avg_pool2d((0, 3, 4, 4), 2).launch is None  # an empty batch: nothing to launch
+    with pytest.raises(ValueError, match="grad_output shape"):
+        gpuops.plan_max_pool2d_backward((2, 3, 4, 4), (2, 3, 9, 7), 3, 2, 1)

@@ -5,12 +5,13 @@
 //
 //   v1 max_pool2d                     one thread per output cell: the window's max and the flat input
 //                                     index of its first maximum (NaN wins and propagates)
-//   v2 max_pool2d_backward_gather     one thread per INPUT cell sums the gradients of the outputs it
-//                                     won: no atomics, deterministic (PyTorch's CUDA NCHW kernel)
-//   v3 max_pool2d_backward_scatter    v2 turned around: one thread per OUTPUT adds its gradient onto
-//                                     its winner with atomicAdd (PyTorch's CPU order)
+//   v1 max_pool2d_backward_scatter    one thread per OUTPUT adds its gradient onto its winner with
+//                                     atomicAdd (PyTorch's CPU order)
+//   v2 max_pool2d_backward_gather     v1 turned around: one thread per INPUT cell sums the gradients
+//                                     of the outputs it won: no atomics, deterministic (PyTorch's
+//                                     CUDA NCHW kernel)
 //   v1 avg_pool2d                     one thread per output cell: the window's sum over a divisor
-//   v2 avg_pool2d_backward_gather     one thread per input cell sums grad / divisor of its windows
+//   v1 avg_pool2d_backward_gather     one thread per input cell sums grad / divisor of its windows
 #include "index_math.cuh"
 
 // The first tap of a window starting at `start` (maybe negative, in the padding) that lies at
@@ -76,12 +77,38 @@ extern "C" __global__ void max_pool2d_v1(
 }
 
 // =======================================================================================
-// v2 max_pool2d_backward_gather: one thread per INPUT cell, one thread row per input row.
-// The gradient of a max goes to its winner only, so input cell (ih, iw) receives the sum of
-// dy over the windows that cover it AND whose index names it. for_each_window inverts the
+// v1 max_pool2d_backward_scatter: the gradient as the forward sees it, one thread per OUTPUT cell.
+// Each output adds its gradient onto the one input cell that won it: one read of its index,
+// one atomicAdd, no search over windows (PyTorch's CPU order). Overlapping windows (stride <
+// kernel) may share a winner, so additions collide: atomics make them correct, but their order
+// (and the float rounding of the sum) varies from run to run. dx must be zeroed first.
+// =======================================================================================
+extern "C" __global__ void max_pool2d_backward_v1_scatter(
+    const float* __restrict__ dy,           // (planes, H_out, W_out)
+    const long long* __restrict__ indices,  // (planes, H_out, W_out)
+    float* __restrict__ dx,                 // (planes, H, W), zeroed
+    unsigned rows,                          // planes * H_out
+    int H, int W, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w)
+{
+    FOR_EACH_ROW(row, rows) {  // row = plane * H_out + oh
+        float* __restrict__ plane = dx + (long long)(row / (unsigned)H_out) * H * W;
+        for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) {
+            const long long o = (long long)row * W_out + ow;
+            atomicAdd(plane + indices[o], dy[o]);
+        }
+    }
+}
+
+// =======================================================================================
+// v2 max_pool2d_backward_gather: v1 turned around, one thread per INPUT cell, one thread row
+// per input row (PyTorch's CUDA NCHW kernel). The gradient of a max goes to its winner only,
+// so input cell (ih, iw) receives the sum of dy over the windows that cover it AND whose index
+// names it. for_each_window inverts the
 // window formula tap by tap (index_math.cuh); each covering output's index is compared with
-// this cell's flat index. No two threads write the same cell: no atomics, the same sum in
-// the same order on every run. Reads: up to ceil(KH/s) x ceil(KW/s) indices per cell.
+// this cell's flat index. No two threads write the same cell: no atomics, no zeroing, the same
+// sum in the same order on every run; the price: up to ceil(KH/s) x ceil(KW/s) index reads per
+// input cell, where v1 reads one per output.
 // =======================================================================================
 extern "C" __global__ void max_pool2d_backward_v2_gather(
     const float* __restrict__ dy,           // (planes, H_out, W_out)
@@ -103,30 +130,6 @@ extern "C" __global__ void max_pool2d_backward_v2_gather(
                                 if (indices[o] == me) sum += dy[o];
                             });
             store(dx, (long long)row * W + iw, sum);
-        }
-    }
-}
-
-// =======================================================================================
-// v3 max_pool2d_backward_scatter: v2 turned around, one thread per OUTPUT cell.
-// Each output adds its gradient onto the one input cell that won it: one read of its index,
-// one atomicAdd, no search over windows. Overlapping windows (stride < kernel) may share a
-// winner, so additions collide: atomics make them correct, but their order (and the float
-// rounding of the sum) varies from run to run. dx must be zeroed first.
-// =======================================================================================
-extern "C" __global__ void max_pool2d_backward_v3_scatter(
-    const float* __restrict__ dy,           // (planes, H_out, W_out)
-    const long long* __restrict__ indices,  // (planes, H_out, W_out)
-    float* __restrict__ dx,                 // (planes, H, W), zeroed
-    unsigned rows,                          // planes * H_out
-    int H, int W, int KH, int KW, int H_out, int W_out,
-    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w)
-{
-    FOR_EACH_ROW(row, rows) {  // row = plane * H_out + oh
-        float* __restrict__ plane = dx + (long long)(row / (unsigned)H_out) * H * W;
-        for (int ow = threadIdx.x; ow < W_out; ow += blockDim.x) {
-            const long long o = (long long)row * W_out + ow;
-            atomicAdd(plane + indices[o], dy[o]);
         }
     }
 }
@@ -160,12 +163,12 @@ extern "C" __global__ void avg_pool2d_v1(
 }
 
 // =======================================================================================
-// v2 avg_pool2d_backward_gather: one thread per INPUT cell, one thread row per input row.
+// v1 avg_pool2d_backward_gather: one thread per INPUT cell, one thread row per input row.
 // Every window that covers the cell passed it grad / divisor (the forward's divisor of that
 // window); for_each_window finds those windows (dilation 1) and the thread sums their shares.
 // Deterministic, no atomics.
 // =======================================================================================
-extern "C" __global__ void avg_pool2d_backward_v2_gather(
+extern "C" __global__ void avg_pool2d_backward_v1_gather(
     const float* __restrict__ dy,  // (planes, H_out, W_out)
     float* __restrict__ dx,        // (planes, H, W)
     unsigned rows,                 // planes * H
