@@ -112,5 +112,6 @@ def section(layout: ChannelLayout) -> None:
 
 with shown_errors("The channel view"):
     layout = settings()
-    apply_click(pick.bridge(style=sty.outline_style()), layout)
+    hover = pick.hover_map(viz.hover_pairs(layout, CHART))
+    apply_click(pick.bridge(hover={CHART: hover}, style=sty.outline_style()), layout)
     section(layout)

@@ -188,7 +188,8 @@ def explain(
 
 with shown_errors("Pooling"):
     mode, g, rule, seed = settings()
-    apply_click(pick.bridge(style=sty.outline_style()), g)
+    hover = pick.hover_map(viz.hover_pairs(CHART, maps.all_windows(g), maps.all_readers(g)))
+    apply_click(pick.bridge(hover={CHART: hover}, style=sty.outline_style()), g)
     cell = current_pick(g)
     x = np.random.default_rng(seed).integers(0, 10, g.in_hw).astype(np.float32)
     section_grid(mode, g, rule, x, cell)

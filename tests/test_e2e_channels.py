@@ -4,6 +4,8 @@ group's input channels; clicking an input channel lights the maps that read it. 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests import browser as web
@@ -42,3 +44,17 @@ def test_projector_screenshot(server, browser):
         browser, f"{server}/channels?ch_in=6&ch_out=6&ch_groups=6&pres=1", web.PROJECTOR
     ) as page:
         web.shot(page, "channels_1920x1080")
+
+
+def test_hover_an_output_map_lights_its_inputs(server, browser):
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.goto(f"{server}/channels?ch_in=4&ch_out=6&ch_groups=2")
+    web.wait_idle(page)
+    web.hover_cell(page, "channels", 5, 0, panel="x3")  # map 5: group 1, inputs 2 and 3
+    deadline = time.time() + 5
+    while time.time() < deadline and len(web.highlighted_cells(page, "channels")) < 4:
+        time.sleep(0.1)
+    cells = set(web.highlighted_cells(page, "channels"))
+    assert {(0.0, 2.0), (0.0, 3.0), (5.0, 2.0), (5.0, 3.0)} <= cells  # inputs 2, 3 and filter 5's slices
+    assert (0.0, 0.0) not in cells and (5.0, 1.0) not in cells  # not group 0's
+    page.close()

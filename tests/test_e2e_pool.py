@@ -4,6 +4,8 @@ on an input cell outlines the outputs that read it; the pick goes into the URL. 
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -44,3 +46,16 @@ def test_click_an_output_then_an_input(server, browser):
 def test_projector_screenshot(server, browser):
     with web.reopened(browser, f"{server}/pool?pl_mode=avg&pl_ceil=1&pres=1", web.PROJECTOR) as page:
         web.shot(page, "pool_1920x1080")
+
+
+def test_hover_outlines_a_window_without_a_rerun(server, browser):
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.goto(f"{server}/pool?pl_k=3&pl_s=2&pl_p=1&pl_h=6&pl_w=7")
+    web.wait_idle(page)
+    web.hover_cell(page, "pool_grid", 1, 1, panel="x2")  # output (1, 1): input rows 1-3, columns 1-3
+    deadline = time.time() + 5
+    while time.time() < deadline and len(web.highlighted_cells(page, "pool_grid")) < 10:
+        time.sleep(0.1)
+    cells = set(web.highlighted_cells(page, "pool_grid"))
+    assert {(float(r), float(c)) for r in range(1, 4) for c in range(1, 4)} <= cells
+    page.close()

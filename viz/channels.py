@@ -106,3 +106,23 @@ def channel_figure(
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, ticks="")
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, ticks="", autorange="reversed")
     return fig
+
+
+def hover_pairs(
+    layout: ChannelLayout, chart: str
+) -> dict[tuple[str, int, int], list[tuple[str, str, int, int]]]:
+    """Hover maps for ui.pick: an output map (or its filter's row) lights the filter row and the
+    input channels it sums; an input channel its column and the maps that read it."""
+    pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]] = {}
+    for m in range(layout.C_out):
+        inputs = layout.inputs_of(m)
+        lit = [(chart, BANK, m, c) for c in inputs] + [(chart, INPUTS, 0, c) for c in inputs]
+        pairs[(OUTPUTS, m, 0)] = lit
+        for c in inputs:
+            pairs[(BANK, m, c)] = [*lit, (chart, OUTPUTS, m, 0)]
+    for c in range(layout.C_in):
+        outputs = layout.outputs_of(c)
+        pairs[(INPUTS, 0, c)] = [(chart, BANK, m, c) for m in outputs] + [
+            (chart, OUTPUTS, m, 0) for m in outputs
+        ]
+    return pairs
