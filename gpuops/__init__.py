@@ -36,6 +36,17 @@ from gpuops.conv_backward import (
 )
 from gpuops.im2col import GemmPlan, gemm, plan_gemm
 from gpuops.im2col import batch_chunk as im2col_batch_chunk
+from gpuops.pool import (
+    PoolPlan,
+    avg_pool2d,
+    avg_pool2d_backward,
+    max_pool2d,
+    max_pool2d_backward,
+    plan_avg_pool2d,
+    plan_avg_pool2d_backward,
+    plan_max_pool2d,
+    plan_max_pool2d_backward,
+)
 from gpuops.reflect_pad import BACKWARD_ALGORITHMS as REFLECT_BACKWARD_ALGORITHMS
 from gpuops.reflect_pad import (
     ReflectPadBackwardPlan,
@@ -62,6 +73,7 @@ __all__ = [
     "FoldPlan",
     "GemmPlan",
     "GradProblem",
+    "PoolPlan",
     "ReflectPadBackwardPlan",
     "ReflectPadPlan",
     "TransposeGeometry",
@@ -69,6 +81,8 @@ __all__ = [
     "WindowGeometry",
     "adjoint_identity",
     "asarray",
+    "avg_pool2d",
+    "avg_pool2d_backward",
     "backend_info",
     "conv2d",
     "conv2d_backward",
@@ -79,11 +93,17 @@ __all__ = [
     "fold",
     "gemm",
     "im2col_batch_chunk",
+    "max_pool2d",
+    "max_pool2d_backward",
+    "plan_avg_pool2d",
+    "plan_avg_pool2d_backward",
     "plan_conv2d",
     "plan_conv2d_backward",
     "plan_conv_transpose2d",
     "plan_fold",
     "plan_gemm",
+    "plan_max_pool2d",
+    "plan_max_pool2d_backward",
     "plan_reflect_pad",
     "plan_reflect_pad_backward",
     "plan_unfold",

@@ -26,6 +26,9 @@ PAGES = (
     ("unfold", "Unfold / Fold", ":material/apps:"),
     ("reflect", "Reflect padding", ":material/flip:"),
     ("backward", "Backward & transposed", ":material/undo:"),
+    ("channels", "Channels & groups", ":material/layers:"),
+    ("pool", "Pooling", ":material/filter_center_focus:"),
+    ("lenet", "LeNet-5", ":material/neurology:"),
     ("benchmarks", "Benchmarks", ":material/speed:"),
 )
 

@@ -1,0 +1,272 @@
+"""LeNet-5 (PMPP ch. 16): the network the convolution layer lives in, trained here by our own kernels."""
+
+import numpy as np
+import streamlit as st
+
+import gpuops
+from gpuops import lenet
+from ui import lenet as training
+from ui import navigation, pick, state
+from ui.common import backend_name, figure, lazy_expander, shown_errors, style
+from ui.state import Cell, Param
+from viz import lenet as viz
+
+navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
+
+ACTIVATION = Param("ln_act", "relu", "Activation", "radio", choices=lenet.ACTIVATIONS)
+POOL = Param(
+    "ln_pool",
+    "max",
+    "Pooling",
+    "radio",
+    choices=lenet.POOLS,
+    help="max: the largest value of each 2 x 2 window. avg: their mean (PMPP's subsampling).",
+)
+BATCH = Param("ln_batch", 32, "Batch size", "select_slider", choices=(8, 16, 32, 64, 128))
+LR = Param(
+    "ln_lr",
+    50,
+    "Learning rate (x 0.001)",
+    "slider",
+    lo=1,
+    hi=200,
+    help="SGD with momentum 0.9, as torch.optim.SGD.",
+)
+SEED = Param(
+    "ln_seed", 0, "Seed", "number", lo=0, hi=9999, help="Initial weights, data split and batch order."
+)
+EPOCHS = Param("ln_epochs", 3, "Epochs per Train", "slider", lo=1, hi=20)
+SOURCE = Param("ln_src", "test", "Digit", "radio", choices=("test", "draw", "image"))
+DIGIT = Param("ln_digit", 0, "Test digit number", "number", lo=0, hi=359)
+PICK = Param("ln_pick", Cell("convb", 0, 0), choices=tuple(training.PICK_SPACES))
+PARAMS = [ACTIVATION, POOL, BATCH, LR, SEED, EPOCHS, SOURCE, DIGIT, PICK]
+DRAW_CHART = "lenet_draw"
+SOURCES = {"test": "a test digit", "draw": "draw one", "image": "the sidebar image"}
+
+state.use(PARAMS)
+sty = style()
+st.title("LeNet-5: the network around the layer")
+st.caption(
+    "PMPP's chapter 16 builds convolution into LeNet-5: convolution, activation, 2 x 2 subsampling (pooling), "
+    "twice, then fully connected layers and ten probabilities. This one is sized for scikit-learn's 8 x 8 "
+    "digits (shown at 16 x 16) and trained here, forward and backward, by this app's kernels "
+    f"({backend_name()}): conv2d, conv2d_backward, max/avg_pool2d and their backward, GEMM for the dense layers."
+)
+
+
+def settings() -> tuple[lenet.LeNetConfig, lenet.TrainSettings]:
+    cols = st.columns([1, 1, 1.3, 1.3, 0.8])
+    act = state.widget(ACTIVATION, container=cols[0])
+    pool = state.widget(POOL, container=cols[1])
+    batch = state.widget(BATCH, container=cols[2])
+    lr = state.widget(LR, container=cols[3])
+    seed = state.widget(SEED, container=cols[4])
+    cfg = lenet.LeNetConfig(activation=act, pool=pool)
+    return cfg, lenet.TrainSettings(batch=int(batch), lr=int(lr) / 1000, seed=int(seed))
+
+
+def section_train(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> bool:
+    """The Train / Stop / Reset buttons, one chunk of training when a goal is set, the curves.
+    Returns whether another chunk should follow (the page reruns at its end)."""
+    st.subheader("Train")
+    a, b, c, d = st.columns([1.4, 0.7, 0.7, 2.2], vertical_alignment="bottom")
+    epochs = state.widget(EPOCHS, container=a)
+    if b.button("Train", type="primary", icon=":material/play_arrow:", key="ln_train"):
+        training.set_goal(cfg, run, int(epochs))
+    if c.button("Stop", icon=":material/stop:", key="ln_stop"):
+        training.stop()
+    if d.button("Reset to the seeded start", icon=":material/restart_alt:", key="ln_reset"):
+        training.reset(cfg, run)
+    more = False
+    if training.goal_of(cfg, run) is not None:
+        bar = st.progress(0.0, text="training")
+        more = training.train_chunk(cfg, run, bar)
+    net = training.current_state(cfg, run)
+    last = net.history[-1] if net.history else None
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Epoch", net.epoch)
+    m2.metric("Step", net.step)
+    m3.metric("Test accuracy", f"{last['test_accuracy']:.1%}" if last else "not trained")
+    m4.metric("Loss", f"{last['loss']:.3f}" if last else "-")
+    if net.history:
+        figure(
+            viz.curves_figure(net.history, sty),
+            "lenet_curves",
+            "Accuracy on the training batches as they were seen, and on the held-out fifth after each epoch.",
+        )
+    elif not more:
+        st.info(
+            "Press **Train**: each rerun trains a chunk of steps, so the page stays responsive; "
+            "it resumes where it stopped.",
+            icon=":material/school:",
+        )
+    return more
+
+
+def section_weights(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
+    """Download this network's weights; load weights (an instructor's, shared as a file)."""
+    net = training.current_state(cfg, run)
+    left, right = st.columns([1, 1.6])
+    left.download_button(
+        "Weights (.npz, PyTorch's names)",
+        training.weights_npz(net),
+        file_name=f"lenet_seed{run.seed}_epoch{net.epoch}.npz",
+        icon=":material/download:",
+        on_click="ignore",
+        key="ln_weights",
+    )
+    with (
+        right,
+        lazy_expander(
+            "Load weights (.npz): an instructor's network, shared as a file", "ln_load_box"
+        ) as shown,
+    ):
+        if not shown:
+            return
+        upload = st.file_uploader("Weights file", type=["npz"], key="ln_upload")
+        if upload is not None and st.session_state.get("_ln_loaded") != upload.file_id:
+            with shown_errors("Loading the weights"):
+                training.load_weights(cfg, run, upload.getvalue())
+                st.session_state["_ln_loaded"] = upload.file_id
+                st.success(
+                    f"Loaded {upload.name}: training resumes from these weights.", icon=":material/upload:"
+                )
+
+
+def section_filters_and_times(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
+    net = training.current_state(cfg, run)
+    left, right = (st.container(), st.container()) if sty.presentation else st.columns([1.2, 1])
+    with left:
+        figure(
+            viz.filters_figure(net.params["conv1.weight"], sty),
+            "lenet_filters",
+            "The first layer's six 5 x 5 filters: random at the start, edge and stroke detectors after training.",
+        )
+    with right:
+        ours = training.layer_ms(net)
+        if not ours:
+            st.caption("Time per layer appears after the first training steps.")
+            return
+        reference = None
+        if st.toggle("Beside PyTorch (CPU) on the same network", key="ln_torch"):
+            reference = training.torch_layer_ms(cfg, run)
+            if reference is None:
+                st.caption("PyTorch is not installed on this server.")
+        figure(
+            viz.layer_times_figure(ours, reference, backend_name(), sty),
+            "lenet_times",
+            "Forward + backward per step, averaged over every step so far. PMPP: the convolution layers "
+            "dominate.",
+        )
+
+
+def digit_input(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> tuple[np.ndarray, int | None]:
+    """The 16 x 16 input the network sees, and its label when it is a test digit."""
+    a, b = st.columns([1.4, 1])
+    source = state.widget(SOURCE, container=a, format_func=SOURCES.get)
+    data = training.digits(cfg.size, run.seed)
+    if source == "test":
+        i = int(state.widget(DIGIT, container=b, hi=len(data.y_test) - 1))
+        return data.x_test[i, 0], int(data.y_test[i])
+    if source == "draw":
+        with b:
+            if st.button("Clear", icon=":material/ink_eraser:", key="ln_clear"):
+                training.clear_drawing()
+            figure(
+                viz.drawing_figure(training.drawing(), sty),
+                DRAW_CHART,
+                "Click cells to ink them (click again to erase): 8 x 8, like the training digits.",
+                pickable=True,
+                download=False,
+            )
+        return lenet.upscale(training.drawing()[None] / 16.0, cfg.size)[0, 0], None
+    b.caption(
+        "Upload a digit in the sidebar (dark on light or light on dark): it is cropped to its ink, "
+        "averaged down to 8 x 8 like the training set, and shown at 16 x 16."
+    )
+    planes = st.session_state["image"].planes
+    return lenet.upscale(lenet.digit_from_planes(planes)[None] / 16.0, cfg.size)[0, 0], None
+
+
+def current_pick(cfg: lenet.LeNetConfig) -> tuple[str, int, int, int]:
+    """(stage, channel, row, col) of the picked feature-map cell, kept inside its stage."""
+    picked = training.unpack_pick(cfg, state.get(PICK) or PICK.default)
+    state.put(PICK, training.pack_pick(cfg, *picked))
+    return picked
+
+
+def apply_click(click: pick.Click | None, cfg: lenet.LeNetConfig) -> None:
+    if click is None or not click.chart.startswith("lenet_"):
+        return
+    if click.chart == DRAW_CHART:
+        training.toggle_ink(click.row, click.col)
+        return
+    stage, channel = click.chart.removeprefix("lenet_"), viz.panel_index(click.panel)
+    if channel is not None and training.inside(cfg, stage, channel, click.row, click.col):
+        state.put(PICK, training.pack_pick(cfg, stage, channel, click.row, click.col))
+
+
+def section_digit(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
+    """A digit through the network: the ten probabilities, and every stage's maps; a clicked cell
+    and the cells of the previous stage it reads."""
+    st.subheader("A digit through the network")
+    image, label = digit_input(cfg, run)
+    net = training.current_state(cfg, run)
+    acts = training.forward_on_device(cfg, net, image)
+    stage, channel, row, col = current_pick(cfg)
+    spans = lenet.receptive_field(cfg, stage, channel, row, col)
+    read = spans[0]
+    in_input = spans[-1]
+    left, right = st.columns([1, 1.4])
+    with left:
+        figure(
+            viz.digit_figure(image, sty, read=(in_input.r0, in_input.r1, in_input.c0, in_input.c1)),
+            "lenet_input",
+            "Red: the input cells the picked cell depends on (its receptive field).",
+        )
+    with right:
+        figure(
+            viz.probabilities_figure(gpuops.to_numpy(acts.probs)[:, 0], label, sty),
+            "lenet_probs",
+            "Softmax of the last layer: what the network believes it sees.",
+        )
+    values = {"conv1": acts.a1, "pool1": acts.p1, "conv2": acts.a2, "pool2": acts.p2}
+    st.markdown(
+        f"**Picked: {stage} map {channel}, cell ({row}, {col})** (orange). It reads **{read.cells()} values** of "
+        f"{read.stage} (red: {_rows_cols(read)} of {'map ' + str(read.channels[0]) if len(read.channels) == 1 else f'all {len(read.channels)} maps'})"
+        f"{'' if read.stage == 'input' else f', and depends on input rows {in_input.r0}-{in_input.r1}, columns {in_input.c0}-{in_input.c1}'}. "
+        "**Click any cell** of a feature map to pick it."
+    )
+    for name, title in (
+        ("conv1", "conv1 + activation: 6 maps, 16 x 16"),
+        ("pool1", "pool1: 6 maps, 8 x 8"),
+        ("conv2", "conv2 + activation: 16 maps, 4 x 4"),
+        ("pool2", "pool2: 16 maps, 2 x 2"),
+    ):
+        maps = gpuops.to_numpy(values[name])[0]
+        picked = (channel, row, col) if name == stage else None
+        span = read if read.stage == name else None
+        reads = (span.channels, span.r0, span.r1, span.c0, span.c1) if span else None
+        figure(
+            viz.maps_figure(maps, title, sty, picked=picked, read=reads),
+            f"lenet_{name}",
+            pickable=True,
+            download=False,
+        )
+
+
+def _rows_cols(span: lenet.Span) -> str:
+    return f"rows {span.r0}-{span.r1}, columns {span.c0}-{span.c1}"
+
+
+with shown_errors("The settings"):
+    cfg, run = settings()
+    apply_click(pick.bridge(style=sty.outline_style()), cfg)
+    with shown_errors("Training"):
+        more = section_train(cfg, run)
+        section_weights(cfg, run)
+    section_filters_and_times(cfg, run)
+    with shown_errors("The digit"):
+        section_digit(cfg, run)
+    if more:
+        st.rerun()  # the next chunk of training: every figure above showed this one's result

@@ -1,0 +1,245 @@
+"""The LeNet page's Streamlit side: the digits (loaded once per process), the training state per
+settings in the session, and training in chunks that fit the rerun budget (ui/budget.py).
+
+Training is an explicit action: "Train" sets a goal (a number of epochs more); every rerun then
+trains one chunk of steps that fits in part of the rerun budget, shows its progress, and asks for
+the next rerun until the goal is met or "Stop" is pressed. The state after each chunk is kept, so
+training resumes where it stopped, and the same seed gives the same network however it was chunked.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+import gpuops
+from gpuops import lenet
+from ui import budget
+from ui.state import Cell
+
+CHUNK_SHARE = 0.6  # of the rerun budget one chunk of training may take; the figures get the rest
+FIRST_GUESS_S = 0.05  # seconds per step before any step was measured (2-core CPU, batch 32: ~25 ms)
+STATES_KEPT = 4  # training states per session (one per settings)
+STATES, GOAL = "_lenet_states", "_lenet_goal"
+
+
+@st.cache_resource(show_spinner="Loading scikit-learn's digits")
+def digits(size: int, seed: int) -> lenet.Digits:
+    """scikit-learn's 1,797 8x8 digits (shipped inside the package: no download), split 80/20 by
+    a seeded shuffle and upscaled to size x size; one copy per process."""
+    from sklearn.datasets import load_digits
+
+    raw = load_digits()
+    return lenet.split_digits(raw.images, raw.target, size, seed)
+
+
+# a picked feature-map cell in the URL: the space names the stage (letters only), row = channel * H + row
+PICK_SPACES = {"conva": "conv1", "poola": "pool1", "convb": "conv2", "poolb": "pool2"}
+_SPACE_OF = {stage: space for space, stage in PICK_SPACES.items()}
+
+
+def inside(cfg: lenet.LeNetConfig, stage: str, channel: int, row: int, col: int) -> bool:
+    if stage not in _SPACE_OF:
+        return False
+    C, H, W = cfg.shapes()[stage]
+    return 0 <= channel < C and 0 <= row < H and 0 <= col < W
+
+
+def pack_pick(cfg: lenet.LeNetConfig, stage: str, channel: int, row: int, col: int) -> Cell:
+    H = cfg.shapes()[stage][1]
+    return Cell(_SPACE_OF[stage], channel * H + row, col)
+
+
+def unpack_pick(cfg: lenet.LeNetConfig, cell: Cell) -> tuple[str, int, int, int]:
+    """(stage, channel, row, col) of a pick, moved inside its stage (a link may hold any numbers)."""
+    stage = PICK_SPACES.get(cell.space, "conv2")
+    C, H, W = cfg.shapes()[stage]
+    channel, row = divmod(int(cell.row), H)
+    return stage, min(channel, C - 1), min(row, H - 1), min(int(cell.col), W - 1)
+
+
+DRAWING = "_lenet_drawing"
+DRAW_SIDE, INK = 8, 16.0  # the training digits' side and their darkest value
+
+
+def drawing() -> np.ndarray:
+    """This session's drawn digit (8 x 8, 0..16), blank at first."""
+    return st.session_state.setdefault(DRAWING, np.zeros((DRAW_SIDE, DRAW_SIDE)))
+
+
+def toggle_ink(row: int, col: int) -> None:
+    """Ink a blank cell, erase an inked one; clicks outside the 8 x 8 grid do nothing."""
+    if 0 <= row < DRAW_SIDE and 0 <= col < DRAW_SIDE:
+        grid = drawing().copy()
+        grid[row, col] = 0.0 if grid[row, col] > INK / 2 else INK
+        st.session_state[DRAWING] = grid
+
+
+def clear_drawing() -> None:
+    st.session_state[DRAWING] = np.zeros((DRAW_SIDE, DRAW_SIDE))
+
+
+def _key(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings) -> tuple:
+    return (cfg, settings)
+
+
+def current_state(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings) -> lenet.TrainState:
+    """This session's network for these settings (a fresh seeded one the first time)."""
+    states: dict = st.session_state.setdefault(STATES, {})
+    key = _key(cfg, settings)
+    if key not in states:
+        if len(states) >= STATES_KEPT:
+            states.pop(next(iter(states)))
+        states[key] = lenet.new_state(cfg, settings)
+    return states[key]
+
+
+def reset(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings) -> None:
+    st.session_state.setdefault(STATES, {})[_key(cfg, settings)] = lenet.new_state(cfg, settings)
+    st.session_state.pop(GOAL, None)
+
+
+def set_goal(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, epochs: int) -> None:
+    """Train `epochs` more epochs from where this network is (one chunk per rerun)."""
+    state = current_state(cfg, settings)
+    per_epoch = lenet.steps_per_epoch(len(digits(cfg.size, settings.seed).y_train), settings.batch)
+    st.session_state[GOAL] = (_key(cfg, settings), state.step, (state.epoch + epochs) * per_epoch)
+
+
+def stop() -> None:
+    st.session_state.pop(GOAL, None)
+
+
+def goal_of(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings) -> tuple[int, int] | None:
+    """(step the goal started at, step it ends at) while training these settings, else None."""
+    goal = st.session_state.get(GOAL)
+    if goal is None or goal[0] != _key(cfg, settings):
+        return None
+    return goal[1], goal[2]
+
+
+def seconds_per_step(state: lenet.TrainState) -> float:
+    if state.timed_steps == 0:
+        return FIRST_GUESS_S
+    return sum(state.layer_seconds.values()) / state.timed_steps
+
+
+def train_chunk(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, progress: Any) -> bool:
+    """Train one chunk toward the goal (as many steps as fit CHUNK_SHARE of the rerun budget on
+    the CPU; on the GPU the same number of seconds). `progress`: an st.progress to move.
+    Returns whether more chunks are needed."""
+    span = goal_of(cfg, settings)
+    state = current_state(cfg, settings)
+    if span is None:
+        return False
+    start, end = span
+    if state.step >= end:
+        stop()
+        return False
+    steps = max(1, min(end - state.step, int(CHUNK_SHARE * budget.CPU_SECONDS / seconds_per_step(state))))
+
+    def moved(done: int) -> None:
+        progress.progress(
+            (state.step + done - start) / (end - start), text=f"step {state.step + done} of {end}"
+        )
+
+    with budget.gpu_work():
+        new = lenet.train_steps(
+            state, digits(cfg.size, settings.seed), settings, steps, gpuops.default_xp(), moved
+        )
+    st.session_state[STATES][_key(cfg, settings)] = new
+    if new.step >= end:
+        stop()
+        return False
+    return True
+
+
+def weights_npz(state: lenet.TrainState) -> bytes:
+    """The trained weights as an .npz named like PyTorch's state dict (conv1.weight, ...)."""
+    buf = io.BytesIO()
+    np.savez(buf, **state.params)
+    return buf.getvalue()
+
+
+def load_weights(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, data: bytes) -> None:
+    """Replace this session's network for these settings with uploaded weights (an .npz with PyTorch's
+    names, as weights_npz writes): its history starts anew, training resumes from them."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"the file is not an .npz of weights ({type(exc).__name__})") from None
+    params = lenet.check_params(cfg, arrays)
+    state = lenet.TrainState(cfg, params, {k: np.zeros_like(v) for k, v in params.items()}, settings.seed)
+    st.session_state.setdefault(STATES, {})[_key(cfg, settings)] = state
+    stop()
+
+
+def forward_on_device(
+    cfg: lenet.LeNetConfig, state: lenet.TrainState, image: np.ndarray
+) -> lenet.Activations:
+    """One image (size x size) through the network on the app's backend."""
+    with budget.gpu_work():
+        params = {k: gpuops.asarray(v) for k, v in state.params.items()}
+        return lenet.forward(cfg, params, gpuops.asarray(image[None, None]))
+
+
+def layer_ms(state: lenet.TrainState) -> dict[str, float]:
+    """Milliseconds per training step by layer (forward + backward), averaged over every step so far."""
+    if state.timed_steps == 0:
+        return {}
+    return {k: 1e3 * state.layer_seconds.get(k, 0.0) / state.timed_steps for k in lenet.TIMED_LAYERS}
+
+
+def torch_layer_ms(
+    cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, steps: int = 20
+) -> dict[str, float] | None:
+    """PyTorch (CPU) on the same network and batch size, ms per training step by layer, when torch
+    is installed (it is a test dependency, not an app one): None otherwise."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    F = torch.nn.functional
+    params = {
+        k: torch.tensor(v, requires_grad=True) for k, v in lenet.init_params(cfg, settings.seed).items()
+    }
+    x = torch.rand(settings.batch, 1, cfg.size, cfg.size)
+    y = torch.randint(0, 10, (settings.batch,))
+    act = F.relu if cfg.activation == "relu" else torch.tanh
+    pool = (lambda a: F.max_pool2d(a, 2)) if cfg.pool == "max" else (lambda a: F.avg_pool2d(a, 2))
+    stages = {
+        "conv1": lambda h: act(F.conv2d(h, params["conv1.weight"], params["conv1.bias"], padding=cfg.pad1)),
+        "pool1": pool,
+        "conv2": lambda h: act(F.conv2d(h, params["conv2.weight"], params["conv2.bias"])),
+        "pool2": pool,
+        "dense": lambda h: F.linear(
+            act(F.linear(h.flatten(1), params["fc1.weight"], params["fc1.bias"])),
+            params["fc2.weight"],
+            params["fc2.bias"],
+        ),
+    }
+    totals = dict.fromkeys(lenet.TIMED_LAYERS, 0.0)
+    for _ in range(steps):
+        h, taped = x, []
+        for name, stage in stages.items():  # each layer on a detached input: its backward is timed apart
+            inp = h.detach().requires_grad_()
+            t = time.perf_counter()
+            h = stage(inp)
+            totals[name] += time.perf_counter() - t
+            taped.append((name, inp, h))
+        logits = h.detach().requires_grad_()
+        t = time.perf_counter()
+        F.cross_entropy(logits, y).backward()
+        totals["softmax + update"] += time.perf_counter() - t
+        grad = logits.grad
+        for name, inp, out in reversed(taped):
+            t = time.perf_counter()
+            out.backward(grad)
+            totals[name] += time.perf_counter() - t
+            grad = inp.grad
+    return {k: 1e3 * v / steps for k, v in totals.items()}
