@@ -59,7 +59,7 @@ extern "C" __global__ void max_pool2d_v1(
             const int w0 = input_coord(ow, stride_w, pad_w, 0, dil_w);
             const int w_first = first_inside(w0, dil_w);
             const int w_end = min(input_coord(ow, stride_w, pad_w, KW - 1, dil_w) + 1, W);
-            float best = -INFINITY;
+            float best = __int_as_float(0xff800000);  // -infinity (NVRTC has no math.h)
             int winner = h_first * W + w_first;
             for (int ih = h_first; ih < h_end; ih += dil_h)
                 for (int iw = w_first; iw < w_end; iw += dil_w) {
