@@ -370,7 +370,7 @@ def test_thread_of_names_the_thread_that_wrote_each_output(name, rng):
     index = gpuops.max_pool2d(x, 3, 2, 1, 1, True, return_indices=True)[1]
     if name == "max":
         out = cp.full((6, g.H_out, g.W_out), cp.nan, cp.float32)
-        arrays = (x, out, None)
+        arrays = (x, out, cp.full(out.shape, -1, cp.int64))  # traced watches the last: the indices
     elif name == "max_gather":
         out = cp.full((6, 11, 9), cp.nan, cp.float32)
         arrays = (dy, index, out)
