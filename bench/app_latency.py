@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import gpuops
-from tests.apptest import AppTest  # every run through app.py, as on a running server
+from tests.support.apptest import AppTest  # every run through app.py, as on a running server
 from ui.state import Cell
 
 ROOT = Path(__file__).resolve().parent.parent

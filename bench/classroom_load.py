@@ -35,10 +35,9 @@ import threading
 import time
 from pathlib import Path
 
-import tests.conftest  # noqa: F401 (tests.browser imports it first)
-from tests.browser import _free_port, start_server
-from tests.st_client import StClient
-from tests.support_serve import Deployment
+from tests.support.browser import _free_port, start_server
+from tests.support.deployment import Deployment
+from tests.support.st_client import StClient
 
 
 def _pct(values: list[float], q: float) -> float | None:

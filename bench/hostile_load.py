@@ -5,7 +5,7 @@
 deployment of scripts/serve.py, each session with a sticky cookie of its own, every worker warmed
 by one visit; or drives `--url`), measures a light session alone (the quiet baseline, 30 reruns),
 then runs every session at once for
-`--seconds`, each its own Streamlit session over the websocket (tests/st_client.py), and prints a
+`--seconds`, each its own Streamlit session over the websocket (tests/support/st_client.py), and prints a
 JSON report. The light sessions' clients run in a process of their own (students' browsers are
 other machines: beside the heavy sessions' clients their replies also waited for this process's
 interpreter lock).
@@ -49,11 +49,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-import tests.conftest  # noqa: F401 (tests.browser imports it first)
-from tests.browser import _free_port, start_server
-from tests.load_test import gpu_memory_mib, rss_mib
-from tests.st_client import StClient
-from tests.support_serve import Deployment
+from bench.browser_load import gpu_memory_mib, rss_mib
+from tests.support.browser import _free_port, start_server
+from tests.support.deployment import Deployment
+from tests.support.st_client import StClient
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -353,7 +352,7 @@ def load(
     quiet_reruns: int = 30,
     workers: int = 0,
 ) -> dict:
-    """Run the mix and return the report (the CI test runs a small one: tests/test_hostile_small.py)."""
+    """Run the mix and return the report (the CI test runs a small one: tests/server/test_hostile_small.py)."""
     proc = deployment = None
     if url is None and workers:
         deployment = Deployment(

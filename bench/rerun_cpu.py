@@ -1,7 +1,7 @@
 """The server's CPU per light rerun: what one student moving a slider costs the classroom server.
 
 `python bench/rerun_cpu.py [--pages direct backward] [--reruns 40]` starts the app on loopback
-(CPU backend), opens one session per page over the websocket (tests/st_client.py), toggles the
+(CPU backend), opens one session per page over the websocket (tests/support/st_client.py), toggles the
 stride between 1 and 2 a few times to warm up, then `--reruns` times more, and prints the server
 process's CPU seconds per rerun (from /proc, Linux) and the median rerun latency. For A/B
 comparisons run it on both versions of the code on the same machine, alternately.
@@ -14,9 +14,8 @@ import os
 import statistics
 from pathlib import Path
 
-import tests.conftest  # noqa: F401 (tests.browser imports it first)
-from tests.browser import _free_port, start_server
-from tests.st_client import StClient
+from tests.support.browser import _free_port, start_server
+from tests.support.st_client import StClient
 
 ROOT = Path(__file__).resolve().parent.parent
 

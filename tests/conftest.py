@@ -8,25 +8,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
-import zlib
 from types import ModuleType
 
 import numpy as np
 import pytest
 
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def require(module: str, why: str) -> ModuleType:
-    """Import a test dependency: fail in CI when missing, skip with the reason elsewhere."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        if IN_CI:
-            raise RuntimeError(f"CI must install {module} ({why}): {exc}") from exc
-        pytest.skip(f"{module} not installed here: {why}", allow_module_level=True)
-
+from tests.support.helpers import IN_CI, gpu_available, require, seed_of
 
 # The app's own tests need Streamlit, Plotly and Pillow. Where they are missing (the GPU machine has neither)
 # their modules are not collected, and the summary says which; in CI that is an error instead.
@@ -39,19 +26,12 @@ APP_IMPORTS = (
     "from viz",
     "from ui",
     "import ui",
-    "tests.apptest",
-    "tests.browser",
+    "tests.support.apptest",
+    "tests.support.browser",
     "from PIL",
 )
 _not_collected: list[str] = []
 _missing: list[str] = []
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    # the app's servers and page tests skip importing PyTorch at their first run (ui.server_tuning):
-    # they time nothing, and each would pay 2.4 s of import on a 2-core machine; the tests that
-    # need it import it themselves. Benchmark scripts that import this module keep the default.
-    os.environ.setdefault("CONV_EXPLORER_PRELOAD", "off")
 
 
 def pytest_ignore_collect(collection_path, config: pytest.Config) -> bool | None:
@@ -72,13 +52,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         )
 
 
-def gpu_available() -> tuple[bool, str]:
-    from gpuops.backend import _probe_cupy
-
-    cupy, info = _probe_cupy()
-    return cupy is not None, info.reason or ""
-
-
 # The browser test files of the first group; the rest form the second. Two groups of about equal
 # time, one per worker (pytest --durations on the 2-core machine: this one 167 s, classroom 72,
 # benchmarks 34, home and upload 28, reflect padding 18, pick 14; the other 164 s, Direct 51,
@@ -94,10 +67,11 @@ BROWSER_GROUP_A = (
 
 
 def browser_group(nodeid: str) -> str | None:
-    """The browser tests live in tests/test_e2e*.py (marked e2e; checked at collection), in two
+    """The browser tests live in tests/browser/test_e2e*.py (marked e2e; checked at collection), in two
     groups of about equal time (BROWSER_GROUP_A and the rest)."""
-    name = nodeid.split("::")[0].rsplit("/", 1)[-1]
-    if not name.startswith("test_e2e"):
+    path = nodeid.split("::")[0]
+    name = path.rsplit("/", 1)[-1]
+    if "browser/" not in path:
         return None
     return "browser-a" if name in BROWSER_GROUP_A else "browser-b"
 
@@ -123,7 +97,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     misplaced = [i.nodeid for i in items if ("e2e" in i.keywords) != (browser_group(i.nodeid) is not None)]
     if misplaced:
-        raise pytest.UsageError(f"browser tests live in tests/test_e2e*.py and are marked e2e: {misplaced}")
+        raise pytest.UsageError(f"browser tests live in tests/browser/ and are marked e2e: {misplaced}")
     items.sort(key=lambda i: browser_group(i.nodeid) is None)  # the long groups start first (stable sort)
     if not any("gpu" in item.keywords for item in items):
         return
@@ -156,21 +130,10 @@ def torch() -> ModuleType:
     return module
 
 
-def seed_of(test_id: str) -> int:
-    """A stable seed from a test's id: the same in every process (Python's hash() is salted per
-    process, so a failure seeded by it could not be replayed)."""
-    return zlib.crc32(test_id.encode())
-
-
 @pytest.fixture
 def rng(request: pytest.FixtureRequest) -> np.random.Generator:
     """A fresh generator per test, seeded by the test's id (reproducible, not shared)."""
     return np.random.default_rng(seed_of(request.node.nodeid))
-
-
-# One test body for both backends (CuPy's numpy_cupy_* pattern): parametrise with BACKENDS and
-# take the `xp` fixture; the CuPy half is marked gpu and runs with `pytest -m gpu`.
-BACKENDS = [pytest.param("numpy", id="numpy"), pytest.param("cupy", id="cupy", marks=pytest.mark.gpu)]
 
 
 @pytest.fixture
@@ -179,17 +142,7 @@ def xp(request: pytest.FixtureRequest) -> ModuleType:
     return importlib.import_module(request.param)
 
 
-def on(xp: ModuleType, *arrays: np.ndarray | None) -> tuple:
-    """The arrays on backend xp (None stays None)."""
-    return tuple(None if a is None else xp.asarray(a) for a in arrays)
-
-
-def host(a) -> np.ndarray:
-    """A NumPy copy of a NumPy or CuPy array."""
-    return a.get() if hasattr(a, "get") else np.asarray(a)
-
-
 # The browser tests' fixtures (one server and one Chromium for the whole session), available to
-# every test module; imported last because tests/browser.py uses IN_CI and require from here.
-from tests.browser import browser, playwright, server  # noqa: E402, F401
-from tests.support_redis import redis_server, redis_url  # noqa: E402, F401
+# every test module; imported last because tests/support/browser.py uses IN_CI and require from here.
+from tests.support.browser import browser, playwright, server  # noqa: E402, F401
+from tests.support.redis_server import redis_server, redis_url  # noqa: E402, F401

@@ -1,0 +1,141 @@
+"""The classroom through the proxy, in real browsers: scripts/serve.py with 3 workers, Redis and
+nginx. The instructor and two followers, each a Chromium context of its own (its own cookies),
+are pinned by the proxy's sticky cookie to three different workers; the followers follow a
+slider, a pick, an animation step and a page change that reach them only through Redis. Then the instructor's
+worker is killed: the instructor's tab reconnects to another worker and resumes the same room
+from its cookie, and the followers follow its next change.
+
+Screenshots (tests/artifacts/): a follower through the proxy at 1366 x 768, presentation mode
+at 1920 x 1080.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.test_e2e_classroom import slider_value, start_room, title, until
+from tests.support.browser import CHROMIUM_ARGS, chromium_path, no_exception, shot, wait_idle
+from tests.support.deployment import Deployment
+
+pytestmark = pytest.mark.e2e
+LAPTOP = {"width": 1366, "height": 768}
+
+
+@pytest.fixture(scope="module")
+def three_workers(tmp_path_factory):
+    d = Deployment(3, tmp_path_factory.mktemp("serve3"))
+    yield d
+    d.stop()
+
+
+@pytest.fixture(scope="module")
+def chromium(playwright):
+    """A browser whose contexts are separate people (the shared `browser` fixture is one profile)."""
+    b = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+    yield b
+    b.close()
+
+
+def person(chromium, d: Deployment, worker: int, path: str, viewport: dict = LAPTOP):
+    """A browser of its own whose sticky cookie sends it to `worker`."""
+    name, value = d.cookies[worker].split("=", 1)
+    context = chromium.new_context(viewport=viewport)
+    context.add_cookies([{"name": name, "value": value, "url": d.url}])
+    page = context.new_page()
+    page.goto(f"{d.url}/{path}")
+    wait_idle(page)
+    return page
+
+
+def test_followers_on_other_workers_follow_and_the_instructor_survives_its_worker(three_workers, chromium):
+    d = three_workers
+    assert sorted(d.worker_of(d.cookies[w]) for w in range(3)) == [0, 1, 2]
+    teacher = person(chromium, d, 0, "direct?cap=64")
+    code = start_room(teacher)
+    a = person(chromium, d, 1, f"?room={code}")
+    b = person(chromium, d, 2, f"reflect?room={code}")  # joined from another page
+    for f in (a, b):
+        f.get_by_text(f"Following room {code}").wait_for(timeout=30000)
+        until(lambda f=f: title(f) == "Direct convolution", what="the instructor's page")
+
+    teacher.get_by_role("slider", name="Stride S").focus()
+    teacher.get_by_role("slider", name="Stride S").press("ArrowRight")  # 1 -> 2
+    for f in (a, b):
+        until(lambda f=f: slider_value(f, "Stride S") == "2", what="the stride")
+    wait_idle(teacher)
+    row = teacher.get_by_role("spinbutton", name="Row")
+    row.fill("5")
+    row.press("Enter")  # the pick, by its keyboard path
+    for f in (a, b):
+        until(lambda f=f: f.get_by_role("spinbutton", name="Row").input_value() == "5", what="the pick")
+        wait_idle(f)
+        no_exception(f)
+    shot(a, "serve_follower_1366x768")
+
+    # the animation step: the instructor pauses the sliding window on another step (as the slider's
+    # steps and Pause do, through Plotly.animate); the step's output becomes everyone's pick
+    wait_idle(teacher)
+    before = (
+        teacher.get_by_role("spinbutton", name="Row").input_value(),
+        teacher.get_by_role("spinbutton", name="Column").input_value(),
+    )
+    teacher.locator(".st-key-pick-dc_window").scroll_into_view_if_needed()
+    teacher.evaluate(
+        """() => {
+        const gd = document.querySelector('.st-key-pick-dc_window .js-plotly-plot');
+        const steps = gd.layout.sliders[0].steps, active = gd.layout.sliders[0].active || 0;
+        const label = steps[(active + 3) % steps.length].label;
+        return window.Plotly.animate(gd, [label], {mode: 'immediate', frame: {duration: 0, redraw: true},
+                                                   transition: {duration: 0}});
+        }"""
+    )
+    until(
+        lambda: (
+            (
+                teacher.get_by_role("spinbutton", name="Row").input_value(),
+                teacher.get_by_role("spinbutton", name="Column").input_value(),
+            )
+            != before
+        ),
+        what="the instructor's pick moving to the step",
+    )
+    wait_idle(teacher)
+    step_pick = (
+        teacher.get_by_role("spinbutton", name="Row").input_value(),
+        teacher.get_by_role("spinbutton", name="Column").input_value(),
+    )
+    for f in (a, b):
+        until(
+            lambda f=f: (
+                (
+                    f.get_by_role("spinbutton", name="Row").input_value(),
+                    f.get_by_role("spinbutton", name="Column").input_value(),
+                )
+                == step_pick
+            ),
+            what="the animation step",
+        )
+
+    wait_idle(teacher)
+    teacher.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Reflect padding").click()
+    for f in (a, b):
+        until(lambda f=f: title(f) == "Reflect padding", what="the page change")
+        assert f"room={code}" in f.url and "/reflect" in f.url
+
+    # the instructor's worker dies: its tab reconnects elsewhere and resumes the room from its cookie
+    wait_idle(teacher)
+    d.kill_worker(0)
+    teacher.get_by_text(f"Instructing room {code}").wait_for(timeout=60000)
+    until(
+        lambda: "resumed" in teacher.inner_text("body") or title(teacher) == "Reflect padding", 60, "resuming"
+    )
+    wait_idle(teacher)
+    teacher.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Direct convolution").click()
+    for f in (a, b):
+        until(
+            lambda f=f: title(f) == "Direct convolution", what="following after the instructor's worker died"
+        )
+        no_exception(f)
+    until(lambda: f"Instructing room {code} with 2 followers" in teacher.inner_text("body"), 60, "the count")
+    for page in (teacher, a, b):
+        page.context.close()

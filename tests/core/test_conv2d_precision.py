@@ -1,0 +1,427 @@
+"""The tensor-core kernels v7-v10 (pipelined_tf32 / _bf16 / _fp16): exact sums of the rounded
+operands, errors against float64 that their precision explains, every output written; v10's
+channels-last copies value by value.
+
+Why these tolerances. A value rounded to nearest with p explicit mantissa bits is off by at
+most u = 2^-(p+1) of itself: TF32 and fp16 (p = 10) u = 2^-11 = 4.9e-4, bf16 (p = 7)
+u = 2^-8 = 3.9e-3. On unit-scale random data the rounding errors of the two operands of each
+product are independent with mean zero, so over a sum of K products they add like a random
+walk, as the products themselves do: the relative error of an output stays about
+sqrt(2/3) u, independent of K (TF32 measured 2.9e-4 on the benchmark's layers, as cuDNN's).
+The bounds below are about 2x that and far above fp32's 1e-7: TF32 and fp16 1e-3, bf16 1e-2.
+A floor (u / 10) checks that the kernel really rounds: an fp32 kernel would pass the
+ceiling too.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import gpuops
+from gpuops import launch as launch_module
+from gpuops.conv2d import (
+    HALF_ALGORITHMS,
+    PIPE_BK,
+    PIPE_STAGES,
+    PIPE_TILES,
+    PRECISIONS,
+    ChannelsLastCall,
+    channels_last_fits,
+    channels_last_size,
+    check_conv2d,
+    pipelined_launch,
+    pipelined_tile,
+    to_bf16,
+    to_fp16,
+    to_tf32,
+)
+from gpuops.launch import kernel_signature, kernel_span, source_text
+from tests.support.cases import case_id, random_conv_cases
+from tests.support.helpers import BACKENDS, host, on
+from tests.support.references import conv2d_ref
+
+PIPELINED = ("pipelined_tf32", *HALF_ALGORITHMS)
+ROUNDING = {"tf32": to_tf32, "bf16": to_bf16, "fp16": to_fp16}
+UNIT_ROUNDOFF = {"tf32": 2.0**-11, "bf16": 2.0**-8, "fp16": 2.0**-11}
+ERROR_CEILING = {"tf32": 1e-3, "bf16": 1e-2, "fp16": 1e-3}  # ~2x sqrt(2/3) u (module docstring)
+CASES = random_conv_cases(40, seed=27)
+backends = pytest.mark.parametrize("xp", BACKENDS, indirect=True)
+
+
+def _rel_error(y: np.ndarray, ref: np.ndarray) -> float:
+    return float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
+
+
+def _torch_ref(torch, x, w, b=None, **conv):
+    """The layer in float64 on the CPU (an implementation independent of ours)."""
+    t = [None if a is None else torch.from_numpy(np.asarray(a, np.float64)) for a in (x, w, b)]
+    return torch.nn.functional.conv2d(*t, **conv).numpy()
+
+
+# ---- rounding rules (CPU) ---------------------------------------------------------------------------
+def test_bf16_rounding_is_to_nearest_even():
+    """cvt.rn.bf16: 7 mantissa bits; a tie goes to the even neighbour."""
+    values = np.array([1 + 2**-8, 1 + 3 * 2**-8, 1 + 2**-9, -(1 + 3 * 2**-8), 3.14159265, 1e38], np.float32)
+    got = to_bf16(values)
+    assert got[:5].tolist() == [1.0, 1 + 2**-6, 1.0, -(1 + 2**-6), 3.140625]
+    assert np.isfinite(got[5]) and abs(got[5] / 1e38 - 1) <= 2**-8  # bf16 keeps fp32's range
+
+
+def test_fp16_rounding_is_to_nearest_even_and_overflows_to_infinity():
+    values = np.array([1 + 2**-11, 1 + 3 * 2**-11, 65504.0, 65520.0, 1e-6], np.float32)
+    got = to_fp16(values)
+    assert got[:3].tolist() == [1.0, 1 + 2**-9, 65504.0]
+    assert np.isinf(got[3])  # past the largest fp16 value
+    assert got[4] == np.float32(np.float16(1e-6))  # a subnormal fp16 value, kept
+
+
+def test_every_algorithm_names_its_precision():
+    assert set(PRECISIONS) == set(gpuops.ALL_ALGORITHMS)
+    assert {PRECISIONS[a] for a in PIPELINED} == {"tf32", "bf16", "fp16"}
+    assert not set(PIPELINED) & set(gpuops.ALGORITHMS)  # auto never picks a rounding kernel
+
+
+# ---- plans and sources (CPU) ------------------------------------------------------------------------
+def test_pipeline_constants_equal_the_kernel_defines():
+    text = source_text("conv2d.cu")
+    assert re.search(rf"#define PIPE_BK {PIPE_BK}\b", text)
+    assert re.search(rf"#define PIPE_STAGES {PIPE_STAGES}\b", text)
+
+
+def _problem(N, C, H, W, M, K, **kw):
+    return check_conv2d((N, C, H, W), (M, C // kw.get("groups", 1), K, K), None, **kw)
+
+
+@pytest.mark.parametrize("algorithm", PIPELINED)
+@pytest.mark.parametrize("tile", list(PIPE_TILES))
+@pytest.mark.parametrize("wide", [False, True])
+def test_every_pipelined_launch_matches_a_kernel_with_a_header(algorithm, tile, wide):
+    launch = pipelined_launch(_problem(2, 4, 11, 9, 70, 3, padding=1), algorithm, tile=tile, wide_copies=wide)
+    pointers, scalars = kernel_signature(launch.source, launch.kernel)
+    assert list(launch.arrays) == pointers and [n for n, _ in launch.args] == scalars
+    header = kernel_span(launch.source, launch.kernel).text.split("extern")[0]
+    assert re.search(r"// v(?:[789]|10) ", header)
+    warps_m, warps_n = PIPE_TILES[tile]
+    assert launch.block == (32 * warps_m * warps_n, 1, 1)
+    assert f"_{tile[0]}x{tile[1]}" in launch.kernel
+
+
+def test_k_splits_fill_the_gpu_and_leave_no_split_empty():
+    late = _problem(32, 512, 7, 7, 512, 3, padding=1)  # 52 blocks of 128 x 128, 144 stages of k
+    assert pipelined_launch(late).grid == (13, 4, 4)
+    assert pipelined_launch(_problem(32, 512, 14, 14, 512, 1)).grid[2] == 1  # 16 stages: no split
+    assert pipelined_launch(_problem(8, 128, 112, 112, 128, 3, padding=1)).grid[2] == 1  # 784 blocks
+    assert pipelined_launch(_problem(1, 3, 48, 48, 3, 3, padding=1, groups=3)).grid[2] == 1  # 1 stage
+    for stages_wanted in (1, 2, 5, 7, 50):  # Kdim 40 * 9 = 360: 12 stages of 32
+        grid = pipelined_launch(_problem(1, 40, 9, 9, 8, 3), k_splits=stages_wanted).grid
+        per = -(-12 // grid[2])
+        assert grid[2] <= min(stages_wanted, 12) and (grid[2] - 1) * per < 12  # the last split has work
+
+
+def test_tile_and_version_choice():
+    vgg = _problem(8, 128, 112, 112, 128, 3, padding=1)
+    late = _problem(32, 512, 7, 7, 512, 3, padding=1)
+    few_filters = _problem(16, 32, 64, 64, 64, 5, padding=2)
+    assert pipelined_tile(vgg) == (128, 128)
+    assert pipelined_tile(late) == (128, 128)  # a small grid: k is split instead
+    assert pipelined_tile(few_filters) == (64, 64)
+    assert "_v10_" in pipelined_launch(vgg).kernel  # 128 channels: whole 32-deep stages
+    assert pipelined_launch(few_filters).kernel == "conv2d_v10_tf32_128x128"  # v10: two blocks an SM
+    assert "_v10_tf32_64x64" in pipelined_launch(_problem(2, 128, 9, 9, 128, 3, groups=4)).kernel
+    assert "_v8_" in pipelined_launch(vgg, channels_last=False).kernel  # stride 1: 16-byte input copies
+    assert "_v8_" in pipelined_launch(_problem(8, 48, 40, 40, 16, 3, padding=1)).kernel  # 48 channels
+    assert "_v8_" in pipelined_launch(vgg, wide_copies=True).kernel  # asking for v7 / v8 gets them
+    pointwise = _problem(32, 256, 28, 28, 256, 1)  # v8 already copies its rows without a gather
+    assert "_v8_" in pipelined_launch(pointwise).kernel
+    assert "_v10_" in pipelined_launch(pointwise, channels_last=True).kernel
+    assert "_v10_" in pipelined_launch(_problem(32, 256, 28, 28, 256, 1, stride=2)).kernel
+    assert "_v7_" in pipelined_launch(_problem(8, 16, 40, 40, 16, 3, stride=2)).kernel
+    assert "_v7_" in pipelined_launch(_problem(1, 2, 9, 9, 4, 3, padding=2, padding_mode="reflect")).kernel
+    assert "_v9_" in pipelined_launch(_problem(1, 2, 9, 9, 4, 3, stride=2), "pipelined_bf16").kernel
+
+
+def test_channels_last_runs_where_the_channels_fill_whole_stages():
+    """v10 needs each group's channels in whole PIPE_BK-deep stages (then a stage is one tap)."""
+    assert channels_last_fits(_problem(2, 64, 9, 9, 8, 3, padding=1))
+    assert channels_last_fits(_problem(2, 128, 9, 9, 8, 3, groups=4))  # 32 channels a group
+    assert not channels_last_fits(_problem(2, 64, 9, 9, 8, 3, groups=4))  # 16 a group
+    assert not channels_last_fits(_problem(2, 40, 9, 9, 8, 3))
+    with pytest.raises(ValueError, match="multiple of 32"):
+        pipelined_launch(_problem(2, 40, 9, 9, 8, 3), channels_last=True)
+    with pytest.raises(ValueError, match="TF32"):
+        pipelined_launch(_problem(2, 64, 9, 9, 8, 3), "pipelined_bf16", channels_last=True)
+    assert "_v9_" in pipelined_launch(_problem(2, 64, 9, 9, 8, 3), "pipelined_bf16").kernel
+
+
+def test_channels_last_copy_covers_the_windows():
+    """(Hp, Wp): from the first padding cell to the last input cell a window reads, and the
+    GEMM's launch carries them; stride 2 with an odd remainder leaves the last row unread."""
+    p = _problem(1, 32, 10, 9, 8, 3, stride=2, padding=1)  # H_out 5, W_out 5
+    assert channels_last_size(p) == (11, 11)
+    assert dict(pipelined_launch(p).args)["Hp"] == 11
+    q = _problem(1, 32, 10, 9, 8, 5, padding=2, dilation=2)  # H_out 6, W_out 5
+    assert channels_last_size(q) == (5 + 8 + 1, 4 + 8 + 1)
+
+
+# ---- both backends: the sums of the rounded operands ------------------------------------------------------
+@backends
+@pytest.mark.parametrize("algorithm", PIPELINED)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_pipelined_conv_computes_the_sums_of_rounded_operands(case, algorithm, xp, rng):
+    """Against the float64 loop reference of the ROUNDED operands the only difference left is
+    the order of the fp32 sums (products of two rounded values are exact in fp32)."""
+    rounding = ROUNDING[PRECISIONS[algorithm]]
+    x, w, b = case.arrays(rng)
+    y = host(gpuops.conv2d(*on(xp, x, w, b), algorithm=algorithm, **case.kwargs()))
+    expected = conv2d_ref(rounding(x), rounding(w), b, **case.kwargs())
+    np.testing.assert_allclose(y, expected, rtol=2e-4, atol=2e-4)
+
+
+# ---- on the GPU: the shapes that exercise each path of the kernels ------------------------------------
+GEOMETRIES = [  # (N, C, H, W, M, K, stride, padding, dilation, groups, mode)
+    (3, 64, 20, 24, 136, 1, 1, 0, 1, 1, "zeros"),  # 1x1: every run a 16-byte copy; 136 = 2 x 64 + 8
+    (2, 36, 17, 19, 72, 3, 1, 1, 1, 1, "zeros"),  # runs that cross rows and samples (W 19)
+    (2, 20, 23, 16, 40, 3, 2, 1, 1, 2, "zeros"),  # stride 2, groups: v7's 4-byte gather
+    (1, 6, 30, 33, 24, 5, 1, 4, 2, 3, "zeros"),  # dilation, Kdim = 50: weight rows not 16-byte aligned
+    (2, 12, 21, 22, 70, 3, 1, 2, 1, 1, "reflect"),  # reflect padding
+    (1, 3, 67, 45, 16, 7, 2, 3, 1, 1, "zeros"),  # an RGB stem: Kdim 147, no multiple of 4 or 32
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("algorithm", PIPELINED)
+@pytest.mark.parametrize("tile", list(PIPE_TILES))
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("shape", GEOMETRIES, ids=str)
+def test_every_tile_and_gather_against_torch_with_poisoned_output(shape, tile, wide, algorithm, rng, torch):
+    """Each kernel (tile x gather x precision) on each geometry: the output array starts as NaN,
+    so an output that no thread writes fails; the values match float64 PyTorch on the rounded
+    operands up to fp32 summation."""
+    import cupy as cp
+
+    N, C, H, W, M, K, S, P, D, G, mode = shape
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((M, C // G, K, K)).astype(np.float32)
+    b = rng.standard_normal(M).astype(np.float32)
+    conv = dict(stride=S, padding=P, dilation=D, groups=G, padding_mode=mode)
+    p = check_conv2d(x.shape, w.shape, b.shape, S, P, D, G, mode)
+    launch = pipelined_launch(p, algorithm, tile=tile, wide_copies=wide, k_splits=1)  # one writer each
+    y = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
+    launch_module.run(launch, cp.asarray(x), cp.asarray(w), cp.asarray(b), y)
+    rounding = ROUNDING[PRECISIONS[algorithm]]
+    xr = rounding(x)
+    if mode == "reflect":  # PyTorch's functional conv has no reflect mode: pad first
+        xr = np.pad(xr, ((0, 0), (0, 0), (P, P), (P, P)), mode="reflect")
+        conv = dict(stride=S, dilation=D, groups=G)
+    else:
+        conv = dict(stride=S, padding=P, dilation=D, groups=G)
+    expected = _torch_ref(torch, xr, rounding(w), b, **conv)
+    got = y.get()
+    assert not np.isnan(got).any(), f"{launch.kernel}: outputs never written"
+    np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-4 * np.sqrt(C // G * K * K))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("algorithm", PIPELINED)
+@pytest.mark.parametrize("k_splits", [2, 3, 7])
+def test_split_k_adds_every_part_once(k_splits, algorithm, rng, torch):
+    """Blocks along z add their share of k into a zeroed y: a share added twice or never would
+    move the result by whole partial sums, far past fp32 rounding. Kdim 45 * 9 = 405: 13 stages,
+    so 7 splits leave a short last one; bias from split 0 only."""
+    import cupy as cp
+
+    x = rng.standard_normal((2, 45, 13, 11)).astype(np.float32)
+    w = rng.standard_normal((70, 45, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(70).astype(np.float32)
+    p = check_conv2d(x.shape, w.shape, b.shape, 1, 1)
+    launch = pipelined_launch(p, algorithm, k_splits=k_splits)
+    assert launch.grid[2] == k_splits
+    y = cp.zeros(p.out_shape, dtype=cp.float32)
+    launch_module.run(launch, cp.asarray(x), cp.asarray(w), cp.asarray(b), y)
+    rounding = ROUNDING[PRECISIONS[algorithm]]
+    expected = _torch_ref(torch, rounding(x), rounding(w), b, padding=1)
+    np.testing.assert_allclose(y.get(), expected, rtol=2e-4, atol=2e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("algorithm", PIPELINED)
+def test_error_against_float64_is_the_precisions(algorithm, rng, torch):
+    """Unit-scale data through a layer of K = 576: the relative error against float64 of the
+    UNROUNDED operands lies between u / 10 (it did round) and the ceiling its precision allows."""
+    import cupy as cp
+
+    x = rng.standard_normal((4, 64, 20, 20)).astype(np.float32)
+    w = rng.standard_normal((96, 64, 3, 3)).astype(np.float32)
+    y = gpuops.conv2d(cp.asarray(x), cp.asarray(w), padding=1, algorithm=algorithm).get()
+    error = _rel_error(y, _torch_ref(torch, x, w, padding=1))
+    precision = PRECISIONS[algorithm]
+    assert UNIT_ROUNDOFF[precision] / 10 < error < ERROR_CEILING[precision], error
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("algorithm", PIPELINED)
+@pytest.mark.parametrize("tile", list(PIPE_TILES))
+def test_thread_of_names_the_thread_that_wrote_each_output(algorithm, tile, rng):
+    """Trace build: the thread map the app draws is the kernel's (each tile, each precision)."""
+    import cupy as cp
+
+    x = rng.standard_normal((2, 4, 11, 9)).astype(np.float32)
+    w = rng.standard_normal((70, 2, 3, 3)).astype(np.float32)
+    p = check_conv2d(x.shape, w.shape, None, 1, 1, 1, 2)
+    launch = pipelined_launch(p, algorithm, tile=tile, k_splits=1)
+    out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
+    writer, dims = launch_module.traced(launch, cp.asarray(x), cp.asarray(w), None, out)
+    assert not np.isnan(out.get()).any() and (writer > 0).all()
+    assert dims == (*launch.grid, *launch.block)
+    for index in np.ndindex(out.shape):
+        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+
+
+@pytest.mark.gpu
+def test_the_pipelined_choice_is_what_runs_and_the_ready_path_recomputes(rng):
+    import cupy as cp
+
+    w = cp.asarray(rng.standard_normal((80, 16, 3, 3)).astype(np.float32))
+    for algorithm in PIPELINED:
+        plan = gpuops.plan_conv2d((2, 16, 20, 20), w.shape, None, 1, 1, algorithm=algorithm)
+        for _ in range(2):  # the second call takes the ready path: new values, same launch
+            x = rng.standard_normal((2, 16, 20, 20)).astype(np.float32)
+            with launch_module.recorded() as ran:
+                got = gpuops.conv2d(cp.asarray(x), w, padding=1, algorithm=algorithm).get()
+            assert ran == [plan.launch]
+            rounding = ROUNDING[PRECISIONS[algorithm]]
+            ref = conv2d_ref(rounding(x), rounding(w.get()), padding=(1, 1))
+            np.testing.assert_allclose(got, ref, rtol=2e-4, atol=2e-3)
+
+
+# ---- v10: channels-last copies, then the GEMM on them ------------------------------------------------
+CHANNELS_LAST_GEOMETRIES = [  # (N, C, H, W, M, K, stride, padding, dilation, groups, mode)
+    (2, 64, 13, 17, 136, 3, 1, 1, 1, 1, "zeros"),  # 3x3: two stages a tap, filters past 2 x 64
+    (3, 32, 10, 12, 70, 1, 1, 0, 1, 1, "zeros"),  # 1x1: no padding cells
+    (1, 64, 15, 11, 40, 3, 2, 2, 2, 2, "zeros"),  # stride, dilation, groups of 32 channels
+    (2, 32, 9, 14, 24, 5, 1, 2, 1, 1, "reflect"),  # mirrored padding cells in the copy
+    (1, 96, 7, 7, 201, 3, 1, 1, 1, 3, "zeros"),  # 67 filters a group, a 7 x 7 late layer
+]
+
+
+def _layer(shape, rng):
+    N, C, H, W, M, K, S, P, D, G, mode = shape
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((M, C // G, K, K)).astype(np.float32)
+    b = rng.standard_normal(M).astype(np.float32)
+    return x, w, b, check_conv2d(x.shape, w.shape, b.shape, S, P, D, G, mode)
+
+
+def _expected(torch, shape, x, w, b):
+    """float64 PyTorch on the TF32-rounded operands (reflect: padded first, as nn.Conv2d does)."""
+    S, P, D, G, mode = shape[6:]
+    xr = to_tf32(x)
+    if mode == "reflect":
+        xr = np.pad(xr, ((0, 0), (0, 0), (P, P), (P, P)), mode="reflect")
+        return _torch_ref(torch, xr, to_tf32(w), b, stride=S, dilation=D, groups=G)
+    return _torch_ref(torch, xr, to_tf32(w), b, stride=S, padding=P, dilation=D, groups=G)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", CHANNELS_LAST_GEOMETRIES, ids=str)
+def test_channels_last_copies_are_the_padded_rounded_transposes(shape, rng):
+    """x_cl[n, r, s, c] = TF32(x[n, c] padded)[r, s] and w_cl[m, i, j, c] = TF32(w[m, c, i, j]),
+    value for value (NumPy pads and transposes independently)."""
+    import cupy as cp
+
+    x, w, _, p = _layer(shape, rng)
+    P, mode = shape[7], shape[10]
+    call = ChannelsLastCall(p, pipelined_launch(p, channels_last=True))
+    x_cl, w_cl = call.channels_last(cp.asarray(x), cp.asarray(w))
+    Hp, Wp = channels_last_size(p)
+    padded = np.pad(x, ((0, 0), (0, 0), (P, P), (P, P)), mode="reflect" if mode == "reflect" else "constant")
+    np.testing.assert_array_equal(x_cl.get(), to_tf32(padded[:, :, :Hp, :Wp].transpose(0, 2, 3, 1)))
+    np.testing.assert_array_equal(w_cl.get(), to_tf32(w.transpose(0, 2, 3, 1)))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", list(PIPE_TILES))
+@pytest.mark.parametrize("shape", CHANNELS_LAST_GEOMETRIES, ids=str)
+def test_channels_last_against_torch_with_poisoned_output(shape, tile, rng, torch):
+    """v10 with each tile: y starts as NaN, so an output no thread writes fails; the values are
+    float64 PyTorch's on the rounded operands up to fp32 summation."""
+    import cupy as cp
+
+    x, w, b, p = _layer(shape, rng)
+    launch = pipelined_launch(p, tile=tile, k_splits=1, channels_last=True)
+    assert launch.kernel == f"conv2d_v10_tf32_{tile[0]}x{tile[1]}"
+    y = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
+    ChannelsLastCall(p, launch).into(cp.asarray(x), cp.asarray(w), cp.asarray(b), y)
+    got = y.get()
+    assert not np.isnan(got).any(), f"{launch.kernel}: outputs never written"
+    Cg, K = shape[1] // shape[9], shape[5]
+    expected = _expected(torch, shape, x, w, b)
+    np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-4 * np.sqrt(Cg * K * K))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("k_splits", "blocks"), [(2, 2), (5, 5), (7, 6)])
+def test_channels_last_split_k_adds_every_part_once(k_splits, blocks, rng, torch):
+    """Kdim 9 * 64 = 576: 18 stages of (tap, 32 channels), two a tap. 5 splits of 4 stages leave
+    a short last one; 7 asked for give 6 of 3 (no split empty), every other one starting mid-tap."""
+    import cupy as cp
+
+    shape = (2, 64, 9, 11, 70, 3, 1, 1, 1, 1, "zeros")
+    x, w, b, p = _layer(shape, rng)
+    launch = pipelined_launch(p, k_splits=k_splits)
+    assert launch.grid[2] == blocks and "_v10_" in launch.kernel
+    y = ChannelsLastCall(p, launch)(cp.asarray(x), cp.asarray(w), cp.asarray(b))
+    np.testing.assert_allclose(y.get(), _expected(torch, shape, x, w, b), rtol=2e-4, atol=2e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", list(PIPE_TILES))
+def test_channels_last_thread_map_names_each_writer(tile, rng):
+    """Trace build of v10's GEMM on real copies: the warp-tile map the app draws is the kernel's."""
+    import cupy as cp
+
+    x, w, _, p = _layer((2, 64, 7, 9, 70, 3, 1, 1, 1, 2, "zeros"), rng)
+    launch = pipelined_launch(p, tile=tile, k_splits=1, channels_last=True)
+    x_cl, w_cl = ChannelsLastCall(p, launch).channels_last(cp.asarray(x), cp.asarray(w))
+    out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
+    writer, dims = launch_module.traced(launch, x_cl, w_cl, None, out)
+    assert not np.isnan(out.get()).any() and (writer > 0).all()
+    assert dims == (*launch.grid, *launch.block)
+    for index in np.ndindex(out.shape):
+        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+
+
+@pytest.mark.gpu
+def test_channels_last_copy_map_names_each_writer(rng):
+    """Trace build of the copy: the map of cells (across rows and samples) and channels to
+    blocks and threads is the kernel's; every value of the copy is written."""
+    import cupy as cp
+
+    x, _, _, p = _layer((2, 64, 5, 7, 8, 3, 2, 1, 1, 1, "zeros"), rng)  # Hp 7, Wp 9
+    call = ChannelsLastCall(p, pipelined_launch(p, channels_last=True))
+    launch = call.copies[0]
+    out = cp.full(call.x_shape, cp.nan, dtype=cp.float32)
+    writer, dims = launch_module.traced(launch, cp.asarray(x), out)
+    assert not np.isnan(out.get()).any() and (writer > 0).all()
+    assert dims == (*launch.grid, *launch.block)
+    for index in np.ndindex(out.shape):
+        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+
+
+@pytest.mark.gpu
+def test_conv2d_runs_the_copies_then_the_planned_gemm(rng):
+    """conv2d(algorithm="pipelined_tf32") on 64 channels: the two copies, then the plan's launch;
+    the second call takes the ready path with new values."""
+    import cupy as cp
+
+    w = cp.asarray(rng.standard_normal((48, 64, 3, 3)).astype(np.float32))
+    plan = gpuops.plan_conv2d((2, 64, 12, 10), w.shape, None, 1, 1, algorithm="pipelined_tf32")
+    copies = ChannelsLastCall(plan.problem, plan.launch).copies
+    for _ in range(2):
+        x = rng.standard_normal((2, 64, 12, 10)).astype(np.float32)
+        with launch_module.recorded() as ran:
+            got = gpuops.conv2d(cp.asarray(x), w, padding=1, algorithm="pipelined_tf32").get()
+        assert ran == [*copies, plan.launch]
+        ref = conv2d_ref(to_tf32(x), to_tf32(w.get()), padding=(1, 1))
+        np.testing.assert_allclose(got, ref, rtol=2e-4, atol=2e-3)

@@ -1,0 +1,555 @@
+"""conv2d_backward and conv_transpose2d: the NumPy twins and (-m gpu) the CUDA kernels against
+PyTorch's autograd / F.conv_transpose2d, independent float64 loop references, the adjoint
+identity, and the index maps of the page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import gpuops
+from gpuops import conv_backward as cb
+from gpuops.launch import source_text
+from gpuops.maps import conv_backward as maps
+from tests.support.cases import case_id, random_conv_cases
+from tests.support.helpers import BACKENDS, host, on
+from tests.support.references import conv2d_backward_ref, conv_transpose2d_ref
+
+CASES = random_conv_cases(24, seed=21)  # 8 hand-picked corners (1x1, kernel == input, ...) + 16 random
+backends = pytest.mark.parametrize("xp", BACKENDS, indirect=True)
+INPUT_ALGORITHMS = (*gpuops.GRAD_INPUT_ALGORITHMS, "auto")
+WEIGHT_ALGORITHMS = (*gpuops.GRAD_WEIGHT_ALGORITHMS, "auto")
+TOL = dict(rtol=1e-4, atol=2e-4)
+
+
+@dataclass(frozen=True)
+class TransposeCase:
+    N: int
+    C_in: int
+    H: int
+    W: int
+    C_out: int
+    kh: int
+    kw: int
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    output_padding: tuple[int, int]
+    groups: int
+    dilation: tuple[int, int]
+    bias: bool
+
+    def arrays(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        x = rng.standard_normal((self.N, self.C_in, self.H, self.W)).astype(np.float32)
+        w = rng.standard_normal((self.C_in, self.C_out // self.groups, self.kh, self.kw)).astype(np.float32)
+        b = rng.standard_normal(self.C_out).astype(np.float32) if self.bias else None
+        return x, w, b
+
+    def kwargs(self) -> dict:
+        return dict(
+            stride=self.stride,
+            padding=self.padding,
+            output_padding=self.output_padding,
+            groups=self.groups,
+            dilation=self.dilation,
+        )
+
+
+def _out_size(size: int, k: int, s: int, p: int, op: int, d: int) -> int:
+    return (size - 1) * s - 2 * p + d * (k - 1) + op + 1
+
+
+def random_transpose_cases(count: int, seed: int = 0) -> list[TransposeCase]:
+    """Valid transposed convolutions: output_padding up to max(stride, dilation) - 1 (so also
+    >= stride when dilation allows it), groups, non-square, 1x1, a 1 x 1 input."""
+    rng = np.random.default_rng(seed)
+    cases = [
+        TransposeCase(1, 1, 2, 2, 1, 3, 3, (2, 2), (0, 0), (0, 0), 1, (1, 1), False),  # the checkerboard
+        TransposeCase(2, 3, 5, 4, 2, 1, 1, (1, 1), (0, 0), (0, 0), 1, (1, 1), True),  # 1x1
+        TransposeCase(1, 2, 1, 1, 3, 3, 2, (1, 1), (0, 0), (0, 0), 1, (1, 1), True),  # one input cell
+        TransposeCase(2, 4, 4, 6, 6, 3, 2, (2, 3), (1, 1), (1, 2), 2, (1, 1), True),  # groups, output_padding
+        TransposeCase(
+            1, 2, 3, 5, 2, 2, 3, (1, 2), (2, 1), (2, 1), 1, (3, 2), False
+        ),  # output_padding >= stride
+        TransposeCase(1, 6, 5, 5, 6, 3, 3, (2, 2), (1, 1), (1, 1), 6, (1, 1), False),  # depthwise
+    ]
+    while len(cases) < count:
+        groups = int(rng.choice([1, 1, 2, 3]))
+        s = tuple(int(v) for v in rng.integers(1, 4, size=2))
+        d = tuple(int(v) for v in rng.integers(1, 3, size=2))
+        k = tuple(int(v) for v in rng.integers(1, 5, size=2))
+        p = tuple(int(v) for v in rng.integers(0, 3, size=2))
+        op = tuple(int(rng.integers(0, max(si, di))) for si, di in zip(s, d, strict=True))
+        H, W = (int(v) for v in rng.integers(1, 8, size=2))
+        if min(_out_size(H, k[0], s[0], p[0], op[0], d[0]), _out_size(W, k[1], s[1], p[1], op[1], d[1])) < 1:
+            continue
+        C_in, C_out = groups * int(rng.integers(1, 4)), groups * int(rng.integers(1, 4))
+        cases.append(
+            TransposeCase(
+                int(rng.integers(1, 3)), C_in, H, W, C_out, *k, s, p, op, groups, d, bool(rng.integers(0, 2))
+            )
+        )
+    return cases
+
+
+TRANSPOSE_CASES = random_transpose_cases(20, seed=4)
+
+
+def transpose_id(c: TransposeCase) -> str:
+    return (
+        f"N{c.N}C{c.C_in}x{c.H}x{c.W}-O{c.C_out}k{c.kh}x{c.kw}-s{c.stride}p{c.padding}"
+        f"op{c.output_padding}d{c.dilation}g{c.groups}"
+    ).replace(" ", "")
+
+
+def _autograd(case, x, w, b, dy, torch):
+    """What autograd gives for nn.Conv2d(padding_mode=...) with these weights."""
+    layer = case.torch_layer(w, b, torch)
+    tx = torch.from_numpy(x).requires_grad_()
+    layer(tx).backward(torch.from_numpy(dy))
+    return tx.grad.numpy(), layer.weight.grad.numpy(), layer.bias.grad.numpy()
+
+
+def _dy(case, rng):
+    g = gpuops.window_geometry(case.H, case.W, (case.kh, case.kw), case.stride, case.padding, case.dilation)
+    return rng.standard_normal((case.N, case.M, g.H_out, g.W_out)).astype(np.float32)
+
+
+# ---- the CPU path equals PyTorch ---------------------------------------------------------------------
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_conv2d_backward_equals_autograd(case, rng, torch):
+    x, w, b = case.arrays(rng)
+    dy = _dy(case, rng)
+    ref_x, ref_w, ref_b = _autograd(case, x, w, b, dy, torch)
+    for algorithm, weight_algorithm in zip(INPUT_ALGORITHMS, (*WEIGHT_ALGORITHMS, "gemm"), strict=True):
+        gx, gw, gb = gpuops.conv2d_backward(
+            dy, x, w, algorithm=algorithm, weight_algorithm=weight_algorithm, **case.kwargs()
+        )
+        for got, ref in ((gx, ref_x), (gw, ref_w), (gb, ref_b)):
+            assert isinstance(got, np.ndarray) and got.dtype == np.float32 and got.shape == ref.shape
+            np.testing.assert_allclose(got, ref, **TOL, err_msg=f"{algorithm} / {weight_algorithm}")
+
+
+@pytest.mark.parametrize("case", TRANSPOSE_CASES, ids=transpose_id)
+def test_conv_transpose2d_equals_torch(case, rng, torch):
+    x, w, b = case.arrays(rng)
+    ref = torch.nn.functional.conv_transpose2d(
+        torch.from_numpy(x), torch.from_numpy(w), None if b is None else torch.from_numpy(b), **case.kwargs()
+    ).numpy()
+    for algorithm in INPUT_ALGORITHMS:
+        got = gpuops.conv_transpose2d(x, w, b, algorithm=algorithm, **case.kwargs())
+        assert got.shape == ref.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got, ref, **TOL, err_msg=algorithm)
+
+
+# ---- both backends against the float64 loop references --------------------------------------------------
+@backends
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_conv2d_backward_matches_loop_reference(case, xp, rng):
+    """Every algorithm of both gradients, on NumPy and (-m gpu) on the CUDA kernels."""
+    x, w, _ = case.arrays(rng)
+    dy = _dy(case, rng)
+    ref_x, ref_w, ref_b = conv2d_backward_ref(dy, x, w, **case.kwargs())
+    dy_, x_, w_ = on(xp, dy, x, w)
+    for algorithm in INPUT_ALGORITHMS:
+        gx = gpuops.conv2d_grad_input(dy_, x.shape, w_, algorithm=algorithm, **case.kwargs())
+        assert isinstance(gx, xp.ndarray) and gx.dtype == np.float32
+        np.testing.assert_allclose(host(gx), ref_x, **TOL, err_msg=algorithm)
+    for algorithm in WEIGHT_ALGORITHMS:
+        gw = gpuops.conv2d_grad_weight(dy_, x_, w.shape, algorithm=algorithm, **case.kwargs())
+        assert isinstance(gw, xp.ndarray) and gw.dtype == np.float32
+        np.testing.assert_allclose(host(gw), ref_w, **TOL, err_msg=algorithm)
+    _, _, gb = gpuops.conv2d_backward(dy_, x_, w_, **case.kwargs())
+    np.testing.assert_allclose(host(gb), ref_b, **TOL)
+
+
+@backends
+@pytest.mark.parametrize("case", TRANSPOSE_CASES, ids=transpose_id)
+def test_conv_transpose2d_matches_loop_reference(case, xp, rng):
+    x, w, b = case.arrays(rng)
+    ref = conv_transpose2d_ref(x, w, b, **case.kwargs())
+    for algorithm in INPUT_ALGORITHMS:
+        got = gpuops.conv_transpose2d(*on(xp, x, w, b), algorithm=algorithm, **case.kwargs())
+        assert isinstance(got, xp.ndarray)
+        np.testing.assert_allclose(host(got), ref, **TOL, err_msg=algorithm)
+
+
+@backends
+def test_unbatched_arrays_give_unbatched_gradients(xp, rng):
+    x = rng.standard_normal((3, 8, 7)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    dy = rng.standard_normal((4, 8, 7)).astype(np.float32)
+    gx, gw, gb = gpuops.conv2d_backward(*on(xp, dy, x, w), padding=1)
+    ref_x, ref_w, _ = conv2d_backward_ref(dy[None], x[None], w, padding=(1, 1))
+    assert gx.shape == (3, 8, 7) and gw.shape == w.shape and gb.shape == (4,)
+    np.testing.assert_allclose(host(gx), ref_x[0], **TOL)
+    np.testing.assert_allclose(host(gw), ref_w, **TOL)
+    # conv2d's grad_input IS the transposed convolution of grad_output with the same weight
+    y = gpuops.conv_transpose2d(*on(xp, dy, w), padding=1)
+    assert y.shape == (3, 8, 7)
+    np.testing.assert_allclose(host(y), ref_x[0], **TOL)
+
+
+@backends
+def test_hand_computed_transposed_convolution(xp):
+    """A 2x2 input, a 3x3 kernel of ones, stride 2: four stamps, overlapping on the middle row
+    and column (the checkerboard's seed)."""
+    x = np.array([[[[1, 2], [3, 4]]]], np.float32)
+    w = np.ones((1, 1, 3, 3), np.float32)
+    expected = np.array(
+        [
+            [1, 1, 3, 2, 2],
+            [1, 1, 3, 2, 2],
+            [4, 4, 10, 6, 6],
+            [3, 3, 7, 4, 4],
+            [3, 3, 7, 4, 4],
+        ],
+        np.float32,
+    )
+    for algorithm in INPUT_ALGORITHMS:
+        got = gpuops.conv_transpose2d(*on(xp, x, w), stride=2, algorithm=algorithm)
+        np.testing.assert_array_equal(host(got)[0, 0], expected, err_msg=algorithm)
+
+
+@backends
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        dict(stride=1, padding=0, dilation=1, groups=1),
+        dict(stride=(2, 3), padding=(1, 2), dilation=1, groups=2),
+        dict(stride=2, padding=1, dilation=(2, 1), groups=1),
+        dict(stride=3, padding=0, dilation=1, groups=4),
+    ],
+    ids=str,
+)
+def test_adjoint_identity_with_numbers(geometry, xp, rng):
+    """<conv(x), y> = <x, conv_T(y)>: the transposed convolution is the adjoint of conv2d."""
+    x = rng.standard_normal((2, 4, 11, 10)).astype(np.float32)
+    w = rng.standard_normal((8, 4 // geometry["groups"], 3, 3)).astype(np.float32)
+    y_shape = gpuops.conv2d(x, w, **geometry).shape
+    y = rng.standard_normal(y_shape).astype(np.float32)
+    lhs, rhs = gpuops.adjoint_identity(*on(xp, x, y, w), **geometry)
+    # both sides add the same x[i]*w[k]*y[o] terms in another order: float32 rounding only
+    assert abs(lhs) > 1 and lhs == pytest.approx(rhs, rel=1e-5)
+    # and the identity is what the float64 references give too
+    forward = gpuops.conv2d(x, w, **geometry).astype(np.float64)
+    assert (forward * y).sum() == pytest.approx(lhs, rel=1e-5)
+
+
+# ---- launches (CPU: geometry and thread maps) ------------------------------------------------------------
+def _problem(N, C, H, W, M, K, groups=1, **kw):
+    g = gpuops.window_geometry(H, W, K, kw.get("stride", 1), kw.get("padding", 0), kw.get("dilation", 1))
+    dy_shape = (N, M, g.H_out, g.W_out)
+    return cb.check_conv2d_backward(dy_shape, (N, C, H, W), (M, C // groups, K, K), groups=groups, **kw)[1]
+
+
+def test_scatter_launch_is_one_thread_per_output_gradient():
+    q = _problem(2, 4, 40, 30, 6, 3, groups=2, padding=1)  # dy 40 x 30 = 1200 pixels
+    launch = cb.input_scatter_launch(q)
+    assert launch.block == (256, 1, 1) and launch.grid == (5, 6, 2)
+    # sample 1, filter 5, pixel (33, 17): p = 33*30 + 17 = 1007 -> block 3, thread 239
+    ref = launch.thread_of(1, 5, 33, 17)
+    assert (ref.block, ref.thread) == ((3, 5, 1), (239, 0, 0))
+    small = cb.input_scatter_launch(_problem(1, 1, 5, 5, 1, 3))  # 9 pixels: one warp-sized block
+    assert small.block == (32, 1, 1) and small.grid == (1, 1, 1)
+
+
+def test_gather_launch_is_a_row_kernel_over_grad_input():
+    q = _problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)
+    launch = cb.input_gather_launch(q)
+    assert launch.arg("rows") == 2 * 4 * 11 and launch.block == (16, 16, 1)
+    assert launch.index == "(n, c, ih, iw) of dx"
+
+
+def test_weight_reduce_launch_is_one_block_per_weight():
+    q = _problem(3, 6, 12, 10, 4, 3, groups=2)
+    launch = cb.weight_reduce_launch(q)
+    assert launch.grid == (4 * 3 * 9, 1, 1) and launch.block == cb.REDUCE_BLOCK
+    ref = launch.thread_of(2, 1, 0, 2)  # ((2*3 + 1)*3 + 0)*3 + 2 = 65
+    assert (ref.block, ref.thread) == ((65, 0, 0), (0, 0, 0))
+    text = source_text("conv_backward.cu")
+    x, y, _ = cb.REDUCE_BLOCK
+    assert f"#define REDUCE_X {x} " in text and f"#define REDUCE_Y {y} " in text
+
+
+def test_plans_name_the_launches_they_make():
+    plan = gpuops.plan_conv2d_backward(
+        (1, 4, 8, 8), (1, 2, 8, 8), (4, 2, 3, 3), padding=1, algorithm="gemm_fold", weight_algorithm="gemm"
+    )
+    assert plan.input_launch.kernel == "fold_v2_gather" and plan.weight_launch.kernel == "unfold_v1"
+    auto = gpuops.plan_conv_transpose2d((1, 4, 8, 8), (4, 2, 3, 3))
+    assert auto.input_launch is None  # "auto" is resolved per call
+    reflect = gpuops.plan_conv2d_backward(
+        (1, 4, 8, 8), (1, 2, 8, 8), (4, 2, 3, 3), padding=1, padding_mode="reflect", algorithm="gather"
+    )
+    assert reflect.pads == (1, 1, 1, 1) and reflect.problem.dx_shape == (1, 2, 10, 10)
+
+
+def test_pointwise_gemm_paths_need_no_kernel_of_ours():
+    """1x1, stride 1, no padding: cols is the image itself; cuBLAS alone writes both gradients."""
+    plan = gpuops.plan_conv2d_backward(
+        (2, 6, 5, 7), (2, 4, 5, 7), (6, 2, 1, 1), groups=2, algorithm="gemm_fold", weight_algorithm="gemm"
+    )
+    assert plan.input_launch is None and plan.weight_launch is None
+    assert cb.batch_chunk(plan.problem, 1) == 2  # nothing unfolded: no budget needed
+    strided = gpuops.plan_conv_transpose2d((2, 6, 5, 7), (6, 2, 1, 1), stride=2, algorithm="gemm_fold")
+    assert strided.input_launch.kernel == "fold_v2_gather"  # stride 2 spreads the cells: a fold
+
+
+def test_direct_weight_kernel_refuses_rows_past_32_bits():
+    q = cb.GradProblem(70000, 1, 1, 1, gpuops.window_geometry(40000, 4, 1), 40000, 4)
+    with pytest.raises(
+        ValueError, match=r"N x H_out = 2,800,000,000 with 32-bit ints \(limit 2,147,483,647\)"
+    ):
+        cb.weight_reduce_launch(q)
+
+
+def test_gemm_paths_refuse_matrices_past_cublas_32_bit_sizes():
+    q = cb.GradProblem(1, 1, 1, 1, gpuops.window_geometry(50000, 50000, 1), 50000, 50000)
+    with pytest.raises(
+        ValueError, match=r"2,500,000,000 output pixels per sample, more than cuBLAS's 32-bit limit"
+    ):
+        cb.batch_chunk(q, 2**40)
+
+
+def test_auto_on_the_cpu_runs_scatter_and_direct(rng):
+    x = rng.standard_normal((1, 2, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    dy = rng.standard_normal((1, 3, 7, 6)).astype(np.float32)
+    q = cb.check_conv2d_backward(dy.shape, x.shape, w.shape)[1]
+    assert cb.resolve_input_algorithm(dy, w, q) == "scatter"
+    assert cb.resolve_weight_algorithm(dy, x, q) == "direct"
+
+
+def test_empty_batch_gives_empty_gradients():
+    gx, gw, gb = gpuops.conv2d_backward(
+        np.zeros((0, 2, 4, 4)), np.zeros((0, 3, 6, 6)), np.zeros((2, 3, 3, 3))
+    )
+    assert gx.shape == (0, 3, 6, 6) and gw.shape == (2, 3, 3, 3) and not gw.any() and not gb.any()
+    assert gpuops.conv_transpose2d(np.zeros((0, 2, 3, 3)), np.zeros((2, 1, 3, 3))).shape == (0, 1, 5, 5)
+
+
+# ---- index maps ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["zeros", "reflect"])
+def test_gradient_terms_sum_to_the_input_gradient(mode, rng):
+    x = rng.standard_normal((1, 4, 7, 8)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 3, 2)).astype(np.float32)
+    kw = dict(stride=(2, 1), padding=(1, 1), dilation=(1, 2), groups=2, padding_mode=mode)
+    g = gpuops.window_geometry(7, 8, (3, 2), (2, 1), (1, 1), (1, 2))
+    dy = rng.standard_normal((1, 6, g.H_out, g.W_out)).astype(np.float32)
+    gx = gpuops.conv2d_backward(dy, x, w, **kw)[0]
+    for c, ih, iw in [(0, 0, 0), (3, 3, 4), (1, 6, 7), (2, 1, 1)]:
+        terms = maps.gradient_terms(dy[0], w, g, c, ih, iw, groups=2, padding_mode=mode)
+        assert terms.total == pytest.approx(float(gx[0, c, ih, iw]), abs=1e-5)
+        assert set(terms.filter) <= set(range((c // 2) * 3, (c // 2 + 1) * 3))  # only the group's filters
+
+
+def test_gradient_sources_meet_the_flipped_filter():
+    """Stride 1: input cell (ih, iw) gets dy[ih + pad - ki, iw + pad - kj] * w[ki, kj], i.e. the
+    flipped filter slid over dy: flipped tap (a, b) pairs with output (ih + pad - (K-1) + a, ...)."""
+    g = gpuops.window_geometry(6, 6, 3, padding=1)
+    src = maps.gradient_sources(g, 2, 3)
+    assert len(src) == 9
+    for (oh, ow), (a, b) in zip(src.outputs, src.flipped, strict=True):
+        assert (oh, ow) == (2 + 1 - 2 + a, 3 + 1 - 2 + b)
+    corner = maps.gradient_sources(g, 0, 0)  # only 4 windows cover the corner
+    assert len(corner) == 4
+
+
+def test_stamp_positions_are_where_a_one_hot_input_lands(rng):
+    tg = gpuops.transpose_geometry(
+        4, 5, (3, 2), stride=(2, 3), padding=(1, 0), output_padding=(1, 1), dilation=(1, 2)
+    )
+    w = (1 + np.arange(6, dtype=np.float32)).reshape(1, 1, 3, 2)
+    for i, j in [(0, 0), (2, 3), (3, 4)]:
+        x = np.zeros((1, 1, 4, 5), np.float32)
+        x[0, 0, i, j] = 1
+        y = gpuops.conv_transpose2d(
+            x, w, stride=(2, 3), padding=(1, 0), output_padding=(1, 1), dilation=(1, 2)
+        )
+        rows, cols, inside = maps.stamp_positions(tg, i, j)
+        expected = np.zeros((tg.H_out, tg.W_out), np.float32)
+        expected[rows[inside], cols[inside]] = w[0, 0][inside]
+        np.testing.assert_array_equal(y[0, 0], expected)
+    all_rows, all_cols = maps.all_stamps(tg)
+    rows, cols, _ = maps.stamp_positions(tg, 2, 3)
+    np.testing.assert_array_equal(all_rows[2 * 5 + 3], rows.ravel())
+    np.testing.assert_array_equal(all_cols[2 * 5 + 3], cols.ravel())
+
+
+@pytest.mark.parametrize("k,stride", [(3, 2), (4, 2), (3, 1), (5, 3)])
+def test_overlap_count_is_the_transposed_convolution_of_ones(k, stride):
+    tg = gpuops.transpose_geometry(6, 5, k, stride)
+    ones = gpuops.conv_transpose2d(
+        np.ones((1, 1, 6, 5), np.float32), np.ones((1, 1, k, k), np.float32), stride=stride
+    )
+    np.testing.assert_array_equal(maps.overlap_count(tg), ones[0, 0])
+
+
+def test_overlap_count_shows_the_checkerboard():
+    """Kernel 3, stride 2: away from the border the counts alternate 1, 2 along each axis (1, 2, 4
+    in 2-D); kernel 4, stride 2 covers evenly."""
+    uneven = maps.overlap_count(gpuops.transpose_geometry(5, 5, 3, 2))
+    # along an axis: [1, 1, 2, 1, 2, 1, 2, 1, 2, 1, 1] (output row o gets tap 2 of input o/2 - 1 and
+    # tap 0 of input o/2 when o is even, only tap 1 when it is odd)
+    assert list(uneven[4, 2:9]) == [4, 2, 4, 2, 4, 2, 4] and list(uneven[5, 2:9]) == [2, 1, 2, 1, 2, 1, 2]
+    even = maps.overlap_count(gpuops.transpose_geometry(5, 5, 4, 2))
+    assert (even[2:-2, 2:-2] == 4).all()
+
+
+def test_stamp_outside_the_input_is_rejected():
+    tg = gpuops.transpose_geometry(3, 3, 2)
+    with pytest.raises(ValueError, match=r"input cell \(3, 0\) is outside the input 3 x 3"):
+        maps.stamp_positions(tg, 3, 0)
+
+
+# ---- on the GPU: each kernel against the CPU path, every output written, determinism ------------------
+GPU_SHAPES = [  # (N, C, H, W, M, K, stride, pad, dilation, groups): several blocks of every kernel
+    (2, 16, 40, 33, 24, 3, 1, 1, 1, 1),
+    (3, 6, 29, 31, 9, 5, 2, 2, 2, 3),
+    (1, 3, 20, 300, 4, 7, 1, 3, 1, 1),  # rows longer than a block
+    (4, 8, 17, 9, 8, 1, 1, 0, 1, 2),  # 1x1
+]
+
+
+def _gpu_problem(shape, rng):
+    N, C, H, W, M, K, S, P, D, G = shape
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((M, C // G, K, K)).astype(np.float32)
+    g = gpuops.window_geometry(H, W, K, S, P, D)
+    dy = rng.standard_normal((N, M, g.H_out, g.W_out)).astype(np.float32)
+    return x, w, dy, dict(stride=S, padding=P, dilation=D, groups=G)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["zeros", "reflect"])
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=str)
+def test_each_kernel_equals_the_cpu_path(shape, mode, rng):
+    """Same inputs on both backends; the atomic scatter adds in another order: a tolerance."""
+    import cupy as cp
+
+    x, w, dy, kw = _gpu_problem(shape, rng)
+    cpu_x, cpu_w, cpu_b = gpuops.conv2d_backward(dy, x, w, padding_mode=mode, **kw)
+    dx_, x_, w_ = cp.asarray(dy), cp.asarray(x), cp.asarray(w)
+    for algorithm in INPUT_ALGORITHMS:
+        got = gpuops.conv2d_grad_input(dx_, x.shape, w_, padding_mode=mode, algorithm=algorithm, **kw)
+        np.testing.assert_allclose(got.get(), cpu_x, rtol=1e-4, atol=1e-4, err_msg=algorithm)
+    for algorithm in WEIGHT_ALGORITHMS:
+        got = gpuops.conv2d_grad_weight(dx_, x_, w.shape, padding_mode=mode, algorithm=algorithm, **kw)
+        np.testing.assert_allclose(got.get(), cpu_w, rtol=1e-4, atol=1e-3, err_msg=algorithm)
+    np.testing.assert_allclose(
+        gpuops.conv2d_backward(dx_, x_, w_, padding_mode=mode, **kw)[2].get(), cpu_b, rtol=1e-4, atol=1e-3
+    )
+
+
+@pytest.mark.gpu
+def test_every_output_is_written():
+    """Poison the memory pool with NaN first: an output a kernel skips would stay NaN."""
+    import cupy as cp
+
+    x = cp.ones((2, 6, 37, 29), cp.float32)
+    w = cp.ones((10, 3, 3, 3), cp.float32)
+    dy = cp.ones((2, 10, 19, 15), cp.float32)  # stride 2, padding 1
+    kw = dict(stride=2, padding=1, groups=2)
+    pool = cp.get_default_memory_pool()
+    for algorithm in INPUT_ALGORITHMS:
+        pool.free_all_blocks()
+        junk = cp.full(x.shape, cp.nan, dtype=cp.float32)
+        del junk  # back to the pool NaN-filled; the next output of that size reuses it
+        assert not bool(
+            cp.isnan(gpuops.conv2d_grad_input(dy, x.shape, w, algorithm=algorithm, **kw)).any()
+        ), algorithm
+    for algorithm in WEIGHT_ALGORITHMS:
+        pool.free_all_blocks()
+        junk = cp.full(w.shape, cp.nan, dtype=cp.float32)
+        del junk
+        assert not bool(
+            cp.isnan(gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm=algorithm, **kw)).any()
+        ), algorithm
+
+
+@pytest.mark.gpu
+def test_gather_and_direct_kernels_are_deterministic(rng):
+    """No atomics: the same bits on every run (3 runs), also for gemm_fold (cuBLAS + gather fold)."""
+    import cupy as cp
+
+    x, w, dy, kw = _gpu_problem(GPU_SHAPES[0], rng)
+    x, w, dy = cp.asarray(x), cp.asarray(w), cp.asarray(dy)
+    for algorithm in ("gather", "gemm_fold"):
+        runs = [gpuops.conv2d_grad_input(dy, x.shape, w, algorithm=algorithm, **kw) for _ in range(3)]
+        assert all(bool((r == runs[0]).all()) for r in runs), algorithm
+    runs = [gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm="direct", **kw) for _ in range(3)]
+    assert all(bool((r == runs[0]).all()) for r in runs)
+
+
+@pytest.mark.gpu
+def test_the_launches_that_ran_are_the_planned_ones(rng):
+    import cupy as cp
+
+    from gpuops import launch as launch_module
+
+    x, w, dy, kw = _gpu_problem(GPU_SHAPES[1], rng)
+    x, w, dy = cp.asarray(x), cp.asarray(w), cp.asarray(dy)
+    for algorithm, weight_algorithm in (("scatter", "direct"), ("gather", "direct")):
+        plan = gpuops.plan_conv2d_backward(
+            dy.shape, x.shape, w.shape, algorithm=algorithm, weight_algorithm=weight_algorithm, **kw
+        )
+        with launch_module.recorded() as ran:
+            gpuops.conv2d_grad_input(dy, x.shape, w, algorithm=algorithm, **kw)
+            gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm=weight_algorithm, **kw)
+        assert ran == [plan.input_launch, plan.weight_launch]
+    plan = gpuops.plan_conv2d_backward(
+        dy.shape, x.shape, w.shape, algorithm="gemm_fold", weight_algorithm="gemm", **kw
+    )
+    with launch_module.recorded() as ran:
+        gpuops.conv2d_grad_input(dy, x.shape, w, algorithm="gemm_fold", **kw)
+        gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm="gemm", **kw)
+    assert ran == [plan.input_launch, plan.weight_launch]  # the fold after cuBLAS, the unfold before it
+    x, w, dy, kw = _gpu_problem(GPU_SHAPES[3], rng)  # 1x1: cuBLAS alone
+    with launch_module.recorded() as ran:
+        gx = gpuops.conv2d_grad_input(cp.asarray(dy), x.shape, cp.asarray(w), algorithm="gemm_fold", **kw)
+        gw = gpuops.conv2d_grad_weight(cp.asarray(dy), cp.asarray(x), w.shape, algorithm="gemm", **kw)
+    assert ran == []
+    ref_x, ref_w, _ = conv2d_backward_ref(dy, x, w, groups=2)
+    np.testing.assert_allclose(gx.get(), ref_x, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gw.get(), ref_w, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.gpu
+def test_auto_measures_once_and_stays_correct(rng):
+    import cupy as cp
+
+    from gpuops import autotune
+
+    x, w, dy, kw = _gpu_problem(GPU_SHAPES[0], rng)
+    ref = conv2d_backward_ref(dy, x, w, stride=(1, 1), padding=(1, 1))
+    x_, w_, dy_ = cp.asarray(x), cp.asarray(w), cp.asarray(dy)
+    for _ in range(2):
+        gx, gw, _ = gpuops.conv2d_backward(dy_, x_, w_, **kw)
+        np.testing.assert_allclose(gx.get(), ref[0], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(gw.get(), ref[1], rtol=1e-4, atol=1e-3)
+    choices = {k: v for k, v in autotune.remembered().items() if "conv_backward" in str(k)}
+    assert set(choices.values()) <= set(gpuops.GRAD_INPUT_ALGORITHMS + gpuops.GRAD_WEIGHT_ALGORITHMS)
+    assert any("conv_backward_input" in str(k) for k in choices) and any(
+        "conv_backward_weight" in str(k) for k in choices
+    )
+
+
+@pytest.mark.gpu
+def test_gemm_paths_split_a_batch_that_outgrows_the_budget(rng):
+    """With a budget of 1.5 samples of cols, the GEMM paths run sample by sample and still agree."""
+    import cupy as cp
+
+    x, w, dy, kw = _gpu_problem(GPU_SHAPES[1], rng)
+    _, q = cb.check_conv2d_backward(dy.shape, x.shape, w.shape, **kw)
+    budget = q.cols_bytes_per_sample * 3 // 2
+    assert cb.batch_chunk(q, budget) == 1
+    x_, w_, dy_ = cp.asarray(x), cp.asarray(w), cp.asarray(dy)
+    ref_x, ref_w, _ = gpuops.conv2d_backward(dy, x, w, **kw)
+    np.testing.assert_allclose(cb._input_gemm_fold_gpu(dy_, w_, q, budget).get(), ref_x, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(cb._weight_gemm_gpu(dy_, x_, q, budget).get(), ref_w, rtol=1e-4, atol=1e-3)
+    with pytest.raises(
+        ValueError, match=r"the GEMM path \(its unfolded columns\) needs [0-9,]+ bytes for one sample"
+    ):
+        cb.batch_chunk(q, q.cols_bytes_per_sample - 1)

@@ -1,0 +1,139 @@
+"""The committed benchmark reports as data: what each one records, that the app reads them once
+per process, that docs/performance.md is what the script makes of them, and that the benchmark
+command writes reports of the same shape. The compute core keeps none of this."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import reports, suite, to_markdown
+from tests.support.apptest import open_page
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDER = ROOT / "bench" / "results"
+VERSIONS = {"python", "numpy", "cupy", "cuda", "torch", "cudnn"}
+
+
+def committed() -> dict[str, dict]:
+    return {p.name: json.loads(p.read_text()) for p in sorted(FOLDER.iterdir())}
+
+
+def test_a_few_curated_reports_each_with_schema_commit_device_and_versions():
+    files = committed()
+    assert 1 <= len(files) <= 6, sorted(files)
+    for name, data in files.items():
+        assert name.endswith(".json"), f"{name}: only reports live in bench/results/"
+        assert data["schema"] == reports.SCHEMA, name
+        assert isinstance(data["commit"], str) and data["commit"], name
+        assert isinstance(data["device"], str) and data["device"], name
+        assert set(data["versions"]) == VERSIONS, name
+        assert data["versions"]["python"] == data["python"], name
+        assert data["versions"]["torch"] == data["torch"], name
+        if data["backend"]["gpu"]:
+            assert data["device"] == data["backend"]["device"], name
+            assert data["versions"]["cupy"] == data["backend"]["cupy_version"], name
+        assert isinstance(data["results"], list) and data["results"], name
+    runs = reports.load_runs(FOLDER)
+    assert sorted(r.name for r in runs) == sorted(files), "every file is a report the page can show"
+    assert {r.commit for r in runs} == {d["commit"] for d in files.values()}
+
+
+def count_reads(monkeypatch, folder: Path) -> list[str]:
+    """Record every Path.read_text of a file in `folder`, from any thread."""
+    reads: list[str] = []
+    original = Path.read_text
+
+    def read_text(self: Path, *args, **kwargs):
+        if self.resolve().parent == folder.resolve():
+            reads.append(self.name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    return reads
+
+
+def test_the_reports_are_read_once_per_process(tmp_path, monkeypatch):
+    """More files than a small cache would hold (a bounded LRU of 64 had re-read them all on every
+    load), two loads: each file read once."""
+    names = [f"run{k:03d}.json" for k in range(70)]
+    for k, name in enumerate(names):
+        data = committed()["cpu_2core.json"] | {"started": f"2030-01-01T10:{k // 60:02d}:{k % 60:02d}Z"}
+        (tmp_path / name).write_text(json.dumps(data))
+    (tmp_path / "notes.json").write_text("{}")  # not a report: read, then skipped
+    reads = count_reads(monkeypatch, tmp_path)
+    first = reports.load_runs(tmp_path)
+    second = reports.load_runs(tmp_path)
+    assert [r.name for r in first] == names[::-1], "newest first"
+    assert [r.name for r in second] == [r.name for r in first]
+    assert sorted(reads) == sorted([*names, "notes.json"]), "each file read once over two loads"
+
+
+def test_the_benchmarks_page_reads_the_reports_once_across_sessions(monkeypatch, numpy_backend):
+    monkeypatch.setattr(reports, "_LOADED", {})  # as in a freshly started server process
+    reads = count_reads(monkeypatch, FOLDER)
+    for _ in range(2):  # two sessions, each running the page twice
+        at = open_page("pages/benchmarks.py")
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.selectbox(key="w_bm_run").options, "the committed reports are offered"
+    assert sorted(reads) == sorted(committed())
+
+
+def test_performance_page_is_generated_from_the_committed_reports():
+    page = (ROOT / "docs" / "performance.md").read_text()
+    assert to_markdown.COMMAND in page.splitlines()[2], "the header says how the page is made"
+    assert page == to_markdown.render(reports.load_runs(FOLDER)), (
+        f"docs/performance.md is out of date: run {to_markdown.COMMAND}"
+    )
+
+
+def test_the_benchmark_command_writes_a_report_the_page_reads(tmp_path, monkeypatch, numpy_backend):
+    monkeypatch.setitem(suite.ALL_SHAPES, "tiny", suite.Shape("tiny", 1, 1, 16, 16, 2, 3, 1, 1))
+    out = tmp_path / "tiny.json"
+    argv = [
+        "--shapes",
+        "tiny",
+        "--repeat",
+        "3",
+        "--parts",
+        "forward",
+        "--commit",
+        "abc1234",
+        "--out",
+        str(out),
+    ]
+    assert suite.main(argv) == 0
+    report = json.loads(out.read_text())
+    assert report["schema"] == reports.SCHEMA and report["commit"] == "abc1234"
+    assert set(report["versions"]) == VERSIONS
+    assert report["versions"]["numpy"] == report["backend"]["numpy_version"]
+    assert report["device"].startswith("CPU (NumPy)")
+    run = reports.read_report(out)
+    assert run is not None and run.commit == "abc1234" and "commit abc1234" in run.labels()
+    assert {r["shape"] for r in run.records} == {"-", "tiny"}
+
+
+def test_a_report_of_a_newer_schema_is_refused():
+    data = committed()["cpu_2core.json"]
+    with pytest.raises(ValueError, match="schema"):
+        reports.parse_run(data | {"schema": reports.SCHEMA + 1}, "future.json")
+    assert reports.parse_run(data, "cpu_2core.json").schema == reports.SCHEMA
+
+
+def test_the_compute_core_imports_no_cli_no_torch_no_reports():
+    banned = {"argparse", "torch", "bench", "streamlit", "plotly"}
+    for path in sorted((ROOT / "gpuops").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] not in banned, f"{path.relative_to(ROOT)} imports {name}"
