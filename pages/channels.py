@@ -102,6 +102,14 @@ def section(layout: ChannelLayout) -> None:
         )
     figure(fig, CHART, "Colour: the group. Orange: the pick; red: what it connects to.", pickable=True)
     st.markdown(text)
+    if st.toggle("The same layer in 3-D", key="ch_3d"):
+        m = cell.row if cell.space == "out" else layout.outputs_of(min(cell.col, layout.C_in - 1))[0]
+        figure(
+            viz.volume_figure(layout, sty, picked_output=min(m, layout.C_out - 1)),
+            "channels_3d",
+            "Input channels as stacked slabs, the picked filter as the orange block over the channels it "
+            "sums, the output maps on the right. Drag to turn.",
+        )
     dense = layout.C_out * layout.C_in * layout.K**2
     st.caption(
         f"Weights: {layout.weights():,} = C_out {layout.C_out} x C_in/G {layout.per_group_in} x K {layout.K} x K "

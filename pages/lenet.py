@@ -231,6 +231,7 @@ def section_digit(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
             "Softmax of the last layer: what the network believes it sees.",
         )
     values = {"conv1": acts.a1, "pool1": acts.p1, "conv2": acts.a2, "pool2": acts.p2}
+    dense = viz.dense_figure(gpuops.to_numpy(acts.a3)[:, 0], gpuops.to_numpy(acts.logits)[:, 0], sty)
     st.markdown(
         f"**Picked: {stage} map {channel}, cell ({row}, {col})** (orange). It reads **{read.cells()} values** of "
         f"{read.stage} (red: {_rows_cols(read)} of {'map ' + str(read.channels[0]) if len(read.channels) == 1 else f'all {len(read.channels)} maps'})"
@@ -253,6 +254,13 @@ def section_digit(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
             pickable=True,
             download=False,
         )
+    figure(
+        dense,
+        "lenet_dense",
+        "pool2's 64 values, flattened, feed fc1 (GEMM); fc1 feeds fc2; softmax gives the "
+        "probabilities above.",
+        download=False,
+    )
 
 
 def _rows_cols(span: lenet.Span) -> str:

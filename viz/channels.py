@@ -126,3 +126,110 @@ def hover_pairs(
             (chart, OUTPUTS, m, 0) for m in outputs
         ]
     return pairs
+
+
+# ---- the same layer in 3-D: volumes of channels, the picked filter as a block ---------------------------
+_BOX_I, _BOX_J, _BOX_K = (  # the 12 triangles of a box's 6 faces, over its 8 corners (x, y, z bits)
+    [0, 0, 4, 4, 0, 0, 2, 2, 0, 0, 1, 1],
+    [1, 3, 5, 7, 1, 5, 3, 7, 2, 6, 3, 7],
+    [3, 2, 7, 6, 5, 4, 7, 6, 6, 4, 7, 5],
+)
+
+
+def _box(
+    x0: float, x1: float, y0: float, y1: float, z0: float, z1: float, colour: str, opacity: float, name: str
+) -> go.Mesh3d:
+    corners = [(x, y, z) for z in (z0, z1) for y in (y0, y1) for x in (x0, x1)]  # index = x + 2y + 4z bits
+    xs, ys, zs = zip(*corners, strict=True)
+    return go.Mesh3d(
+        x=xs,
+        y=ys,
+        z=zs,
+        i=_BOX_I,
+        j=_BOX_J,
+        k=_BOX_K,
+        color=colour,
+        opacity=opacity,
+        flatshading=True,
+        name=name,
+        hovertemplate=f"{name}<extra></extra>",
+        showscale=False,
+    )
+
+
+def volume_figure(
+    layout: ChannelLayout, style: Style = NORMAL, *, picked_output: int = 0, side: int = 8
+) -> go.Figure:
+    """The input volume (C_in slabs of side x side), the picked output's filter as a
+    (C_in / G) x K x K block over the input channels it sums, and the C_out output maps, the
+    picked one in orange; each slab in its group's colour. Drag to turn it."""
+    L = layout
+    colours = cell_colours(max(1, L.groups))
+    inputs = set(L.inputs_of(picked_output))
+    fig = go.Figure()
+    gap = 1.6  # between slabs, along the channel axis
+    for c in range(L.C_in):
+        lit = c in inputs
+        fig.add_trace(
+            _box(
+                0,
+                side,
+                0,
+                side,
+                c * gap,
+                c * gap + 0.4,
+                colours[L.group_of_input(c)],
+                0.9 if lit else 0.25,
+                f"input channel {c}",
+            )
+        )
+    lo, hi = min(inputs), max(inputs)
+    k = min(L.K, side)
+    fig.add_trace(
+        _box(
+            1,
+            1 + k,
+            1,
+            1 + k,
+            lo * gap - 0.2,
+            hi * gap + 0.6,
+            HIGHLIGHT,
+            0.55,
+            f"filter {picked_output}: {L.per_group_in} x {L.K} x {L.K}",
+        )
+    )
+    offset = side + 6
+    for m in range(L.C_out):
+        picked = m == picked_output
+        fig.add_trace(
+            _box(
+                offset,
+                offset + side,
+                0,
+                side,
+                m * gap,
+                m * gap + 0.4,
+                HIGHLIGHT if picked else colours[L.group_of_output(m)],
+                0.95 if picked else 0.3,
+                f"output map {m}",
+            )
+        )
+    hidden = dict(showticklabels=False, showgrid=False, zeroline=False, showbackground=False, title="")
+    layout_dict = base_layout(
+        f"In 3-D: filter {picked_output} spans input channels {lo}-{hi} (orange block), makes output map {picked_output}",
+        440,
+        style,
+    )
+    layout_dict["margin"] = dict(l=0, r=0, t=40 + 2 * style.title, b=0)
+    fig.update_layout(
+        **layout_dict,
+        showlegend=False,
+        scene=dict(
+            xaxis=hidden,
+            yaxis=hidden,
+            zaxis=hidden,
+            aspectmode="data",
+            camera=dict(eye=dict(x=-1.1, y=-1.6, z=0.9)),
+        ),
+    )
+    return fig

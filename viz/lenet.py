@@ -224,6 +224,35 @@ def drawing_figure(grid: np.ndarray, style: Style = NORMAL) -> go.Figure:
     return fig
 
 
+def dense_figure(hidden: np.ndarray, logits: np.ndarray, style: Style = NORMAL) -> go.Figure:
+    """The dense layers for one digit: fc1's units after the activation, and fc2's ten logits
+    (before the softmax), each on its own scale (diverging at 0 where signs mix)."""
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        vertical_spacing=0.5,
+        subplot_titles=(f"fc1 + activation: {hidden.size} units", "fc2: 10 logits (digits 0-9)"),
+    )
+    for row, values, name in ((1, hidden, "unit"), (2, logits, "digit")):
+        fig.add_trace(
+            go.Heatmap(
+                z=values[None, :],
+                showscale=False,
+                xgap=1,
+                **value_scale(values),
+                hovertemplate=f"{name} %{{x}}: %{{z:.3f}}<extra></extra>",
+            ),
+            row,
+            1,
+        )
+    fig.update_xaxes(showgrid=False, zeroline=False, tickfont=dict(size=style.tick))
+    fig.update_xaxes(dtick=1, row=2, col=1)
+    fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False)
+    fig.update_layout(**_maps_layout("Dense layers", 300, style))
+    fig.update_annotations(font_size=style.tick)
+    return fig
+
+
 def probabilities_figure(probs: np.ndarray, label: int | None, style: Style = NORMAL) -> go.Figure:
     """The ten softmax outputs as bars; the prediction in orange, the true label (when known) named."""
     best = int(np.argmax(probs))

@@ -51,3 +51,15 @@ def test_groups_that_do_not_divide_are_moved():
     assert (
         "weight (4, 3, 5, 5)" in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
     )
+
+
+def test_the_3d_view_draws_every_slab_and_the_picked_filter():
+    at = app({"ch_in": "6", "ch_out": "8", "ch_groups": "2", "ch_pick": "out:5,0"})
+    at.toggle(key="ch_3d").set_value(True).run()
+    spec = json.loads(at.get("plotly_chart")[1].proto.spec)
+    names = [t["name"] for t in spec["data"]]
+    assert len(names) == 6 + 1 + 8 and "filter 5: 3 x 5 x 5" in names
+    orange = [t["name"] for t in spec["data"] if t["color"] == HIGHLIGHT]
+    assert orange == ["filter 5: 3 x 5 x 5", "output map 5"]
+    lit = [t["name"] for t in spec["data"] if t["name"].startswith("input") and t["opacity"] > 0.5]
+    assert lit == ["input channel 3", "input channel 4", "input channel 5"]  # group 1

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gpuops import lenet
-from tests.support.apptest import AppTest, open_page
+from tests.support.apptest import AppTest, open_page, typed_array
 from tests.support.helpers import require
 from ui import lenet as training
 from ui.state import Cell
@@ -104,8 +104,6 @@ def test_the_test_digit_gets_ten_probabilities():
     bars = probs["data"][0]["y"]
     values = np.asarray(bars if isinstance(bars, list) else [], dtype=float)
     if values.size == 0:  # a typed array
-        from tests.support.apptest import typed_array
-
         values = typed_array(bars)
     assert values.shape == (10,) and abs(values.sum() - 1) < 1e-5
     data = training.digits(16, 0)
@@ -119,3 +117,15 @@ def test_digit_from_an_upload_is_cropped_and_scaled():
     digit = lenet.digit_from_planes(planes)
     assert digit.shape == (8, 8) and digit.max() == pytest.approx(16)
     assert digit[:, 3:5].mean() > 8 > digit[:, :2].mean()
+
+
+def test_dense_layers_agree_with_the_prediction():
+    """The logits' largest entry is the predicted digit (softmax keeps the order)."""
+    at = app({"ln_digit": "7"})
+    dense = chart_json(at, "Dense layers")
+    hidden = typed_array(dense["data"][0]["z"], float)
+    logits = typed_array(dense["data"][1]["z"], float)
+    assert hidden.shape == (1, 32) and (hidden >= 0).all()  # after relu
+    assert logits.shape == (1, 10)
+    title = chart_json(at, "Prediction")["layout"]["title"]["text"]
+    assert title.startswith(f"Prediction: {int(np.argmax(logits))} ")
