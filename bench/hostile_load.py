@@ -352,7 +352,7 @@ def load(
     quiet_reruns: int = 30,
     workers: int = 0,
 ) -> dict:
-    """Run the mix and return the report (the CI test runs a small one: tests/server/test_hostile_small.py)."""
+    """Run the mix and return the report (CI runs a small one: tests/server/test_hostile_small.py)."""
     proc = deployment = None
     if url is None and workers:
         deployment = Deployment(

@@ -43,7 +43,10 @@ def _tc(bm: int, bn: int):
     return edits, change
 
 
-LOOP = "            for (int c = 0; c < Cg; ++c, xp += plane, wp += KH * KW)   // ... then channel by channel\n                acc += *xp * *wp;"
+LOOP = (
+    "            for (int c = 0; c < Cg; ++c, xp += plane, wp += KH * KW)   // ... then channel by channel\n"
+    "                acc += *xp * *wp;"
+)
 
 VARIANTS = {
     "v1 direct": (
@@ -148,9 +151,8 @@ def main() -> None:
                 fn = compile_text(text, kernel)
                 _ = fn.kernel  # compiles now: a variant that cannot build is reported, not fatal
             except cp.cuda.compiler.CompileException as exc:
-                print(
-                    f"{family:<17}{'-':<13}{name:<30} does not compile: {str(exc).strip().splitlines()[-1][:80]}"
-                )
+                why = str(exc).strip().splitlines()[-1][:80]
+                print(f"{family:<17}{'-':<13}{name:<30} does not compile: {why}")
                 continue
             kernels[name] = (fn, change)
         if args.old is not None:

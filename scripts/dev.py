@@ -26,7 +26,8 @@ import sys
 
 if sys.version_info < (3, 11):  # noqa: UP036 (Python 3.6-3.10 parse this file and stop here)
     sys.exit(
-        f"Conv Explorer needs Python 3.11 or newer; this is Python {sys.version.split()[0]} ({sys.executable}).\n"
+        "Conv Explorer needs Python 3.11 or newer; "
+        f"this is Python {sys.version.split()[0]} ({sys.executable}).\n"
         "Ubuntu 22.04 ships 3.10: install python3.11 and python3.11-venv (sudo apt install python3.11 "
         "python3.11-venv) and run this script with python3.11 instead of python3."
     )
@@ -71,8 +72,9 @@ def fail(msg: str) -> None:
 def venv_works() -> bool:
     if not PY.exists():
         return False
-    probe = subprocess.run([str(PY), "-c", "import sys, pip; assert sys.version_info >= (3, 11)"],
-                           capture_output=True)  # fmt: skip
+    probe = subprocess.run(
+        [str(PY), "-c", "import sys, pip; assert sys.version_info >= (3, 11)"], capture_output=True
+    )
     return probe.returncode == 0
 
 
@@ -90,7 +92,8 @@ def create_venv() -> None:
     if made.returncode != 0 or not venv_works():
         shutil.rmtree(VENV, ignore_errors=True)
         fail(
-            "could not create the virtual environment (see above). On Debian / Ubuntu: sudo apt install python3-venv"
+            "could not create the virtual environment (see above). "
+            "On Debian / Ubuntu: sudo apt install python3-venv"
         )
 
 
@@ -110,7 +113,7 @@ def closure(name: str, seen: dict[str, bytes]) -> None:
 
 
 def gpu_lines(flavour: str) -> str:
-    """requirements-gpu.txt without its -r lines; for CUDA 13 drivers, cupy-cuda13x instead of cupy-cuda12x."""
+    """requirements-gpu.txt without its -r lines; for CUDA 13 drivers cupy-cuda13x, not cupy-cuda12x."""
     lines = [ln for ln in (ROOT / "requirements-gpu.txt").read_text().splitlines() if not ln.startswith("-r")]
     if flavour == "13":
         lines = ["cupy-cuda13x>=13.6" if ln.startswith("cupy-cuda12x") else ln for ln in lines]
@@ -174,8 +177,10 @@ def ensure(profile: str, gpu: str, reinstall: bool) -> None:
     have = stamp.get("files", {})
     if not reinstall and all(have.get(k) == v for k, v in want.items()):
         if profile != "app" and stamp.get("torch_missing"):
-            say(f"torch is not installed ({stamp['torch_missing']}); the parity tests skip. "
-                "--reinstall tries again")  # fmt: skip
+            say(
+                f"torch is not installed ({stamp['torch_missing']}); the parity tests skip. "
+                "--reinstall tries again"
+            )
         return
 
     t0 = time.monotonic()
@@ -202,9 +207,11 @@ def ensure(profile: str, gpu: str, reinstall: bool) -> None:
     if pip_install(req, extra) != 0:
         if profile == "app":
             fail("pip could not install the requirements (see above)")
-        torch_missing = (f"pip found no torch CPU build: {TORCH_CPU_INDEX} did not answer and pip's own "
-                         "sources have none" if needs_torch_index and not extra
-                         else "pip could not install it")  # fmt: skip
+        torch_missing = (
+            f"pip found no torch CPU build: {TORCH_CPU_INDEX} did not answer and pip's own sources have none"
+            if needs_torch_index and not extra
+            else "pip could not install it"
+        )
         if IN_CI:
             fail(f"CI needs torch for the parity tests, and {torch_missing} (see above)")
         say(f"{torch_missing}; installing the rest without torch (the PyTorch parity tests will skip)")
