@@ -179,6 +179,18 @@ def load_weights(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, data: by
     stop()
 
 
+LOADED = "_ln_loaded"  # the file id of the last weights file loaded (a rerun must not load it again)
+
+
+def load_upload(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, upload: Any) -> bool:
+    """Load an uploaded weights file (st.file_uploader's) once: True when it was loaded just now."""
+    if upload is None or st.session_state.get(LOADED) == upload.file_id:
+        return False
+    load_weights(cfg, settings, upload.getvalue())
+    st.session_state[LOADED] = upload.file_id
+    return True
+
+
 def forward_on_device(
     cfg: lenet.LeNetConfig, state: lenet.TrainState, image: np.ndarray
 ) -> lenet.Activations:
