@@ -570,7 +570,7 @@ def max_pool2d_backward(
         return dx.reshape(x.shape)
     route = Call(x.shape, plan.launch, zeroed=algorithm == "scatter")
     if key is not None:  # the winners were found here: the next such call finds them the same way
-        winners = MaxPoolCall(plan.out_shape, plan.forward, want_indices=True)
+        winners = MaxPoolCall(tuple(dy.shape), plan.forward, want_indices=True)
         keep_ready(key, lambda dy, x: route(dy, winners(x)[1]))
     return route(dy, indices)
 
