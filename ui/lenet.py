@@ -152,7 +152,7 @@ def train_chunk(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, progress:
         return False
     share = CHUNK_SHARE * budget.CPU_SECONDS
     steps = max(1, min(end - state.step, int(share / seconds_per_step(state))))
-    deadline = CLOCK() + share
+    deadline = 0.0  # set once the lane is ours: waiting for it holds no interpreter
 
     def moved(done: int) -> bool:
         progress.progress(
@@ -162,6 +162,7 @@ def train_chunk(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, progress:
 
     exploring = classroom_ui.mode() == "exploring"  # a class's runs never wait for the lane
     with budget.heavy_lane(budget.HEAVY_SIZE, in_class=not exploring), budget.gpu_work():
+        deadline = CLOCK() + share
         new = lenet.train_steps(
             state, digits(cfg.size, settings.seed), settings, steps, gpuops.default_xp(), moved
         )
