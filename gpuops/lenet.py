@@ -388,12 +388,13 @@ def train_steps(
     settings: TrainSettings,
     steps: int,
     xp: ModuleType = np,
-    on_step: Callable[[int], None] | None = None,
+    on_step: Callable[[int], bool | None] | None = None,
 ) -> TrainState:
-    """`steps` more minibatch steps from where `state` stopped (a new state; the old one is kept).
-    Each epoch walks a fresh permutation seeded by (seed, epoch); an evaluation row is added at
-    every epoch's end. The same seed and settings give the same weights however the steps are
-    chunked."""
+    """At most `steps` more minibatch steps from where `state` stopped (a new state; the old one
+    is kept). Each epoch walks a fresh permutation seeded by (seed, epoch); an evaluation row is
+    added at every epoch's end. The same seed and settings give the same weights however the steps
+    are chunked. `on_step(steps done)` runs after each step; returning False stops there (a caller
+    with a deadline)."""
     state = state.copy()
     params = {k: xp.asarray(v) for k, v in state.params.items()}
     velocity = {k: xp.asarray(v) for k, v in state.velocity.items()}
@@ -428,8 +429,8 @@ def train_steps(
                 }
             )
             loss_sum, correct_sum, seen = 0.0, 0, 0
-        if on_step is not None:
-            on_step(done + 1)
+        if on_step is not None and on_step(done + 1) is False:
+            break
     state.running = (loss_sum, correct_sum, seen)
     state.params = {k: to_numpy(v) for k, v in params.items()}
     state.velocity = {k: to_numpy(v) for k, v in velocity.items()}

@@ -19,7 +19,7 @@ import numpy as np
 from gpuops.cache import memoised
 from gpuops.checks import WindowGeometry, as_float32, as_pair, check_ndim, window_args
 from gpuops.index_math import tap_slice
-from gpuops.launch import Call, Launch, ints, row_launch, run
+from gpuops.launch import Call, Launch, ints, keep_ready, packed, ready_call, ready_key, row_launch
 
 SOURCE = "pool.cu"
 MAX_BACKWARD_ALGORITHMS = ("gather", "scatter")
@@ -487,20 +487,41 @@ def max_pool2d(
     """F.max_pool2d on (C, H, W) or (N, C, H, W): the maximum of each window (padding is -inf,
     NaN propagates); with return_indices also the int64 flat index (ih * W + iw) of the first
     maximum in window scan order, in its plane, as PyTorch returns it."""
+    key = ready_key("max_pool2d", (x,), (kernel_size, stride, padding, dilation, ceil_mode, return_indices))
+    ready = ready_call(key)
+    if ready is not None:  # this shape and these arguments passed every check before
+        return ready(x)
     xp, x = as_float32(x, "input")
     plan = plan_max_pool2d(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     want = _check_bool(return_indices, "return_indices")
     g, out_shape = plan.geometry, plan.out_shape
     if plan.launch is None:
         y, index = xp.zeros(out_shape, np.float32), xp.zeros(out_shape, np.int64)
-    elif xp is np:
+        return (y, index) if want else y
+    if xp is np:
         y, index = max_pool2d_numpy(x.reshape(plan.planes, *g.in_hw), g)
-        y, index = y.reshape(out_shape), index.reshape(out_shape)
-    else:
-        y = xp.empty(out_shape, np.float32)
-        index = xp.empty(out_shape, np.int64) if want else None
-        run(plan.launch, x, y, index)
-    return (y, index) if want else y
+        return (y.reshape(out_shape), index.reshape(out_shape)) if want else y.reshape(out_shape)
+    call = MaxPoolCall(out_shape, plan.launch, want)
+    keep_ready(key, call)
+    return call(x)
+
+
+class MaxPoolCall:
+    """max_pool2d's planned call on the GPU: allocate the output (and the indices when asked for
+    them: otherwise the kernel gets a NULL pointer and stores none), launch, return them. Unlike
+    launch.Call it has two outputs, the indices after y, as max_pool2d_v1 takes them."""
+
+    def __init__(self, out_shape: tuple[int, ...], launch: Launch, want_indices: bool) -> None:
+        import cupy
+
+        self.out_shape, self.launch, self.want_indices = out_shape, launch, want_indices
+        self._cupy, self._packed = cupy, packed(launch)
+
+    def __call__(self, x: Any) -> Any:
+        y = self._cupy.empty(self.out_shape, np.float32)
+        index = self._cupy.empty(self.out_shape, np.int64) if self.want_indices else None
+        self._packed((x, y, index))
+        return (y, index) if self.want_indices else y
 
 
 def max_pool2d_backward(
@@ -521,6 +542,11 @@ def max_pool2d_backward(
 
     algorithm: "gather" (v2: one thread per input cell, deterministic, PyTorch's CUDA NCHW
     kernel) or "scatter" (v1: one atomicAdd per output, PyTorch's CPU order)."""
+    args = (kernel_size, stride, padding, dilation, ceil_mode, algorithm)
+    key = ready_key("max_pool2d_backward", (grad_output, x), args) if indices is None else None
+    ready = ready_call(key)
+    if ready is not None:  # the winners from the forward's ready call, then the routing kernel
+        return ready(grad_output, x)
     xp, x = as_float32(x, "input")
     _, dy = as_float32(grad_output, "grad_output", xp)
     plan = plan_max_pool2d_backward(
@@ -542,7 +568,11 @@ def max_pool2d_backward(
             dy.reshape(planes, g.H_out, g.W_out), indices.reshape(planes, g.H_out, g.W_out), g
         )
         return dx.reshape(x.shape)
-    return Call(x.shape, plan.launch, zeroed=algorithm == "scatter")(dy, indices)
+    route = Call(x.shape, plan.launch, zeroed=algorithm == "scatter")
+    if key is not None:  # the winners were found here: the next such call finds them the same way
+        winners = MaxPoolCall(tuple(dy.shape), plan.forward, want_indices=True)
+        keep_ready(key, lambda dy, x: route(dy, winners(x)[1]))
+    return route(dy, indices)
 
 
 def avg_pool2d(
@@ -557,16 +587,21 @@ def avg_pool2d(
     """F.avg_pool2d on (C, H, W) or (N, C, H, W): each window's sum (padding adds zeros) divided
     by divisor_override, or by the window's cells up to the end of the padding
     (count_include_pad) or inside the input only."""
+    args = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    key = ready_key("avg_pool2d", (x,), args)
+    ready = ready_call(key)
+    if ready is not None:
+        return ready(x)
     xp, x = as_float32(x, "input")
-    plan = plan_avg_pool2d(
-        x.shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
-    )
+    plan = plan_avg_pool2d(x.shape, *args)
     if plan.launch is None:
         return xp.zeros(plan.out_shape, np.float32)
     if xp is np:
         g = plan.geometry
         return avg_pool2d_numpy(x.reshape(plan.planes, *g.in_hw), g, plan.rule).reshape(plan.out_shape)
-    return Call(plan.out_shape, plan.launch)(x)
+    call = Call(plan.out_shape, plan.launch)
+    keep_ready(key, call)
+    return call(x)
 
 
 def avg_pool2d_backward(
@@ -581,21 +616,19 @@ def avg_pool2d_backward(
 ) -> Any:
     """The gradient of F.avg_pool2d with respect to its input of `input_shape`: every input cell
     receives grad / divisor from each window that covers it."""
+    args = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    key = ready_key("avg_pool2d_backward", (grad_output,), (tuple(input_shape), *args))
+    ready = ready_call(key)
+    if ready is not None:
+        return ready(grad_output)
     xp, dy = as_float32(grad_output, "grad_output")
-    plan = plan_avg_pool2d_backward(
-        dy.shape,
-        tuple(input_shape),
-        kernel_size,
-        stride,
-        padding,
-        ceil_mode,
-        count_include_pad,
-        divisor_override,
-    )
+    plan = plan_avg_pool2d_backward(dy.shape, tuple(input_shape), *args)
     if plan.launch is None:
         return xp.zeros(plan.out_shape, np.float32)
     if xp is np:
         g = plan.geometry
         dx = avg_pool2d_backward_numpy(dy.reshape(plan.planes, g.H_out, g.W_out), g, plan.rule)
         return dx.reshape(plan.out_shape)
-    return Call(plan.out_shape, plan.launch)(dy)
+    call = Call(plan.out_shape, plan.launch)
+    keep_ready(key, call)
+    return call(dy)

@@ -8,7 +8,7 @@ from ui.common import style
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
-CARDS = [  # title, page file, one sentence, what the thumbnail shows
+CARDS = [  # title, page file, one sentence, what the thumbnail shows (None: no thumbnail)
     (
         "Direct convolution",
         "direct",
@@ -37,6 +37,39 @@ CARDS = [  # title, page file, one sentence, what the thumbnail shows
         "pixel: no black frame for the convolution.",
         "your image reflect-padded (cyan: the original)",
     ),
+    (
+        "Backward & transposed",
+        "backward",
+        "Where a layer's gradients go: each input gathers them through the flipped kernel, and "
+        "the transposed convolution is the same computation.",
+        "your image upsampled 2x by a transposed convolution",
+    ),
+    (
+        "Channels & groups",
+        "channels",
+        "A filter is C_in x K x K and sums every input channel into one map; groups and "
+        "depthwise split the channels.",
+        "filters x input channels of a 2-group layer: one colour per group",
+    ),
+    (
+        "Pooling",
+        "pool",
+        "Max and average pooling: each output's window, the max's winner, and where the gradient goes back.",
+        "your image max-pooled (4 x 4 windows)",
+    ),
+    (
+        "LeNet-5",
+        "lenet",
+        "The network around the layer: train it here with these kernels, draw a digit, and "
+        "click a feature map to see what it reads.",
+        "your image as LeNet's 8 x 8 input",
+    ),
+    (
+        "Benchmarks",
+        "benchmarks",
+        "Every kernel timed on the GPU next to PyTorch, cuDNN and cuBLAS, and a run on this machine.",
+        None,
+    ),
 ]
 
 
@@ -56,15 +89,19 @@ def badge() -> None:
 
 
 def section_cards(image) -> None:
-    st.subheader("The four operations")
+    st.subheader("The pages")
     thumbs = home_view.thumbnails(image.key, image.planes)
-    per_row = 2 if style().presentation else 4  # a projector: fewer, larger cards
-    cols = [c for _ in range(len(CARDS) // per_row) for c in st.columns(per_row)]
-    for col, (title, page_file, text, shows), thumb in zip(cols, CARDS, thumbs, strict=True):
+    per_row = 2 if style().presentation else 3  # a projector: fewer, larger cards
+    rows = -(-len(CARDS) // per_row)
+    cols = [c for _ in range(rows) for c in st.columns(per_row)]
+    for col, (title, page_file, text, shows) in zip(cols, CARDS, strict=False):
         with col.container(border=True):
             st.page_link(f"pages/{page_file}.py", label=f"**{title}**", icon=":material/arrow_forward:")
-            st.image(thumb, width=320 if style().presentation else "stretch")
-            st.markdown(f"*Above: {shows}.* {text}")
+            if shows is not None:
+                st.image(thumbs[page_file], width=320 if style().presentation else 240)
+                st.markdown(f"*Above: {shows}.* {text}")
+            else:
+                st.markdown(text)
 
 
 def section_start() -> None:
@@ -78,7 +115,8 @@ def section_start() -> None:
         "3. **Direct convolution**: choose *box blur*, move *stride* and *padding*, watch the output size "
         "formula change, and see which block and thread computed the pixel you picked.\n"
         "4. **im2col + GEMM**, **Unfold / Fold**, **Reflect padding**: follow a cell through each copy; "
-        "then the backward pass, and **Benchmarks** to time all of it on this machine.\n"
+        "then the backward pass, **Channels & groups** and **Pooling**; **LeNet-5** puts them together "
+        "in a network you train; **Benchmarks** times all of it on this machine.\n"
         "5. Teaching? Turn on **Presentation mode** in the sidebar: large text and thick outlines for a "
         "projector.\n\n"
         "Every setting and every picked cell is kept in the address bar: copy the link to share exactly what "

@@ -1,11 +1,12 @@
-"""LeNet-5 (PMPP ch. 16): the network the convolution layer lives in, trained here by our own kernels."""
+"""LeNet-5 (PMPP ch. 16): the network the convolution layer lives in, trained here by our own
+kernels."""
 
 import numpy as np
 import streamlit as st
 
-import gpuops
 from gpuops import lenet
 from ui import lenet as training
+from ui import lenet_view as view
 from ui import navigation, pick, state
 from ui.common import backend_name, figure, lazy_expander, shown_errors, style
 from ui.state import Cell, Param
@@ -47,10 +48,11 @@ state.use(PARAMS)
 sty = style()
 st.title("LeNet-5: the network around the layer")
 st.caption(
-    "PMPP's chapter 16 builds convolution into LeNet-5: convolution, activation, 2 x 2 subsampling (pooling), "
-    "twice, then fully connected layers and ten probabilities. This one is sized for scikit-learn's 8 x 8 "
-    "digits (shown at 16 x 16) and trained here, forward and backward, by this app's kernels "
-    f"({backend_name()}): conv2d, conv2d_backward, max/avg_pool2d and their backward, GEMM for the dense layers."
+    "PMPP's chapter 16 builds convolution into LeNet-5: convolution, activation, 2 x 2 subsampling "
+    "(pooling), twice, then fully connected layers and ten probabilities. This one is sized for "
+    "scikit-learn's 8 x 8 digits (shown at 16 x 16) and trained here, forward and backward, by this "
+    f"app's kernels ({backend_name()}): conv2d, conv2d_backward, max/avg_pool2d and their backward, "
+    "GEMM for the dense layers."
 )
 
 
@@ -82,12 +84,8 @@ def section_train(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> bool:
         bar = st.progress(0.0, text="training")
         more = training.train_chunk(cfg, run, bar)
     net = training.current_state(cfg, run)
-    last = net.history[-1] if net.history else None
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric("Epoch", net.epoch)
-    m2.metric("Step", net.step)
-    m3.metric("Test accuracy", f"{last['test_accuracy']:.1%}" if last else "not trained")
-    m4.metric("Loss", f"{last['loss']:.3f}" if last else "-")
+    for col, (label, value) in zip(st.columns(4), view.metrics(net).items(), strict=True):
+        col.metric(label, value)
     if net.history:
         figure(
             viz.curves_figure(net.history, sty),
@@ -124,13 +122,9 @@ def section_weights(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
         if not shown:
             return
         upload = st.file_uploader("Weights file", type=["npz"], key="ln_upload")
-        if upload is not None and st.session_state.get("_ln_loaded") != upload.file_id:
-            with shown_errors("Loading the weights"):
-                training.load_weights(cfg, run, upload.getvalue())
-                st.session_state["_ln_loaded"] = upload.file_id
-                st.success(
-                    f"Loaded {upload.name}: training resumes from these weights.", icon=":material/upload:"
-                )
+        with shown_errors("Loading the weights"):
+            if training.load_upload(cfg, run, upload):
+                st.success(f"Loaded {upload.name}: training resumes from them.", icon=":material/upload:")
 
 
 def section_filters_and_times(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
@@ -140,7 +134,8 @@ def section_filters_and_times(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) 
         figure(
             viz.filters_figure(net.params["conv1.weight"], sty),
             "lenet_filters",
-            "The first layer's six 5 x 5 filters: random at the start, edge and stroke detectors after training.",
+            "The first layer's six 5 x 5 filters: random at the start, edge and stroke detectors "
+            "after training.",
         )
     with right:
         ours = training.layer_ms(net)
@@ -179,31 +174,27 @@ def digit_input(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> tuple[np.nd
                 pickable=True,
                 download=False,
             )
-        return lenet.upscale(training.drawing()[None] / 16.0, cfg.size)[0, 0], None
+        return view.drawn_input(cfg), None
     b.caption(
         "Upload a digit in the sidebar (dark on light or light on dark): it is cropped to its ink, "
         "averaged down to 8 x 8 like the training set, and shown at 16 x 16."
     )
-    planes = st.session_state["image"].planes
-    return lenet.upscale(lenet.digit_from_planes(planes)[None] / 16.0, cfg.size)[0, 0], None
+    return view.image_input(cfg, st.session_state["image"].planes), None
 
 
-def current_pick(cfg: lenet.LeNetConfig) -> tuple[str, int, int, int]:
-    """(stage, channel, row, col) of the picked feature-map cell, kept inside its stage."""
-    picked = training.unpack_pick(cfg, state.get(PICK) or PICK.default)
-    state.put(PICK, training.pack_pick(cfg, *picked))
+def current_pick(cfg: lenet.LeNetConfig) -> view.Picked:
+    """The picked feature-map cell, kept inside its stage (the link's is stored), and what it reads."""
+    cell, picked = view.fitted_pick(cfg, state.get(PICK) or PICK.default)
+    state.put(PICK, cell)
     return picked
 
 
 def apply_click(click: pick.Click | None, cfg: lenet.LeNetConfig) -> None:
-    if click is None or not click.chart.startswith("lenet_"):
-        return
-    if click.chart == DRAW_CHART:
+    """A click on the drawing inks a cell; one on a feature map's cell picks it."""
+    if click is not None and click.chart == DRAW_CHART:
         training.toggle_ink(click.row, click.col)
-        return
-    stage, channel = click.chart.removeprefix("lenet_"), viz.panel_index(click.panel)
-    if channel is not None and training.inside(cfg, stage, channel, click.row, click.col):
-        state.put(PICK, training.pack_pick(cfg, stage, channel, click.row, click.col))
+    elif (cell := view.clicked_pick(cfg, click)) is not None:
+        state.put(PICK, cell)
 
 
 def section_digit(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
@@ -211,60 +202,38 @@ def section_digit(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
     and the cells of the previous stage it reads."""
     st.subheader("A digit through the network")
     image, label = digit_input(cfg, run)
-    net = training.current_state(cfg, run)
-    acts = training.forward_on_device(cfg, net, image)
-    stage, channel, row, col = current_pick(cfg)
-    spans = lenet.receptive_field(cfg, stage, channel, row, col)
-    read = spans[0]
-    in_input = spans[-1]
+    acts = training.forward_on_device(cfg, training.current_state(cfg, run), image)
+    hidden, logits, probs = view.dense_values(acts)
+    p = current_pick(cfg)
     left, right = st.columns([1, 1.4])
     with left:
         figure(
-            viz.digit_figure(image, sty, read=(in_input.r0, in_input.r1, in_input.c0, in_input.c1)),
+            viz.digit_figure(image, sty, read=p.field),
             "lenet_input",
             "Red: the input cells the picked cell depends on (its receptive field).",
         )
     with right:
         figure(
-            viz.probabilities_figure(gpuops.to_numpy(acts.probs)[:, 0], label, sty),
+            viz.probabilities_figure(probs, label, sty),
             "lenet_probs",
             "Softmax of the last layer: what the network believes it sees.",
         )
-    values = {"conv1": acts.a1, "pool1": acts.p1, "conv2": acts.a2, "pool2": acts.p2}
-    dense = viz.dense_figure(gpuops.to_numpy(acts.a3)[:, 0], gpuops.to_numpy(acts.logits)[:, 0], sty)
-    st.markdown(
-        f"**Picked: {stage} map {channel}, cell ({row}, {col})** (orange). It reads **{read.cells()} values** of "
-        f"{read.stage} (red: {_rows_cols(read)} of {'map ' + str(read.channels[0]) if len(read.channels) == 1 else f'all {len(read.channels)} maps'})"
-        f"{'' if read.stage == 'input' else f', and depends on input rows {in_input.r0}-{in_input.r1}, columns {in_input.c0}-{in_input.c1}'}. "
-        "**Click any cell** of a feature map to pick it."
-    )
-    for name, title in (
-        ("conv1", "conv1 + activation: 6 maps, 16 x 16"),
-        ("pool1", "pool1: 6 maps, 8 x 8"),
-        ("conv2", "conv2 + activation: 16 maps, 4 x 4"),
-        ("pool2", "pool2: 16 maps, 2 x 2"),
-    ):
-        maps = gpuops.to_numpy(values[name])[0]
-        picked = (channel, row, col) if name == stage else None
-        span = read if read.stage == name else None
-        reads = (span.channels, span.r0, span.r1, span.c0, span.c1) if span else None
+    st.markdown(view.pick_text(p))
+    maps = view.stage_maps(acts)
+    for name, title in view.STAGES:
         figure(
-            viz.maps_figure(maps, title, sty, picked=picked, read=reads),
+            viz.maps_figure(maps[name], title, sty, picked=p.on(name), read=p.read_on(name)),
             f"lenet_{name}",
             pickable=True,
             download=False,
         )
     figure(
-        dense,
+        viz.dense_figure(hidden, logits, sty),
         "lenet_dense",
         "pool2's 64 values, flattened, feed fc1 (GEMM); fc1 feeds fc2; softmax gives the "
         "probabilities above.",
         download=False,
     )
-
-
-def _rows_cols(span: lenet.Span) -> str:
-    return f"rows {span.r0}-{span.r1}, columns {span.c0}-{span.c1}"
 
 
 with shown_errors("The settings"):

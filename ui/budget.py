@@ -147,6 +147,9 @@ def _heavy_lanes() -> threading.BoundedSemaphore:
     return threading.BoundedSemaphore(max(1, HEAVY_LANES))
 
 
+_in_lane = threading.local()  # .held: this thread's run has passed a heavy lane
+
+
 @contextlib.contextmanager
 def heavy_lane(working_size: int, *, in_class: bool = False) -> Iterator[None]:
     """Runs of sessions working on large images (HEAVY_SIZE px and more) go HEAVY_LANES at a time
@@ -156,14 +159,17 @@ def heavy_lane(working_size: int, *, in_class: bool = False) -> Iterator[None]:
     run a third of the interpreter, one leaves it half (bench/hostile_load.py measures this). A
     heavy run waits at most HEAVY_WAIT_S, then runs anyway: a click is late, never lost. The runs of
     a class (`in_class`: the instructor's, and followers', which take turns of their own) never wait
-    here."""
-    if in_class or HEAVY_LANES <= 0 or working_size < HEAVY_SIZE:
+    here. Re-entrant: a heavy step inside a run that has passed the lane already (a LeNet training
+    chunk of a large-image session) does not wait for it again."""
+    if in_class or HEAVY_LANES <= 0 or working_size < HEAVY_SIZE or getattr(_in_lane, "held", False):
         yield
         return
     lanes = _heavy_lanes()
     got = lanes.acquire(timeout=HEAVY_WAIT_S)
+    _in_lane.held = True
     try:
         yield
     finally:
+        _in_lane.held = False
         if got:
             lanes.release()

@@ -1,5 +1,5 @@
 """What the Home page computes, kept out of the page script: each operation run on a small copy
-of the image, drawn as the cards' thumbnails."""
+of the image, drawn as the cards' thumbnails (by page file; Benchmarks has none)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import numpy as np
 import streamlit as st
 
 import gpuops
-from gpuops import filters
+from gpuops import filters, lenet
+from gpuops.maps.channels import ChannelLayout
 from ui.images import to_display
 from viz import home
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def thumbnails(key: str, _planes: np.ndarray) -> list[np.ndarray]:
+def thumbnails(key: str, _planes: np.ndarray) -> dict[str, np.ndarray]:
     """Each operation run on a small copy of the image (at most 96 px a side): quick, and cached
     per image (key), so the Home page costs nothing after its first visit."""
     small = home.small_copy(_planes)
@@ -27,9 +28,19 @@ def thumbnails(key: str, _planes: np.ndarray) -> list[np.ndarray]:
     covered = home.covered_crop(small, k, stride)
     folded = gpuops.fold(gpuops.unfold(covered, k, stride=stride), covered.shape[1:], k, stride=stride) / 2
     pad = min(small.shape[1:]) // 3
-    return [
-        home.rgb_thumbnail(to_display(conv)),
-        home.identity_thumbnail(cell_ids.astype(np.int64)),
-        home.rgb_thumbnail(to_display(folded)),
-        home.padded_thumbnail(to_display(gpuops.reflect_pad(small, pad)), pad),
-    ]
+    tent = np.outer([0.5, 1.0, 0.5], [0.5, 1.0, 0.5]).astype(np.float32)  # linear interpolation
+    upsampled = gpuops.conv_transpose2d(
+        small, np.broadcast_to(tent, (c, 1, 3, 3)).copy(), stride=2, padding=1, output_padding=1, groups=c
+    )
+    pooled = gpuops.max_pool2d(small, 4, ceil_mode=True)
+    digit = lenet.digit_from_planes(small) / 16.0
+    return {
+        "direct": home.rgb_thumbnail(to_display(conv)),
+        "im2col": home.identity_thumbnail(cell_ids.astype(np.int64)),
+        "unfold": home.rgb_thumbnail(to_display(folded)),
+        "reflect": home.padded_thumbnail(to_display(gpuops.reflect_pad(small, pad)), pad),
+        "backward": home.rgb_thumbnail(to_display(upsampled)),
+        "channels": home.identity_thumbnail(ChannelLayout(6, 16, 2, 5).connections()),
+        "pool": home.rgb_thumbnail(to_display(pooled)),
+        "lenet": home.rgb_thumbnail(to_display(np.asarray(digit, np.float32)[None])),
+    }

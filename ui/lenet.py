@@ -5,6 +5,13 @@ Training is an explicit action: "Train" sets a goal (a number of epochs more); e
 trains one chunk of steps that fits in part of the rerun budget, shows its progress, and asks for
 the next rerun until the goal is met or "Stop" is pressed. The state after each chunk is kept, so
 training resumes where it stopped, and the same seed gives the same network however it was chunked.
+
+How a chunk keeps to the budget: its steps are estimated from the seconds per step measured so far,
+and a deadline (CHUNK_SHARE of the rerun budget, on CLOCK) ends it after the step that passes it,
+so a slow first guess, a loaded machine or an epoch's evaluation overrun it by one step at most.
+Small-batch NumPy training is interpreter work, like a heavy run's figures: a chunk goes through
+the heavy lane (ui/budget.py), so one session's training at a time shares a server process's
+interpreter with the light sessions. On the GPU the chunk also holds the process's GPU lock.
 """
 
 from __future__ import annotations
@@ -18,13 +25,16 @@ import streamlit as st
 
 import gpuops
 from gpuops import lenet
-from ui import budget
+from ui import budget, classroom_ui
 from ui.state import Cell
 
 CHUNK_SHARE = 0.6  # of the rerun budget one chunk of training may take; the figures get the rest
 FIRST_GUESS_S = 0.05  # seconds per step before any step was measured (2-core CPU, batch 32: ~25 ms)
 STATES_KEPT = 4  # training states per session (one per settings)
 STATES, GOAL = "_lenet_states", "_lenet_goal"
+CLOCK = time.monotonic  # the chunk's deadline (tests inject their own clock)
+TORCH_STEPS = 20  # PyTorch steps timed for the comparison, fewer when its share runs out
+TORCH_SHARE = 0.3  # of the rerun budget the comparison may take: with a chunk's share, under 1
 
 
 @st.cache_resource(show_spinner="Loading scikit-learn's digits")
@@ -129,9 +139,9 @@ def seconds_per_step(state: lenet.TrainState) -> float:
 
 
 def train_chunk(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, progress: Any) -> bool:
-    """Train one chunk toward the goal (as many steps as fit CHUNK_SHARE of the rerun budget on
-    the CPU; on the GPU the same number of seconds). `progress`: an st.progress to move.
-    Returns whether more chunks are needed."""
+    """Train one chunk toward the goal: the steps estimated to fit CHUNK_SHARE of the rerun budget,
+    ended early by that deadline (the module's docstring says why). `progress`: an st.progress to
+    move. Returns whether more chunks are needed."""
     span = goal_of(cfg, settings)
     state = current_state(cfg, settings)
     if span is None:
@@ -140,14 +150,19 @@ def train_chunk(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, progress:
     if state.step >= end:
         stop()
         return False
-    steps = max(1, min(end - state.step, int(CHUNK_SHARE * budget.CPU_SECONDS / seconds_per_step(state))))
+    share = CHUNK_SHARE * budget.CPU_SECONDS
+    steps = max(1, min(end - state.step, int(share / seconds_per_step(state))))
+    deadline = 0.0  # set once the lane is ours: waiting for it holds no interpreter
 
-    def moved(done: int) -> None:
+    def moved(done: int) -> bool:
         progress.progress(
             (state.step + done - start) / (end - start), text=f"step {state.step + done} of {end}"
         )
+        return CLOCK() < deadline
 
-    with budget.gpu_work():
+    exploring = classroom_ui.mode() == "exploring"  # a class's runs never wait for the lane
+    with budget.heavy_lane(budget.HEAVY_SIZE, in_class=not exploring), budget.gpu_work():
+        deadline = CLOCK() + share
         new = lenet.train_steps(
             state, digits(cfg.size, settings.seed), settings, steps, gpuops.default_xp(), moved
         )
@@ -179,6 +194,18 @@ def load_weights(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, data: by
     stop()
 
 
+LOADED = "_ln_loaded"  # the file id of the last weights file loaded (a rerun must not load it again)
+
+
+def load_upload(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, upload: Any) -> bool:
+    """Load an uploaded weights file (st.file_uploader's) once: True when it was loaded just now."""
+    if upload is None or st.session_state.get(LOADED) == upload.file_id:
+        return False
+    load_weights(cfg, settings, upload.getvalue())
+    st.session_state[LOADED] = upload.file_id
+    return True
+
+
 def forward_on_device(
     cfg: lenet.LeNetConfig, state: lenet.TrainState, image: np.ndarray
 ) -> lenet.Activations:
@@ -195,11 +222,12 @@ def layer_ms(state: lenet.TrainState) -> dict[str, float]:
     return {k: 1e3 * state.layer_seconds.get(k, 0.0) / state.timed_steps for k in lenet.TIMED_LAYERS}
 
 
-def torch_layer_ms(
-    cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, steps: int = 20
-) -> dict[str, float] | None:
+@st.cache_data(max_entries=16, show_spinner="Timing PyTorch on the same network")
+def torch_layer_ms(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings) -> dict[str, float] | None:
     """PyTorch (CPU) on the same network and batch size, ms per training step by layer, when torch
-    is installed (it is a test dependency, not an app one): None otherwise."""
+    is installed (it is a test dependency, not an app one): None otherwise. Measured once per
+    process and settings (a training session's reruns reuse it), TORCH_STEPS steps or as many as
+    fit TORCH_SHARE of the rerun budget; the first call of a process also pays torch's import."""
     try:
         import torch
     except ImportError:
@@ -224,7 +252,9 @@ def torch_layer_ms(
         ),
     }
     totals = dict.fromkeys(lenet.TIMED_LAYERS, 0.0)
-    for _ in range(steps):
+    deadline, steps = CLOCK() + TORCH_SHARE * budget.CPU_SECONDS, 0
+    while steps < TORCH_STEPS and (steps == 0 or CLOCK() < deadline):
+        steps += 1
         h, taped = x, []
         for name, stage in stages.items():  # each layer on a detached input: its backward is timed apart
             inp = h.detach().requires_grad_()

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from gpuops.maps.channels import ChannelLayout
-from viz.style import HIGHLIGHT, NORMAL, READER, Style, base_layout, cell_colours, outline
+from viz.style import HIGHLIGHT, NORMAL, READER, Pen, Style, base_layout, cell_colours, outline
 
 INPUTS, BANK, OUTPUTS = "x", "x2", "x3"  # subplot ids: top left, bottom left, bottom right
 
@@ -83,16 +83,16 @@ def channel_figure(
     shapes: list[dict] = []
     if picked_output is not None:
         m = picked_output
-        shapes += outline(m, 0, style, HIGHLIGHT, xref=OUTPUTS, yref="y3")
+        shapes += outline((m, 0), style, Pen(HIGHLIGHT, panel=OUTPUTS))
         for c in L.inputs_of(m):
-            shapes += outline(m, c, style, READER, xref=BANK, yref="y2")
-            shapes += outline(0, c, style, READER, xref=INPUTS, yref="y")
+            shapes += outline((m, c), style, Pen(READER, panel=BANK))
+            shapes += outline((0, c), style, Pen(READER, panel=INPUTS))
     if picked_input is not None:
         c = picked_input
-        shapes += outline(0, c, style, HIGHLIGHT, xref=INPUTS, yref="y")
+        shapes += outline((0, c), style, Pen(HIGHLIGHT, panel=INPUTS))
         for m in L.outputs_of(c):
-            shapes += outline(m, c, style, READER, xref=BANK, yref="y2")
-            shapes += outline(m, 0, style, READER, xref=OUTPUTS, yref="y3")
+            shapes += outline((m, c), style, Pen(READER, panel=BANK))
+            shapes += outline((m, 0), style, Pen(READER, panel=OUTPUTS))
     kind = "depthwise" if L.depthwise else f"{L.groups} group{'s' if L.groups > 1 else ''}"
     title = (
         f"{L.C_in} input channels -> {L.C_out} filters of {L.per_group_in} x {L.K} x {L.K} -> {L.C_out} maps "
@@ -136,9 +136,12 @@ _BOX_I, _BOX_J, _BOX_K = (  # the 12 triangles of a box's 6 faces, over its 8 co
 )
 
 
-def _box(
-    x0: float, x1: float, y0: float, y1: float, z0: float, z1: float, colour: str, opacity: float, name: str
-) -> go.Mesh3d:
+Point = tuple[float, float, float]
+
+
+def _box(lo: Point, hi: Point, colour: str, opacity: float, name: str) -> go.Mesh3d:
+    """A box from corner lo to corner hi (x, y, z), in one colour."""
+    (x0, y0, z0), (x1, y1, z1) = lo, hi
     corners = [(x, y, z) for z in (z0, z1) for y in (y0, y1) for x in (x0, x1)]  # index = x + 2y + 4z bits
     xs, ys, zs = zip(*corners, strict=True)
     return go.Mesh3d(
@@ -172,12 +175,8 @@ def volume_figure(
         lit = c in inputs
         fig.add_trace(
             _box(
-                0,
-                side,
-                0,
-                side,
-                c * gap,
-                c * gap + 0.4,
+                (0, 0, c * gap),
+                (side, side, c * gap + 0.4),
                 colours[L.group_of_input(c)],
                 0.9 if lit else 0.25,
                 f"input channel {c}",
@@ -187,12 +186,8 @@ def volume_figure(
     k = min(L.K, side)
     fig.add_trace(
         _box(
-            1,
-            1 + k,
-            1,
-            1 + k,
-            lo * gap - 0.2,
-            hi * gap + 0.6,
+            (1, 1, lo * gap - 0.2),
+            (1 + k, 1 + k, hi * gap + 0.6),
             HIGHLIGHT,
             0.55,
             f"filter {picked_output}: {L.per_group_in} x {L.K} x {L.K}",
@@ -203,12 +198,8 @@ def volume_figure(
         picked = m == picked_output
         fig.add_trace(
             _box(
-                offset,
-                offset + side,
-                0,
-                side,
-                m * gap,
-                m * gap + 0.4,
+                (offset, 0, m * gap),
+                (offset + side, side, m * gap + 0.4),
                 HIGHLIGHT if picked else colours[L.group_of_output(m)],
                 0.95 if picked else 0.3,
                 f"output map {m}",
@@ -216,7 +207,8 @@ def volume_figure(
         )
     hidden = dict(showticklabels=False, showgrid=False, zeroline=False, showbackground=False, title="")
     layout_dict = base_layout(
-        f"In 3-D: filter {picked_output} spans input channels {lo}-{hi} (orange block), makes output map {picked_output}",
+        f"In 3-D: filter {picked_output} spans input channels {lo}-{hi} (orange block), "
+        f"makes output map {picked_output}",
         440,
         style,
     )

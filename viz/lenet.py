@@ -10,13 +10,14 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from gpuops.lenet import Span
 from viz.style import (
     DIVERGING,
-    GREYS,
     HIGHLIGHT,
     NORMAL,
     READER,
     SECOND,
+    Pen,
     Style,
     axis_text,
     base_layout,
@@ -25,6 +26,7 @@ from viz.style import (
 )
 
 MAPS_PER_ROW = 8
+GREYS = "Greys_r"  # black = 0, white = the most ink: the digits as scikit-learn stores them
 
 
 def panel_id(index: int) -> str:
@@ -73,6 +75,10 @@ def curves_figure(history: Sequence[dict[str, float]], style: Style = NORMAL) ->
         legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", font=dict(size=style.font))
     )
     return fig
+
+
+def _size(span: Span) -> tuple[int, int]:
+    return span.r1 - span.r0 + 1, span.c1 - span.c0 + 1
 
 
 def _grid_axes(fig: go.Figure, count: int) -> None:
@@ -131,16 +137,15 @@ def maps_figure(
     style: Style = NORMAL,
     *,
     picked: tuple[int, int, int] | None = None,
-    read: tuple[tuple[int, ...], int, int, int, int] | None = None,
-    signed: bool | None = None,
+    read: Span | None = None,
 ) -> go.Figure:
     """One stage's maps (C, H, W) in rows of MAPS_PER_ROW panels on one colour scale; `picked`
-    (channel, row, col) outlined in orange; `read` (channels, r0, r1, c0, c1): the cells the pick
-    in the next stage reads, outlined in red on each of those channels."""
+    (channel, row, col) outlined in orange; `read`: the cells the pick in the next stage reads,
+    outlined in red on each of its channels."""
     C = maps.shape[0]
     cols = min(C, MAPS_PER_ROW)
     rows = -(-C // cols)
-    scale = value_scale(maps) if signed is None else value_scale(np.array([-1.0, 1.0]) * np.abs(maps).max())
+    scale = value_scale(maps)
     fig = make_subplots(
         rows=rows,
         cols=cols,
@@ -162,16 +167,12 @@ def maps_figure(
     _grid_axes(fig, C)
     shapes = []
     if read is not None:
-        channels, r0, r1, c0, c1 = read
-        for c in channels:
-            ref = panel_id(c)
-            shapes += outline(
-                r0, c0, style, READER, h=r1 - r0 + 1, w=c1 - c0 + 1, xref=ref, yref=ref.replace("x", "y")
-            )
+        for c in read.channels:
+            pen = Pen(READER, panel=panel_id(c))
+            shapes += outline((read.r0, read.c0), style, pen, size=_size(read))
     if picked is not None:
         c, r, col = picked
-        ref = panel_id(c)
-        shapes += outline(r, col, style, HIGHLIGHT, xref=ref, yref=ref.replace("x", "y"))
+        shapes += outline((r, col), style, Pen(HIGHLIGHT, panel=panel_id(c)))
     per_row = 200 if cols < MAPS_PER_ROW else 150
     fig.update_traces(
         colorbar=dict(thickness=12, tickfont=dict(size=style.tick)), selector=dict(showscale=True)
@@ -181,10 +182,9 @@ def maps_figure(
     return fig
 
 
-def digit_figure(
-    image: np.ndarray, style: Style = NORMAL, read: tuple[int, int, int, int] | None = None
-) -> go.Figure:
-    """The network's input (size x size, values in [0, 1]) in grey; `read` (r0, r1, c0, c1) outlined."""
+def digit_figure(image: np.ndarray, style: Style = NORMAL, read: Span | None = None) -> go.Figure:
+    """The network's input (size x size, values in [0, 1]) in grey; `read`: its rows and columns
+    outlined (its channels are the input's one)."""
     fig = go.Figure(
         go.Heatmap(
             z=image,
@@ -197,8 +197,7 @@ def digit_figure(
     )
     shapes = []
     if read is not None:
-        r0, r1, c0, c1 = read
-        shapes = outline(r0, c0, style, READER, h=r1 - r0 + 1, w=c1 - c0 + 1)
+        shapes = outline((read.r0, read.c0), style, Pen(READER), size=_size(read))
     fig.update_layout(**base_layout("Input (16 x 16)", 300, style), shapes=shapes)
     _grid_axes(fig, 1)
     return fig

@@ -5,6 +5,7 @@ gradient; and the gradient each input cell receives. Records in, go.Figure out."
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -16,6 +17,7 @@ from viz.style import (
     PADDING_COLOUR,
     READER,
     SECOND,
+    Pen,
     Style,
     base_layout,
     outline,
@@ -23,32 +25,44 @@ from viz.style import (
 )
 
 Cells = Sequence[tuple[int, int]]
+WINNER_FILL = "rgba(255,127,14,0.35)"  # the highlight's orange, washed: the max's winner
+
+
+@dataclass(frozen=True)
+class PoolGrids:
+    """What the pooling figure shows: the input x (H, W), the output y, how far the windows reach
+    past the input (rows before, rows after, columns before, columns after), and the text those
+    padding cells carry ("-inf" for max, "0" for avg)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    extent: tuple[int, int, int, int]
+    padding_text: str
+
+
+@dataclass(frozen=True)
+class PoolMarks:
+    """The pick and what it maps to. picked (panel, row, col): orange; window: the picked output's
+    taps inside the input (cyan); winner: the max's winner (orange, filled); readers: the outputs
+    that read the picked input cell (red); routes: those whose gradient it gets (dotted orange)."""
+
+    picked: tuple[str, int, int] | None = None
+    window: Cells = ()
+    winner: tuple[int, int] | None = None
+    readers: Cells = ()
+    routes: Cells = ()
 
 
 def _labels(values: np.ndarray, blank: str, fmt: str = ".3g") -> np.ndarray:
     return np.vectorize(lambda v: blank if not np.isfinite(v) else format(v, fmt))(values.astype(np.float64))
 
 
-def pool_figure(
-    x: np.ndarray,
-    y: np.ndarray,
-    extent: tuple[int, int, int, int],
-    style: Style = NORMAL,
-    *,
-    padding_text: str,
-    picked: tuple[str, int, int] | None = None,
-    window: Cells = (),
-    winner: tuple[int, int] | None = None,
-    readers: Cells = (),
-    routes: Cells = (),
-) -> go.Figure:
-    """Panel x: the input (H, W) and the cells around it that windows reach (extent: rows before,
-    rows after, columns before, columns after), those labelled `padding_text`; panel x2: the output.
-    Coordinates are the true indices (padding rows are negative or >= H). picked (panel, row, col)
-    in orange; window: its taps inside the input (cyan); winner: the max's winner (orange, filled);
-    readers: outputs that read the picked input cell (red); routes: those whose gradient it gets
-    (orange)."""
-    top, bottom, left, right = extent
+def pool_figure(grids: PoolGrids, style: Style = NORMAL, marks: PoolMarks = PoolMarks()) -> go.Figure:
+    """Panel x: the input and the cells around it that windows reach, those labelled with the
+    padding's text; panel x2: the output. Coordinates are the true indices (padding rows are
+    negative or >= H). The marks outlined as PoolMarks says."""
+    x, y, padding_text = grids.x, grids.y, grids.padding_text
+    top, bottom, left, right = grids.extent
     H, W = x.shape
     grid = np.full((H + top + bottom, W + left + right), np.nan)
     grid[top : top + H, left : left + W] = x
@@ -93,19 +107,19 @@ def pool_figure(
             line=dict(width=0),
             layer="below",
         ),
-        *outline(0, 0, style, "#222222", h=H, w=W),
+        *outline((0, 0), style, Pen("#222222"), size=(H, W)),
     ]
-    for r, c in window:
-        shapes += outline(r, c, style, SECOND)
-    for r, c in readers:
-        shapes += outline(r, c, style, READER, xref="x2", yref="y2")
-    for r, c in routes:
-        shapes += outline(r, c, style, HIGHLIGHT, xref="x2", yref="y2", dash="dot")
-    if winner is not None:
-        shapes += outline(*winner, style, HIGHLIGHT, fill="rgba(255,127,14,0.35)")
-    if picked is not None:
-        panel, r, c = picked
-        shapes += outline(r, c, style, HIGHLIGHT, xref=panel, yref="y" + panel[1:])
+    for cell in marks.window:
+        shapes += outline(cell, style, Pen(SECOND))
+    for cell in marks.readers:
+        shapes += outline(cell, style, Pen(READER, panel="x2"))
+    for cell in marks.routes:
+        shapes += outline(cell, style, Pen(HIGHLIGHT, dash="dot", panel="x2"))
+    if marks.winner is not None:
+        shapes += outline(marks.winner, style, Pen(HIGHLIGHT, fill=WINNER_FILL))
+    if marks.picked is not None:
+        panel, r, c = marks.picked
+        shapes += outline((r, c), style, Pen(HIGHLIGHT, panel=panel))
     cell_px = 2.4 * style.font
     layout = base_layout("Click an output: its window. Click an input cell: who reads it.", 0, style)
     layout["height"] = int(grid.shape[0] * cell_px + 140 + 2 * style.title)
@@ -144,7 +158,7 @@ def gradient_figure(
             **value_scale(dx),
         )
     )
-    shapes = outline(*picked, style, HIGHLIGHT) if picked is not None else []
+    shapes = outline(picked, style, Pen(HIGHLIGHT)) if picked is not None else []
     layout = base_layout(title, 0, style)
     layout["height"] = int(dx.shape[0] * 2.4 * style.font + 120 + 2 * style.title)
     fig.update_layout(**layout, shapes=shapes)

@@ -25,6 +25,14 @@ from gpuops.conv_backward import (
     weight_reduce_launch,
 )
 from gpuops.launch import includes, kernel_signature, kernel_span, row_launch, source_text
+from gpuops.pool import (
+    AvgRule,
+    avg_pool2d_backward_launch,
+    avg_pool2d_launch,
+    max_pool2d_backward_launch,
+    max_pool2d_launch,
+    pool_geometry,
+)
 from gpuops.reflect_pad import reflect_pad_backward_launch, reflect_pad_launch
 from gpuops.unfold_fold import fold_launch, unfold_launch
 
@@ -196,6 +204,7 @@ def test_kernel_sources_are_readable_without_a_gpu():
     assert "\n".join(lines[span.first_line - 1 : span.last_line]) == span.text
 
 
+POOL = pool_geometry(11, 9, 3, 2, 1, 1, True)  # 3 x 3 windows, stride 2, padding 1, ceil_mode: 6 x 5 out
 ALL_LAUNCHES = {
     "direct": lambda: direct_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
     "tiled_basic": lambda: tiled_basic_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
@@ -212,8 +221,14 @@ ALL_LAUNCHES = {
     "weight_reduce": lambda: weight_reduce_launch(_grad_problem()),
     "reflect_pad_backward_scatter": lambda: reflect_pad_backward_launch(8, 11, 9, (2, 3, 1, 4), "scatter"),
     "reflect_pad_backward_gather": lambda: reflect_pad_backward_launch(8, 11, 9, (2, 3, 1, 4), "gather"),
+    "max_pool2d": lambda: max_pool2d_launch(8, POOL),
+    "max_pool2d_backward_scatter": lambda: max_pool2d_backward_launch(8, POOL, "scatter"),
+    "max_pool2d_backward_gather": lambda: max_pool2d_backward_launch(8, POOL, "gather"),
+    "avg_pool2d": lambda: avg_pool2d_launch(8, POOL, AvgRule(False, None)),
+    "avg_pool2d_backward": lambda: avg_pool2d_backward_launch(8, POOL, AvgRule(False, None)),
 }
-ATOMIC = {"fold_scatter", "input_scatter", "reflect_pad_backward_scatter"}  # several writers per output
+# several writers per output
+ATOMIC = {"fold_scatter", "input_scatter", "reflect_pad_backward_scatter", "max_pool2d_backward_scatter"}
 
 
 def _grad_problem():
@@ -247,6 +262,8 @@ def _inputs(name, rng):
     import cupy as cp
 
     launch = ALL_LAUNCHES[name]()
+    if "pool2d" in name:
+        return launch, _pool_inputs(name, rng)
     if name in ALL_LAUNCHES and launch.arrays == ("x", "w", "bias", "y"):
         M, Cg = (8, 1) if name == "tiled_depthwise" else (6, 2)
         x = rng.standard_normal((2, 4, 11, 9)).astype(np.float32)
@@ -273,6 +290,26 @@ def _inputs(name, rng):
     if name in ATOMIC:
         out[...] = 0
     return launch, (*arrays, out)
+
+
+def _pool_inputs(name, rng):
+    """The pooling launches' arrays, the watched one last: x (8, 11, 9) or dy (8, 6, 5), and a
+    poisoned output; max_pool2d's last array is its indices (-1: none written), the backward
+    kernels read the forward's indices."""
+    import cupy as cp
+
+    x = cp.asarray(rng.standard_normal((8, 11, 9)).astype(np.float32))
+    dy = cp.asarray(rng.standard_normal((8, POOL.H_out, POOL.W_out)).astype(np.float32))
+    if name == "max_pool2d":
+        y = cp.full(dy.shape, cp.nan, cp.float32)
+        return x, y, cp.full(dy.shape, -1, cp.int64)
+    if name == "avg_pool2d":
+        return x, cp.full(dy.shape, cp.nan, cp.float32)
+    dx = cp.zeros(x.shape, cp.float32) if name in ATOMIC else cp.full(x.shape, cp.nan, cp.float32)
+    if name == "avg_pool2d_backward":
+        return dy, dx
+    index = gpuops.max_pool2d(x, 3, 2, 1, 1, True, return_indices=True)[1]
+    return dy, index, dx
 
 
 @pytest.mark.gpu

@@ -73,6 +73,29 @@ def test_training_in_chunks_equals_training_at_once():
     assert start.step == 0 and not start.history  # the state it started from is untouched
 
 
+def test_a_step_callback_that_returns_false_ends_the_chunk_there():
+    """A deadline's stop: on_step answering False after step 4 of at most 8 leaves a state at
+    step 4 (past an epoch of 3 steps) equal to 4 plain steps, and the rest resumes from it to
+    the weights of 8 steps at once."""
+    data = _small_data()
+    settings = lenet.TrainSettings(batch=25, seed=5)
+    start = lenet.new_state(lenet.LeNetConfig(), settings)
+    seen = []
+
+    def until_four(done: int) -> bool:
+        seen.append(done)
+        return done < 4
+
+    stopped = lenet.train_steps(start, data, settings, 8, on_step=until_four)
+    assert seen == [1, 2, 3, 4] and stopped.step == 4 and stopped.epoch == 1
+    four = lenet.train_steps(start, data, settings, 4)
+    eight = lenet.train_steps(start, data, settings, 8)
+    resumed = lenet.train_steps(stopped, data, settings, 4)
+    for name in four.params:
+        np.testing.assert_array_equal(stopped.params[name], four.params[name], err_msg=name)
+        np.testing.assert_array_equal(resumed.params[name], eight.params[name], err_msg=name)
+
+
 def test_same_seed_same_network_other_seed_other_network():
     cfg = lenet.LeNetConfig()
     a, b, c = (lenet.init_params(cfg, s) for s in (1, 1, 2))

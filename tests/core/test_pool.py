@@ -417,3 +417,60 @@ def test_plans_hold_the_checked_geometry_shape_and_launches():
     assert gpuops.plan_avg_pool2d((0, 3, 4, 4), 2).launch is None  # an empty batch: nothing to launch
     with pytest.raises(ValueError, match="grad_output shape"):
         gpuops.plan_max_pool2d_backward((2, 3, 4, 4), (2, 3, 9, 7), 3, 2, 1)
+
+
+def _outputs(result):
+    return result if isinstance(result, tuple) else (result,)
+
+
+@pytest.mark.gpu
+def test_repeated_calls_reuse_their_ready_call_and_compute_the_new_values(rng):
+    """Each pooling op and gradient: after a first call the ready-call cache holds its call for
+    (op, device, shapes, arguments); a repeat with new values runs only its planned launches (no
+    checks) and still equals the NumPy twins; the max backward finds the winners again from the
+    new x. Passing the forward's indices never takes the ready path (they are int64)."""
+    import cupy as cp
+
+    from gpuops.launch import ready_call, ready_key, recorded
+
+    shape, window = (2, 3, 11, 9), ((3, 3), (2, 2), (1, 1))
+    dy_shape = (2, 3, 6, 5)
+    max_args, avg_args = (*window, (1, 1), True), (*window, True, False, None)
+    cases = [  # (op, the arrays it takes (shapes), its other arguments as given, call, launches run)
+        ("max_pool2d", (shape,), (*max_args, True), lambda x: gpuops.max_pool2d(x, *max_args, True), 1),
+        ("avg_pool2d", (shape,), avg_args, lambda x: gpuops.avg_pool2d(x, *avg_args), 1),
+        (
+            "avg_pool2d_backward",
+            (dy_shape,),
+            (shape, *avg_args),
+            lambda dy: gpuops.avg_pool2d_backward(dy, shape, *avg_args),
+            1,
+        ),
+    ] + [
+        (
+            "max_pool2d_backward",
+            (dy_shape, shape),
+            (*max_args, algorithm),
+            lambda dy, x, a=algorithm: gpuops.max_pool2d_backward(dy, x, *max_args, algorithm=a),
+            2,  # the forward (winners), then the routing kernel
+        )
+        for algorithm in pool.MAX_BACKWARD_ALGORITHMS
+    ]
+    for op, shapes, args, call, launches in cases:
+        for repeat in (False, True):
+            arrays = [rng.integers(0, 5, s).astype(np.float32) for s in shapes]  # ties are common
+            with recorded() as ran:
+                got = call(*(cp.asarray(a) for a in arrays))
+            want = call(*arrays)
+            for g, w in zip(_outputs(got), _outputs(want), strict=True):
+                np.testing.assert_allclose(g.get(), w, rtol=1e-6, atol=1e-6, err_msg=f"{op} {args}")
+            key = ready_key(op, tuple(cp.asarray(a) for a in arrays), args)
+            assert ready_call(key) is not None, op
+            if repeat:
+                assert len(ran) == launches, op
+    x = cp.asarray(rng.standard_normal(shape).astype(np.float32))
+    y, index = gpuops.max_pool2d(x, *max_args, True)
+    dy = cp.ones_like(y)
+    with recorded() as ran:
+        gpuops.max_pool2d_backward(dy, x, *max_args, indices=index)
+    assert len(ran) == 1  # the given winners: only the routing kernel

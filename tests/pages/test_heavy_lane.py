@@ -89,3 +89,32 @@ def test_lanes_off_lets_heavy_runs_in_together(monkeypatch):
     for r in runs:
         r.leave.set()
     assert all(r.done.wait(PATIENCE_S) for r in runs)
+
+
+class NestedRun(Run):
+    """A heavy rerun whose page takes the lane again inside it (a LeNet training chunk)."""
+
+    def run(self) -> None:
+        with budget.heavy_lane(self.size), budget.heavy_lane(LARGE):
+            self.inside.set()
+            self.leave.wait(PATIENCE_S)
+        self.done.set()
+
+
+def test_a_run_inside_the_lane_does_not_wait_for_it_again_and_frees_it_once(monkeypatch):
+    """With one lane and a wait longer than the test's patience, a nested wait would show as a run
+    that never gets inside; after it leaves, the lane is free exactly once (the next run gets in,
+    a second one waits for it)."""
+    monkeypatch.setattr(budget, "HEAVY_WAIT_S", 10 * PATIENCE_S)
+    nested = start(NestedRun(LARGE))
+    assert nested.inside.wait(PATIENCE_S)
+    nested.leave.set()
+    assert nested.done.wait(PATIENCE_S)
+    after = start(Run(LARGE))
+    assert after.inside.wait(PATIENCE_S)
+    waiting = start(Run(LARGE))
+    assert not waiting.inside.wait(0.5)
+    after.leave.set()
+    assert waiting.inside.wait(PATIENCE_S)
+    waiting.leave.set()
+    assert waiting.done.wait(PATIENCE_S)

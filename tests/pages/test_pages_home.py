@@ -1,4 +1,4 @@
-"""The Home page through AppTest (the backend badge, the four cards, "Start here"), and its
+"""The Home page through AppTest (the backend badge, a card per page, "Start here"), and its
 thumbnails (viz/home.py) checked against the colour policy."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tests.support.apptest import AppTest, open_page
+from ui import navigation
 from viz import home
 
 pytestmark = pytest.mark.usefixtures("numpy_backend")
@@ -28,16 +29,24 @@ def test_home_badge_says_cpu_and_why():
     assert "CONV_EXPLORER_BACKEND=numpy" in texts
 
 
-def test_four_cards_open_the_four_operation_pages_and_start_here_says_how():
+def test_a_card_opens_each_page_and_start_here_says_how():
+    """One card per page of the navigation but Home, in its order: three cards a row on a laptop."""
     at = app()
-    links = {el.proto.label.strip("*"): el.proto.page for el in at.get("page_link")}
-    assert links == {
-        "Direct convolution": "direct",
-        "im2col + GEMM": "im2col",
-        "Unfold / Fold": "unfold",
-        "Reflect padding": "reflect",
-    }
-    assert [round(c.proto.weight, 2) for c in at.main.columns] == [0.25] * 4  # one row of 4 cards on a laptop
+    links = [(el.proto.label.strip("*"), el.proto.page) for el in at.get("page_link")]
+    assert links == [
+        ("Direct convolution", "direct"),
+        ("im2col + GEMM", "im2col"),
+        ("Unfold / Fold", "unfold"),
+        ("Reflect padding", "reflect"),
+        ("Backward & transposed", "backward"),
+        ("Channels & groups", "channels"),
+        ("Pooling", "pool"),
+        ("LeNet-5", "lenet"),
+        ("Benchmarks", "benchmarks"),
+    ]
+    assert [stem for stem, _, _ in navigation.PAGES[1:]] == [page for _, page in links]
+    assert [round(c.proto.weight, 2) for c in at.main.columns] == [0.33] * 9  # 3 rows of 3 cards
+    assert len(at.main.get("image")) == 8  # every card but Benchmarks has a thumbnail
     steps = at.main.markdown[-1].value
     assert "Click a cell" in steps and "hovering a cell" in steps and "Presentation mode" in steps
     assert "address bar" in steps
@@ -45,7 +54,7 @@ def test_four_cards_open_the_four_operation_pages_and_start_here_says_how():
 
 def test_presentation_mode_shows_two_larger_cards_a_row():
     at = app(state=dict(pres=True))
-    assert [round(c.proto.weight, 2) for c in at.main.columns] == [0.5] * 4  # 2 rows of 2 cards
+    assert [round(c.proto.weight, 2) for c in at.main.columns] == [0.5] * 10  # 5 rows of 2 cards
 
 
 def test_thumbnails_are_computed_once_per_image(monkeypatch):

@@ -12,6 +12,7 @@ import pytest
 from gpuops import lenet
 from tests.support.apptest import AppTest, open_page, typed_array
 from tests.support.helpers import require
+from ui import budget
 from ui import lenet as training
 from ui.state import Cell
 
@@ -51,6 +52,7 @@ def test_train_runs_in_chunks_to_its_goal_and_resumes(monkeypatch):
     reruns until the goal, so one click ends at exactly one epoch; a second click adds one more."""
     monkeypatch.setattr(training, "CHUNK_SHARE", 5 * training.FIRST_GUESS_S / 2.0)
     monkeypatch.setattr(training, "seconds_per_step", lambda state: training.FIRST_GUESS_S)
+    monkeypatch.setattr(training, "CLOCK", lambda: 0.0)  # no deadline: the estimate alone sizes chunks
     at = app({"ln_epochs": "1", "ln_batch": "128"})
     assert metric(at, "Step") == "0" and metric(at, "Test accuracy") == "not trained"
     at.button(key="ln_train").click().run()
@@ -68,6 +70,36 @@ def test_train_runs_in_chunks_to_its_goal_and_resumes(monkeypatch):
             break
         at.run()
     assert metric(at, "Epoch") == "2" and metric(at, "Step") == str(2 * per_epoch)
+
+
+def test_a_chunk_ends_at_its_deadline_whatever_the_estimate(monkeypatch):
+    """The estimate (1 microsecond a step) would allow a whole epoch in one chunk; the deadline
+    (CHUNK_SHARE of the rerun budget) ends it. A clock that moves 0.5 s per reading, read once
+    at the start and once after each step: the first step to end at or past the share ends each
+    chunk, and the chunks (each its own rerun) still reach the goal."""
+    monkeypatch.setattr(training, "seconds_per_step", lambda state: 1e-6)
+    ticks = iter(range(10_000))
+    monkeypatch.setattr(training, "CLOCK", lambda: 0.5 * next(ticks))
+    chunks, train_steps = [], lenet.train_steps
+
+    def counted(state, *args, **kwargs):
+        new = train_steps(state, *args, **kwargs)
+        chunks.append(new.step - state.step)
+        return new
+
+    monkeypatch.setattr(lenet, "train_steps", counted)
+    share = training.CHUNK_SHARE * budget.CPU_SECONDS
+    expected = next(n for n in range(1, 100) if 0.5 * n >= share)
+    per_epoch = -(-1437 // 128)
+    at = app({"ln_epochs": "1", "ln_batch": "128"})
+    at.button(key="ln_train").click().run()
+    for _ in range(per_epoch):
+        if metric(at, "Step") == str(per_epoch):
+            break
+        at.run()
+    assert not at.exception
+    assert metric(at, "Step") == str(per_epoch)
+    assert chunks[:-1] == [expected] * (len(chunks) - 1) and 1 <= chunks[-1] <= expected
 
 
 def test_a_pick_outlines_its_window_in_the_previous_stage():

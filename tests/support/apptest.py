@@ -40,6 +40,9 @@ PAGES = {
     "unfold": "pages/unfold.py",
     "reflect": "pages/reflect.py",
     "backward": "pages/backward.py",
+    "channels": "pages/channels.py",
+    "pool": "pages/pool.py",
+    "lenet": "pages/lenet.py",
     "bench": "pages/benchmarks.py",
 }
 
