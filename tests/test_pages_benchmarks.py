@@ -58,17 +58,32 @@ def started(data: dict) -> datetime:
     return datetime.strptime(data["started"], "%Y-%m-%dT%H:%M:%SZ")
 
 
-def newest_gpu_pair() -> list[str]:
-    """The newest GPU run and every run of the same device started within 10 minutes of it."""
+def gpu_groups() -> list[list[str]]:
+    """The GPU runs grouped: each with every run of the same device started within 10 minutes of
+    it, oldest first; the groups newest first."""
     files = {k: v for k, v in bench_files().items() if v["backend"].get("gpu")}
-    newest = max(files, key=lambda k: started(files[k]))
-    same = [
-        k
-        for k, v in files.items()
-        if v["backend"]["device"] == files[newest]["backend"]["device"]
-        and abs((started(v) - started(files[newest])).total_seconds()) <= 600
-    ]
-    return sorted(same, key=lambda k: started(files[k]))
+    groups = []
+    for name in sorted(files, key=lambda k: started(files[k]), reverse=True):
+        if any(name in g for g in groups):
+            continue
+        same = [
+            k
+            for k, v in files.items()
+            if v["backend"]["device"] == files[name]["backend"]["device"]
+            and abs((started(v) - started(files[name])).total_seconds()) <= 600
+        ]
+        groups.append(sorted(same, key=lambda k: started(files[k])))
+    return groups
+
+
+def newest_gpu_pair() -> list[str]:
+    """The newest GPU runs (the page's first view): the newest run and its companions."""
+    return gpu_groups()[0]
+
+
+def newest_two_runs() -> list[str]:
+    """The newest group of two runs: what the spread between runs is shown on."""
+    return next(g for g in gpu_groups() if len(g) == 2)
 
 
 def medians(data: dict) -> dict[tuple[str, str, str], float]:
@@ -77,10 +92,8 @@ def medians(data: dict) -> dict[tuple[str, str, str], float]:
 
 def test_committed_results_appear_without_pressing_run():
     at = app()
-    pair = newest_gpu_pair()
-    assert len(pair) == 2, "the newest H100 lease holds two committed runs"
-    runs = [bench_files()[k] for k in pair]
-    first = runs[0]
+    newest = newest_gpu_pair()
+    first = bench_files()[newest[0]]
     # labelled with device, versions and date
     label = next(m.value for m in at.markdown if first["backend"]["device"] in m.value)
     v = first["cudnn"]
@@ -93,7 +106,11 @@ def test_committed_results_appear_without_pressing_run():
         f"commit {first['commit']}",
     ):
         assert text in label, (text, label)
-    assert at.selectbox(key="w_bm_run").value == pair[0]
+    assert at.selectbox(key="w_bm_run").value == newest[0]
+    # two runs of one sitting: their values side by side
+    pair = newest_two_runs()
+    at = app(query={"bm_run": pair[0]})
+    runs = [bench_files()[k] for k in pair]
     # the conv2d table: medians of both runs and the ratio to cuDNN, equal to the files
     table = table_with(at, "vs torch:cudnn · run 1")
     ms = [medians(r) for r in runs]
@@ -154,8 +171,8 @@ def test_only_measured_peers_are_named(which):
 
 
 def test_axes_are_linear_unless_the_range_demands_log():
-    at = app()
-    runs = [bench_files()[k] for k in newest_gpu_pair()]
+    at = app(query={"bm_run": newest_two_runs()[0]})
+    runs = [bench_files()[k] for k in newest_two_runs()]
     seen = set()
     for op in dict.fromkeys(r["op"] for r in runs[0]["results"] if r["op"] != "copy"):
         peer = next(
@@ -176,7 +193,7 @@ def test_axes_are_linear_unless_the_range_demands_log():
 
 def test_charts_are_sized_for_their_rows_and_fonts_follow_the_mode():
     for pres, tick, title in ((False, 14, 16), (True, 20, 20)):
-        at = app(query={"pres": "1"} if pres else None)
+        at = app(query={"bm_run": newest_two_runs()[0], **({"pres": "1"} if pres else {})})
         figs = charts(at)
         for fig in figs:
             lay = fig["layout"]
@@ -312,7 +329,7 @@ def write_run(folder: Path, name: str, when: str, records: list[dict], gpu: bool
 
 
 def test_auto_that_missed_the_fastest_says_why_and_new_ops_appear(tmp_path, monkeypatch):
-    """A synthetic lease: auto chose tiled while im2col measured faster (flagged with the reason),
+    """Two synthetic runs of one sitting: auto chose tiled while im2col measured faster (flagged with the reason),
     and an op the page has never heard of is shown like any other (records are read generically)."""
     from bench import reports
 
@@ -328,26 +345,26 @@ def test_auto_that_missed_the_fastest_says_why_and_new_ops_appear(tmp_path, monk
         ]
         return r
 
-    write_run(tmp_path, "lease_a", "2030-01-01T10:00:00Z", recs(1.02, 0.9))
-    write_run(tmp_path, "lease_a_repeat", "2030-01-01T10:00:30Z", recs(1.01, 1.1))
+    write_run(tmp_path, "run_a", "2030-01-01T10:00:00Z", recs(1.02, 0.9))
+    write_run(tmp_path, "run_a_repeat", "2030-01-01T10:00:30Z", recs(1.01, 1.1))
     write_run(tmp_path, "older", "2029-01-01T10:00:00Z", recs(1.0, 2.0))
     (tmp_path / "not_a_run.json").write_text(json.dumps({"rerun_median_ms": 3}))
     monkeypatch.setattr(reports, "REPORTS_DIR", tmp_path)
     at = app()
-    assert at.selectbox(key="w_bm_run").value == "lease_a"
+    assert at.selectbox(key="w_bm_run").value == "run_a"
     assert at.selectbox(key="w_bm_run").options[:2] == [
         reports.group_leases(reports.load_runs())[0].label(),
         reports.group_leases(reports.load_runs())[1].label(),
     ]
     assert [t.label for t in at.tabs][:2] == ["conv2d", "conv9d_grad"]
     auto = table_with(at, "auto ran")
-    run1 = auto[auto["run"] == "lease_a"].iloc[0]
+    run1 = auto[auto["run"] == "run_a"].iloc[0]
     assert (run1["auto ran"], run1["fastest measured"], run1["auto chose"]) == (
         "tiled",
         "im2col",
         "✗ not the fastest",
     )
-    run2 = auto[auto["run"] == "lease_a_repeat"].iloc[0]
+    run2 = auto[auto["run"] == "run_a_repeat"].iloc[0]
     assert (run2["fastest measured"], run2["auto chose"]) == ("tiled", "✓ the fastest")
     warned = " ".join(w.value for w in at.warning)
     assert "auto did not run the fastest measured algorithm" in warned

@@ -237,7 +237,7 @@ def sweep_figure(
     log = needs_log(values)
     finish(
         fig,
-        f"conv2d time vs image size: median and min-max of repeated runs ({clock})",
+        f"conv2d time vs image size ({clock})",
         ("image side H = W (pixels)", "milliseconds" + (" (log scale)" if log else "")),
         460,
         style,

@@ -68,7 +68,6 @@ def ladder_figure(rows: Sequence[LadderRow], *, peer: str, title: str, style: St
         shared_yaxes=True,
         column_widths=[0.62, 0.38],
         horizontal_spacing=0.03,
-        subplot_titles=(f"{unit} (longer is faster)", "error vs float64 (log)"),
     )
     for name, colour, rate_of, error_of, symbol in (
         ("ours", OURS_COLOUR, lambda r: r.ours_tflops, lambda r: r.ours_error, "circle"),
@@ -114,9 +113,8 @@ def ladder_figure(rows: Sequence[LadderRow], *, peer: str, title: str, style: St
         legend=dict(
             orientation="h", yref="container", y=0, yanchor="bottom", x=0, font=dict(size=style.font)
         ),
-        margin=dict(l=10, r=20, t=70 + 2 * style.title, b=50 + 2 * style.font),
+        margin=dict(l=10, r=20, t=40 + 2 * style.title, b=40 + 3 * style.font + style.tick),
     )
-    fig.update_annotations(font_size=style.font)
     fig.update_yaxes(
         type="category",
         categoryorder="array",
@@ -128,6 +126,9 @@ def ladder_figure(rows: Sequence[LadderRow], *, peer: str, title: str, style: St
         tickfont=dict(size=style.tick),
     )
     fig.update_xaxes(tickfont=dict(size=style.tick), showgrid=True, zeroline=False)
+    fig.update_xaxes(title=dict(text=f"{unit} (longer is faster)", font=dict(size=style.font)), row=1, col=1)
+    fig.update_xaxes(title=dict(text="error vs float64 (log)", font=dict(size=style.font)), row=1, col=2)
+    fig.update_yaxes(title=dict(text="", font=dict(size=style.font)))
     top = max(rates, default=1.0) * scale
     fig.update_xaxes(range=[0, 1.3 * top], row=1, col=1)  # room for the values written beside the bars
     fig.update_xaxes(type="log", exponentformat="power", dtick=1, row=1, col=2)
