@@ -59,7 +59,7 @@ def section_auto(runs: list[reports.Run], op: str) -> None:
         return
     for kind, text in view.auto_notes(checks, op, runs):
         (st.warning if kind == "warning" else st.caption)(text)
-    st.dataframe(view.styled(pd.DataFrame(reports.auto_rows(checks))), hide_index=True)
+    st.dataframe(view.styled(view.auto_frame(checks, runs)), hide_index=True, placeholder=view.MISSING)
 
 
 def section_op(runs: list[reports.Run], op: str, key: str) -> None:
@@ -77,7 +77,13 @@ def section_op(runs: list[reports.Run], op: str, key: str) -> None:
     ratio_to = f" and the ratio to {peers[0]} (its time ÷ this time)" if peers else ""
     with st.expander(f"Table: {op}, median ms, rates{ratio_to}", expanded=not peers):
         table = pd.DataFrame(reports.table_rows(runs, op, peers[:1]))
-        st.dataframe(view.styled(table), hide_index=True, key=f"table_{key}_{op}")
+        st.dataframe(
+            view.styled(table),
+            hide_index=True,
+            key=f"table_{key}_{op}",
+            column_config=view.column_config(table),
+            placeholder=view.MISSING,
+        )
         if "of copy · run 1" in table.columns and view.copy_caption(runs):
             st.caption(view.copy_caption(runs))
         every = pd.DataFrame(reports.table_rows(runs, op)).to_csv(index=False)
@@ -113,6 +119,8 @@ def section_committed() -> reports.Lease | None:
     first = group.first
     st.markdown(f"**{first.device}** · " + " · ".join(first.labels()[1:]) + f" · run {first.date()}")
     st.caption(view.runs_caption(group))
+    if view.has_auto(list(group.runs), "conv2d"):
+        st.caption(view.auto_compares("conv2d"))
     return group
 
 
@@ -128,7 +136,12 @@ def section_ladder(runs: list[reports.Run]) -> None:
     )
     figure(fig, "bench_ladder", view.ladder_caption(run))
     with st.expander("Table: the precision ladder, per shape"):
-        st.dataframe(view.styled(view.ladder_table(rungs)), hide_index=True, key="table_ladder")
+        st.dataframe(
+            view.styled(view.ladder_table(rungs)),
+            hide_index=True,
+            key="table_ladder",
+            placeholder=view.MISSING,
+        )
 
 
 def section_run_here() -> None:
@@ -137,10 +150,9 @@ def section_run_here() -> None:
         st.markdown("##### Run on this machine")
         st.caption(f"Backend: **{backend_name()}**.")
         if not view.INFO.gpu:
-            st.info(
+            st.caption(
                 "**CPU numbers are CPU numbers**: no GPU here; compare them with each other, not with the "
-                "H100. The standard GPU shapes take minutes here.",
-                icon=":material/memory:",
+                "H100. The standard GPU shapes take minutes here."
             )
         name = state.widget(SHAPE, format_func=view.shape_text)
         parts = state.widget(WHICH) if view.PARTS else None
@@ -195,7 +207,7 @@ def section_this_run() -> None:
     section_runs([run], "here")
     rows = view.records_frame(report)
     with st.expander("All records of this run", expanded=False):
-        st.dataframe(rows, hide_index=True, key="table_here_all")
+        st.dataframe(rows, hide_index=True, key="table_here_all", placeholder=view.MISSING)
     d1, d2 = st.columns(2)
     d1.download_button(
         "Download CSV",
@@ -247,7 +259,12 @@ def section_sweep() -> None:
     for (a, s), why in sweep.skipped.items():
         st.caption(f"Not measured: {a} at {s} px. {why}")
     with st.expander("Table: every point's runs"):
-        st.dataframe(pd.DataFrame(reports.sweep_rows(sweep)), hide_index=True, key="table_sweep")
+        st.dataframe(
+            pd.DataFrame(reports.sweep_rows(sweep)),
+            hide_index=True,
+            key="table_sweep",
+            placeholder=view.MISSING,
+        )
 
 
 if sty.presentation:  # fewer sections per screen: one column

@@ -210,7 +210,8 @@ def section_precision(direct: Direct) -> None:
         ladder = precision.compare_precisions(image.planes, direct.conv, ("dc_ladder", *direct.conv.key))
         if ladder is None:
             return
-        st.dataframe(precision.styled(precision.table(ladder)), hide_index=True, key="dc_ladder_table")
+        table = precision.styled(precision.table(ladder))
+        st.dataframe(table, hide_index=True, key="dc_ladder_table", placeholder=precision.MISSING)
         rows = precision.rows(ladder, "this layer")
         show(
             ladder_figure(rows, peer="cuDNN", title="This layer in four precisions", style=look), "dc_ladder"

@@ -399,7 +399,7 @@ def test_benchmark_page_runs_on_the_cpu(monkeypatch):
     small = dataclasses.replace(suite.CPU_SHAPES[0], name="tiny_cpu", H=64, W=64)
     monkeypatch.setitem(suite.ALL_SHAPES, "tiny_cpu", small)
     at = app(query={"bm_shape": "tiny_cpu"})
-    assert any("CPU numbers are CPU numbers" in i.value for i in at.info), "the CPU notice"
+    assert any("CPU numbers are CPU numbers" in c.value for c in at.caption), "the CPU notice"
     at.slider(key="w_bm_repeat").set_value(3)
     next(b for b in at.button if b.label == "Run the benchmark").click()
     at.run(timeout=300)
@@ -424,3 +424,75 @@ def test_benchmark_page_runs_on_the_cpu(monkeypatch):
         assert x == pytest.approx(ms[(shape, "conv2d", ref)] / ms[(shape, "conv2d", impl)])
     here = [c.value for c in at.caption if c.value.startswith("Reference:") and "torch:cpu" in c.value]
     assert here and not any("cudnn" in c or "cuBLAS" in c for c in here), "no GPU peer named for a CPU run"
+
+
+def test_what_auto_compares_is_said_once_and_misses_count_fp32_candidates_only():
+    import gpuops
+
+    pair = newest_two_runs()
+    at = app(query={"bm_run": pair[0]})
+    texts = [c.value for c in at.caption] + [w.value for w in at.warning]
+    assert sum("never runs implicit_gemm_tf32" in t for t in texts) == 1, "said once, not per shape or op"
+    # auto's misses, counted here from the files: the fastest of our fp32 algorithms per shape and run
+    misses = total = 0
+    for name in pair:
+        ms = medians(bench_files()[name])
+        for r in bench_files()[name]["results"]:
+            if r["op"] == "conv2d" and r["impl"] == "ours:auto":
+                fp32 = {a: ms[(r["shape"], "conv2d", f"ours:{a}")] for a in gpuops.ALGORITHMS}
+                total += 1
+                misses += min(fp32, key=fp32.get) != r["extra"]["chose"]
+    tab = next(t for t in at.tabs if t.label == "conv2d")
+    auto = next(d.value for d in tab.dataframe if "auto ran" in d.value.columns)
+    assert set(auto["fastest measured"]) <= set(gpuops.ALGORITHMS), "no tensor-core kernel counts"
+    assert (auto["auto chose"] == "✗ not the fastest").sum() == misses
+    warned = [w.value for w in at.warning if "auto did not run the fastest" in w.value]
+    conv2d = [w for w in warned if f"in {misses} of {total} measurements" in w]
+    assert len(conv2d) == (1 if misses else 0)
+
+
+def test_missing_values_show_a_dash_never_none():
+    """A run without a value (cuDNN has no ratio to itself) shows "—": every table of the page tells
+    the grid to draw missing cells so (it draws "None" otherwise)."""
+    at = app(query={"bm_run": newest_two_runs()[0]})
+    assert at.dataframe
+    for d in at.dataframe:
+        assert d.proto.placeholder == "—"
+    table = table_with(at, "vs torch:cudnn · run 1")
+    own = table[table["impl"] == "torch:cudnn"]
+    assert len(own) and own["vs torch:cudnn · run 1"].isna().all(), "missing in the data, a dash on screen"
+
+
+def test_the_precision_ladder_shows_the_committed_tensor_core_run():
+    files = bench_files()
+    name = max(
+        (k for k, v in files.items() if any(r["impl"] == "ours:pipelined_tf32" for r in v["results"])),
+        key=lambda k: started(files[k]),
+    )
+    at = app(query={"bm_run": name})
+    rec = {(r["shape"], r["impl"]): r for r in files[name]["results"] if r["op"] == "conv2d"}
+    shapes = list(dict.fromkeys(s for s, impl in rec if impl == "ours:pipelined_tf32"))
+    pairs = {
+        "FP32": ("ours:auto", "torch:cudnn"),
+        "TF32": ("ours:pipelined_tf32", "torch:cudnn_tf32"),
+        "BF16": ("ours:pipelined_bf16", "torch:cudnn_bf16"),
+        "FP16": ("ours:pipelined_fp16", "torch:cudnn_fp16"),
+    }
+    table = table_with(at, "ours ÷ cuDNN")
+    assert list(dict.fromkeys(table["shape"])) == shapes and len(table) == 4 * len(shapes)
+    for _, row in table.iterrows():
+        ours, peer = (rec[(row["shape"], impl)] for impl in pairs[row["precision"]])
+        assert row["ms"] == pytest.approx(ours["median_ms"]) and row["cuDNN ms"] == pytest.approx(
+            peer["median_ms"]
+        )
+        assert row["ours ÷ cuDNN"] == pytest.approx(ours["median_ms"] / peer["median_ms"])
+        error = ours["extra"].get("rel_error_vs_float64")
+        if row["precision"] != "FP32":
+            assert row["error"] == pytest.approx(error)
+            assert row["ours (kernel)"] == ours["extra"]["kernel"]
+        else:
+            assert row["ours (kernel)"] == f"auto: {ours['extra']['chose']}"
+    fig = chart(at, "conv2d per precision and shape")
+    bars = next(t for t in fig["data"] if t["type"] == "bar" and t["name"] == "cuDNN")
+    want = [rec[(s, pairs[p][1])]["tflops"] for s in shapes for p in pairs]
+    assert bars["x"] == pytest.approx(want)

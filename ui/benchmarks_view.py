@@ -15,7 +15,7 @@ import pandas as pd
 
 import gpuops
 from bench import reports, suite
-from ui import budget
+from ui import budget, tables
 from viz.benchmarks import RatioRow
 from viz.precision import LadderRow, precision_label
 
@@ -161,8 +161,9 @@ def auto_compares(op: str) -> str:
 
 
 def auto_notes(checks: list[reports.AutoCheck], op: str, runs: list[reports.Run]) -> list[tuple[str, str]]:
-    """What to say about `ours:auto` of op, each thing once: ("warning" | "caption", text)."""
-    notes = [("caption", auto_compares(op))]
+    """What to say about `ours:auto` of op, each thing once: ("warning" | "caption", text). What
+    conv2d's auto compares is said at the top of the page (auto_compares), the other ops' here."""
+    notes = [] if op == "conv2d" else [("caption", auto_compares(op))]
     wrong = [c for c in checks if c.agrees is False]
     unknown = [c for c in checks if c.agrees is None]
     by_name = {r.name: r for r in runs}
@@ -199,6 +200,16 @@ def auto_notes(checks: list[reports.AutoCheck], op: str, runs: list[reports.Run]
             )
         )
     return notes
+
+
+def auto_frame(checks: list[reports.AutoCheck], runs: list[reports.Run]) -> pd.DataFrame:
+    """auto's choices as a table (no run column when there is one run)."""
+    frame = pd.DataFrame(reports.auto_rows(checks))
+    return frame.drop(columns=["run"]) if len(runs) == 1 else frame
+
+
+def has_auto(runs: list[reports.Run], op: str) -> bool:
+    return any(r["op"] == op and r["impl"] == "ours:auto" for run in runs for r in run.records)
 
 
 def ratio_rows(runs: list[reports.Run], op: str, ref: str) -> list[RatioRow]:
@@ -295,7 +306,7 @@ def records_frame(report: dict) -> pd.DataFrame:
 
 
 # ---- tables as shown ------------------------------------------------------------------------------------
-MISSING = "—"
+MISSING = tables.MISSING
 FORMATS = (  # column name start -> number format
     ("ms", "{:.4f}"),
     ("its ms", "{:.4f}"),
@@ -317,12 +328,29 @@ FORMATS = (  # column name start -> number format
 def styled(frame: pd.DataFrame) -> Any:
     """A table as the page shows it: numbers at a precision that suits each column, and "—"
     where a run has no value (never "None")."""
-    formats = {}
-    for column in frame.columns:
-        spec = next((f for start, f in FORMATS if str(column).startswith(start)), None)
-        if spec and frame[column].dtype.kind in "fiO":
-            formats[column] = spec
-    return frame.style.format(formats, na_rep=MISSING)
+    return tables.styled(frame, FORMATS)
+
+
+def short_label(column: str) -> str:
+    """A table header short enough for the page's width: "vs torch:cudnn · run 2" -> "vs cudnn (2)",
+    "ms · run 1" -> "ms (1)", "spread between runs %" -> "spread %"."""
+    if column.startswith("spread"):
+        return "spread %"
+    name, _, run = column.partition(" · run ")
+    name = name.replace("torch:", "")
+    return f"{name} ({run})" if run else name
+
+
+def column_config(frame: pd.DataFrame) -> dict[str, Any]:
+    """Narrow number columns with short headers (the full name on hover), so a table of two runs
+    and their ratios fits a 1366 px screen beside the sidebar."""
+    import streamlit as st
+
+    return {
+        c: st.column_config.Column(short_label(c), help=c, width="small")
+        for c in frame.columns
+        if frame[c].dtype.kind in "fiO" and c not in ("shape", "impl")
+    }
 
 
 # ---- the precision ladder of a committed run -------------------------------------------------------------
@@ -340,15 +368,15 @@ def ladder_rows(rungs: list[reports.Rung]) -> list[LadderRow]:
 
 
 def ladder_table(rungs: list[reports.Rung]) -> pd.DataFrame:
-    """One row per shape and precision: ours (what ran, kernel, time, rate, error), cuDNN's in the
+    """One row per shape and precision: ours (the kernel the run recorded, else what ran: auto's
+    choice), its time, rate and error, cuDNN's in the
     same precision, and the ratio of the times."""
     return pd.DataFrame(
         [
             {
                 "shape": r.shape,
                 "precision": precision_label(r.precision),
-                "ours": r.ours,
-                "kernel": r.kernel,
+                "ours (kernel)": r.kernel or r.ours,
                 "ms": r.ms,
                 "TFLOP/s": r.tflops,
                 "error": r.error,

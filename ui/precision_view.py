@@ -26,7 +26,7 @@ from gpuops.checks import WindowGeometry
 from gpuops.conv2d import PRECISIONS, ConvProblem
 from gpuops.index_math import tap_slices
 from gpuops.launch import Launch
-from ui import budget
+from ui import budget, tables
 from ui.common import COMPARE_SHARE, RESULT_SLOTS, time_call
 from ui.padding_view import padding_arg
 from ui.records import Conv
@@ -35,7 +35,8 @@ from viz.precision import LadderRow, precision_label
 TENSOR_CORE = {"tf32": "pipelined_tf32", "bf16": "pipelined_bf16", "fp16": "pipelined_fp16"}
 PRECISION_ORDER = ("fp32", "tf32", "bf16", "fp16")
 STORE = "_dc_ladders"  # session_state: measured ladders, per image and settings
-MISSING = "—"
+MISSING = tables.MISSING
+FORMATS = (("max |error|", "{:.2e}"), ("relative error", "{:.2e}"), ("cuDNN error", "{:.2e}"), ("", "{:.3g}"))
 CPU_COPY_F64 = budget.CPU_COPY["default"]  # bytes/s the float64 reference's tap loop copies
 PRECISION_WORDS = {
     "fp32": "float32 operands (23-bit mantissa)",
@@ -288,9 +289,10 @@ def compare_precisions(planes: np.ndarray, conv: Conv, key: tuple) -> Ladder | N
 
 
 def table(ladder: Ladder) -> pd.DataFrame:
-    """One row a precision: ours (kernel, time, rate, errors) and cuDNN's time and error."""
+    """One row a precision: ours (kernel, time, rate, errors) and cuDNN's time and error (those
+    two columns only where cuDNN was timed: the caption says why not)."""
     unit, scale = ("TFLOP/s", 1.0) if ladder.gpu else ("GFLOP/s", 1000.0)
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         [
             {
                 "precision": precision_label(r.precision),
@@ -306,13 +308,12 @@ def table(ladder: Ladder) -> pd.DataFrame:
             for r in ladder.rungs
         ]
     )
+    return frame if ladder.cudnn_note == "" else frame.drop(columns=["cuDNN ms", "cuDNN error"])
 
 
 def styled(frame: pd.DataFrame) -> Any:
     """The table as shown: "—" for what was not measured, errors in scientific notation."""
-    formats = {c: "{:.3g}" for c in frame.columns if frame[c].dtype.kind == "f"}
-    formats |= {c: "{:.2e}" for c in ("max |error|", "relative error", "cuDNN error") if c in frame}
-    return frame.style.format(formats, na_rep=MISSING)
+    return tables.styled(frame, FORMATS)
 
 
 def _facts(version: str, tile: str) -> str:

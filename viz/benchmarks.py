@@ -174,6 +174,8 @@ def ratio_figure(
     fig.update_layout(
         height=top + bottom + (style.tick + 12) * max(len(order), 2),  # sized for its rows
         margin=dict(l=10, t=top, b=bottom),
+        title=dict(yref="container", y=1, yanchor="top", pad=dict(t=12)),  # pixels from the top: a
+        # fraction of a tall chart's height put the title over the top axis's tick labels
         legend=dict(
             orientation="h", yref="container", y=0, yanchor="bottom", x=0, font=dict(size=style.font)
         ),

@@ -74,6 +74,8 @@ def ladder_figure(rows: Sequence[LadderRow], *, peer: str, title: str, style: St
         (peer, PEER_COLOUR, lambda r: r.peer_tflops, lambda r: r.peer_error, "diamond-open"),
     ):
         values = [None if rate_of(r) is None else rate_of(r) * scale for r in rows]
+        if all(v is None for v in values) and all(error_of(r) is None for r in rows):
+            continue  # not measured at all (no cuDNN on this server): no legend entry either
         fig.add_trace(
             go.Bar(
                 x=values,
@@ -109,6 +111,8 @@ def ladder_figure(rows: Sequence[LadderRow], *, peer: str, title: str, style: St
     fig.update_layout(**base_layout(title, height, style))
     fig.update_layout(
         barmode="group",
+        title=dict(yref="container", y=1, yanchor="top", pad=dict(t=12)),  # pixels from the top: a
+        # fraction of a tall chart's height put the title over the top axis's tick labels
         height=int(height * style.height_scale),
         legend=dict(
             orientation="h", yref="container", y=0, yanchor="bottom", x=0, font=dict(size=style.font)
