@@ -37,8 +37,16 @@ ALGORITHMS = getattr(gpuops, "ALL_ALGORITHMS", gpuops.ALGORITHMS)  # fp32 ones, 
 PRESET = Param("dc_preset", "box blur", "Kernel", "select", choices=(*filters.PRESETS, "custom"))
 K = Param("dc_k", 3, "Size K", "slider", lo=1, hi=filters.MAX_KERNEL, help=HELP["k"])
 STRIDE = Param("dc_stride", 1, "Stride S", "slider", lo=1, hi=8)
-PAD = Param("dc_pad", 1, "Padding P", "slider", lo=0, hi=15, help="Cells added on every side.")
-SAME = Param("dc_same", False, "same", "toggle", help=padding_view.HELP)
+PAD = Param(
+    "dc_pad",
+    1,
+    "Padding P",
+    "slider",
+    lo=0,
+    hi=15,
+    help=f"Cells added on every side. same: {padding_view.HELP}",
+)
+SAME = Param("dc_same", False, "same", "toggle")  # explained in PAD's help: the column is narrow
 MODE = Param("dc_mode", "zeros", "Pad mode", "select", choices=("zeros", "reflect"), help=HELP["mode"])
 DIL = Param("dc_dil", 1, "Dilation D", "slider", lo=1, hi=5, help="Taps are D cells apart.")
 MIX = Param("dc_mix", False, "Mix channels", "toggle", help=HELP["mix"])

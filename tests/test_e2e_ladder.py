@@ -81,6 +81,14 @@ def test_benchmarks_tables_fit_titles_are_whole_and_auto_is_explained_once(serve
     open_expanders(page, "Table:")
     check_fits(page)
     assert "lease" not in page.inner_text("body").lower()
+    # presentation mode: larger text, the same promises
+    page.goto(server + "/benchmarks?pres=1")
+    wait_idle(page)
+    no_exception(page)
+    open_expanders(page, "Table:")
+    check_fits(page)
+    page.locator("summary", has_text="Table: the precision ladder").scroll_into_view_if_needed()
+    shot(page, f"ladder_benchmarks_pres_{size[0]}x{size[1]}")
     page.close()
 
 
@@ -91,6 +99,7 @@ def test_direct_compare_precisions_and_same_padding(server, browser):
     no_exception(page)
     text = page.inner_text("body")
     assert "Padding 'same' is asymmetric here" in text and "1 top, 2 bottom" in text
+    shot(page, "ladder_direct_same_1366x768")
     open_expanders(page, "Precision ladder")
     page.get_by_role("button", name="Compare precisions").click()
     wait_idle(page)

@@ -11,8 +11,8 @@ from typing import Any
 from gpuops.checks import WindowGeometry
 
 HELP = (
-    "Pad so the output keeps the input's size, as PyTorch's padding='same': stride 1 only; an odd "
-    "total puts the extra row / column on the bottom / right."
+    "pads so the output keeps the input's size, as PyTorch's padding='same' (stride 1 only; an odd "
+    "total puts the extra row / column on the bottom / right)."
 )
 
 
