@@ -256,7 +256,8 @@ def _with_cudnn(
 
         with _tf32(torch, rung.precision == "tf32"):
             timing = time_call(peer)
-            y = peer().float().cpu().numpy()[0]
+            with budget.gpu_work():
+                y = peer().float().cpu().numpy()[0]
         rate = problem.flops / (timing.median_ms * 1e-3) / 1e12
         out.append(
             Rung(
@@ -279,8 +280,9 @@ def compare_precisions(planes: np.ndarray, conv: Conv, key: tuple) -> Ladder | N
         "Compare precisions", key="compare_precisions", icon=":material/timer:"
     ):
         bar = st.progress(0.0, text="timing")
-        with budget.gpu_work():
-            ladder = measure_ladder(planes, conv, lambda f, text: bar.progress(f, text=text))
+        # no gpu_work() around it all: each timing takes the GPU lock itself (ui.common.time_call), and
+        # the float64 reference runs on the CPU, where other sessions' kernels need not wait for it
+        ladder = measure_ladder(planes, conv, lambda f, text: bar.progress(f, text=text))
         bar.empty()
         if len(store) >= RESULT_SLOTS:
             store.pop(next(iter(store)))
