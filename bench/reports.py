@@ -32,6 +32,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gpuops.conv2d import PRECISIONS
+
 SCHEMA = 1  # the report format this module reads and bench.suite writes
 REPORTS_DIR = Path(__file__).resolve().parent / "results"
 LEASE_WINDOW_S = 600  # runs started within 10 minutes on the same device and software: one lease
@@ -327,9 +329,10 @@ def run_labels(runs: Sequence[Run]) -> list[str]:
     return [f"run {k + 1} ({Path(run.name).stem})" for k, run in enumerate(runs)]
 
 
-def table_rows(runs: Sequence[Run], op: str) -> list[dict[str, Any]]:
+def table_rows(runs: Sequence[Run], op: str, ratio_to: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """`compare` as table rows: medians per run, the spread between runs, the rates (TFLOP/s,
-    GB/s, fraction of the copy) where the op has them, and the ratio to every peer, per run."""
+    GB/s, fraction of the copy) where the op has them, and the ratio to each peer of `ratio_to`
+    (default: every peer), per run."""
     rows = compare(runs, op)
     n = len(runs)
 
@@ -346,7 +349,7 @@ def table_rows(runs: Sequence[Run], op: str) -> list[dict[str, Any]]:
         for name, values in rates(row).items():
             if name in present:
                 out |= {f"{name} · run {k + 1}": values[k] for k in range(n)}
-        for peer in peers(runs, op):
+        for peer in peers(runs, op) if ratio_to is None else ratio_to:
             out |= {f"vs {peer} · run {k + 1}": row.vs.get(peer, (None,) * n)[k] for k in range(n)}
         table.append(out)
     return table
@@ -380,9 +383,17 @@ class AutoCheck:
     reason: str
 
 
+def auto_candidate(name: str) -> bool:
+    """Whether auto measures this variant of ours: every one but conv2d's reduced-precision
+    algorithms (TF32, bf16, fp16, and their per-version records such as pipelined_tf32_v8),
+    which round the operands and are opt-in by design, as PyTorch's allow_tf32 is."""
+    base = max((a for a in PRECISIONS if name == a or name.startswith(a + "_")), key=len, default=None)
+    return base is None or PRECISIONS[base] == "fp32"
+
+
 def auto_checks(runs: Sequence[Run], op: str) -> list[AutoCheck]:
-    """For every "ours:auto" record of `op`: its choice next to the fastest of our measured
-    algorithms, and why they differ where they do."""
+    """For every "ours:auto" record of `op`: its choice next to the fastest of the algorithms
+    auto compares (auto_candidate) measured in the same run, and why they differ where they do."""
     checks = []
     for run in runs:
         for rec in run.records:
@@ -395,6 +406,7 @@ def auto_checks(runs: Sequence[Run], op: str) -> list[AutoCheck]:
                 and r["shape"] == rec["shape"]
                 and is_ours(r["impl"])
                 and variant(r["impl"]) != "auto"
+                and auto_candidate(variant(r["impl"]))
             }
             if not ours:
                 continue
@@ -444,16 +456,79 @@ def _auto_reason(
     if chose == fastest:
         return "auto ran the fastest measured algorithm"
     gap = f"{chose} took {chosen_ms / fastest_ms:.2f}x the time of {fastest} here" if chosen_ms else ""
+    return f"{auto_why(run, chose)} {gap}".strip()
+
+
+def auto_why(run: Run, chose: str) -> str:
+    """Why auto may run another algorithm than the fastest one a run measured, in general."""
     if not run.gpu:
         return (
             f"On the CPU auto does not measure: it runs {chose} (the NumPy twin that needs no "
-            f"K x K-times larger X_unroll); {gap}"
+            f"K x K-times larger X_unroll)."
         )
     return (
         f"Auto measures each candidate once per shape, a median of 5 runs, when it first sees the "
-        f"shape, and keeps that choice; this table is the median of {run.repeat or 'several'} runs. "
-        f"{gap}: near-ties can flip between measurements"
+        f"shape, and keeps that choice; the table is the median of {run.repeat or 'several'} runs: "
+        f"near-ties can flip between measurements."
     )
+
+
+# ---- the precision ladder ---------------------------------------------------------------------------
+LADDER = (  # precision, our record, cuDNN's record in the same precision
+    ("fp32", "ours:auto", "torch:cudnn"),
+    ("tf32", "ours:pipelined_tf32", "torch:cudnn_tf32"),
+    ("bf16", "ours:pipelined_bf16", "torch:cudnn_bf16"),
+    ("fp16", "ours:pipelined_fp16", "torch:cudnn_fp16"),
+)
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One precision of conv2d on one shape in one run: ours and cuDNN's (None: not recorded)."""
+
+    shape: str
+    precision: str
+    ours: str  # what ran: the algorithm, for fp32 auto's choice
+    kernel: str | None  # the kernel the report names (the tensor-core kernels record it)
+    ms: float | None
+    tflops: float | None
+    error: float | None  # ||y - y64|| / ||y64||, where the run recorded it
+    peer_ms: float | None
+    peer_tflops: float | None
+    peer_error: float | None
+
+
+def precision_ladder(run: Run) -> list[Rung]:
+    """conv2d's precision ladder of a run, for every shape measured with the TF32 pipeline:
+    fp32 (auto, with its chosen algorithm's error where recorded) / TF32 / bf16 / fp16, each
+    next to cuDNN in the same precision. Empty for a run without the tensor-core kernels."""
+    shapes = _unique(r["shape"] for r in run.records if r["op"] == "conv2d" and r["impl"] == LADDER[1][1])
+    rungs = []
+    for shape in shapes:
+        for precision, ours_impl, peer_impl in LADDER:
+            ours, peer = run.find(shape, "conv2d", ours_impl), run.find(shape, "conv2d", peer_impl)
+            extra = (ours or {}).get("extra") or {}
+            name = variant(ours_impl)
+            error = extra.get("rel_error_vs_float64")
+            if name == "auto" and extra.get("chose"):
+                name = f"auto: {extra['chose']}"
+                chosen = run.find(shape, "conv2d", f"ours:{extra['chose']}") or {}
+                error = (chosen.get("extra") or {}).get("rel_error_vs_float64")
+            rungs.append(
+                Rung(
+                    shape,
+                    precision,
+                    name,
+                    extra.get("kernel"),
+                    (ours or {}).get("median_ms"),
+                    (ours or {}).get("tflops"),
+                    error,
+                    (peer or {}).get("median_ms"),
+                    (peer or {}).get("tflops"),
+                    ((peer or {}).get("extra") or {}).get("rel_error_vs_float64"),
+                )
+            )
+    return rungs
 
 
 # ---- the size sweep: repeated timings per image size ----------------------------------------------

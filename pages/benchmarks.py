@@ -1,5 +1,6 @@
-"""Benchmarks: the committed H100 runs at once, next to a run of the benchmark on this machine, and
-conv2d time vs image size with the spread of repeated runs."""
+"""Benchmarks: the committed H100 runs at once, next to a run of the benchmark on this machine, the
+precision ladder (fp32 / TF32 / bf16 / fp16 against cuDNN), and conv2d time vs image size with the
+spread of repeated runs."""
 
 import json
 
@@ -13,19 +14,20 @@ from ui import navigation, shared, state
 from ui.common import backend_name, figure, shown_errors, style
 from ui.state import Param
 from viz import benchmarks as viz
+from viz.precision import ladder_figure
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 SHAPES = view.shape_choices()
-LEASES = {lease.id: lease for lease in reports.group_leases(reports.load_runs())}
-NEWEST_GPU = reports.default_lease(list(LEASES.values()))
+GROUPS = {group.id: group for group in reports.group_leases(reports.load_runs())}  # runs of one sitting
+NEWEST_GPU = reports.default_lease(list(GROUPS.values()))
 
 RUN = Param(
     "bm_run",
     NEWEST_GPU.id if NEWEST_GPU else "",
     "Committed results (newest first)",
     "select",
-    choices=tuple(LEASES),
+    choices=tuple(GROUPS),
 )
 GPU = view.INFO.gpu
 SHAPE = Param(
@@ -43,7 +45,6 @@ SPREAD = "Each point is the median of these runs; its bar goes from the fastest 
 SWEEP_REPEATS = Param("bm_reps", 5, "Repeats per size", "slider", lo=3, hi=9, help=SPREAD)
 PARAMS = [RUN, SHAPE, REPEAT, SWEEP_REPEATS, *([WHICH] if view.PARTS else [])]
 REPORT, SWEEP = "bench_report", "bm_sweep_result"  # session_state: this session's measurements
-MS = st.column_config.NumberColumn(format="%.4f")
 
 state.use(PARAMS)
 sty = style()
@@ -56,13 +57,9 @@ def section_auto(runs: list[reports.Run], op: str) -> None:
     checks = reports.auto_checks(runs, op)
     if not checks:
         return
-    st.dataframe(
-        pd.DataFrame(reports.auto_rows(checks)),
-        hide_index=True,
-        column_config={k: MS for k in ("its ms", "fastest ms", "auto's own ms")},
-    )
-    for kind, text in view.auto_notes(checks, op):
+    for kind, text in view.auto_notes(checks, op, runs):
         (st.warning if kind == "warning" else st.caption)(text)
+    st.dataframe(view.styled(view.auto_frame(checks, runs)), hide_index=True, placeholder=view.MISSING)
 
 
 def section_op(runs: list[reports.Run], op: str, key: str) -> None:
@@ -70,21 +67,35 @@ def section_op(runs: list[reports.Run], op: str, key: str) -> None:
     peers = reports.peers(runs, op)
     if peers:
         rows, labels = view.ratio_rows(runs, op, peers[0]), reports.run_labels(runs)
-        fig = viz.ratio_figure(rows, peers[0], labels, f"{op}: speed relative to {peers[0]}, per shape", sty)
+        fig = viz.ratio_figure(rows, peers[0], labels, f"{op}: speed relative to {peers[0]}", sty)
         figure(fig, f"bench_{key}_{op}", view.ratio_caption(runs, peers))
     else:
         st.info(
             f"No peer was measured for {op} in this run (PyTorch did not import): times only, in the table."
         )
     section_auto(runs, op)
-    with st.expander(
-        f"Table: {op}, median ms, rates and every ratio (peer time ÷ this time)", expanded=not peers
-    ):
-        table = pd.DataFrame(reports.table_rows(runs, op))
-        numbers = {c: MS for c in table.columns if c not in ("shape", "impl")}
-        st.dataframe(table, hide_index=True, key=f"table_{key}_{op}", column_config=numbers)
+    ratio_to = f" and the ratio to {peers[0]} (its time ÷ this time)" if peers else ""
+    with st.expander(f"Table: {op}, median ms, rates{ratio_to}", expanded=not peers):
+        table = pd.DataFrame(reports.table_rows(runs, op, peers[:1]))
+        st.dataframe(
+            view.styled(table),
+            hide_index=True,
+            key=f"table_{key}_{op}",
+            column_config=view.column_config(table),
+            placeholder=view.MISSING,
+        )
         if "of copy · run 1" in table.columns and view.copy_caption(runs):
             st.caption(view.copy_caption(runs))
+        every = pd.DataFrame(reports.table_rows(runs, op)).to_csv(index=False)
+        st.download_button(
+            "Every ratio to every peer (CSV)",
+            every,
+            f"{op}_ratios.csv",
+            "text/csv",
+            key=f"csv_{key}_{op}",
+            icon=":material/download:",
+            type="tertiary",
+        )
 
 
 def section_runs(runs: list[reports.Run], key: str) -> None:
@@ -98,16 +109,39 @@ def section_runs(runs: list[reports.Run], key: str) -> None:
             section_op(runs, op, key)
 
 
-def section_committed() -> None:
-    """The committed reports (bench/results/*.json): one lease at a time, newest first."""
-    if not LEASES:
+def section_committed() -> reports.Lease | None:
+    """The committed reports (bench/results/*.json): the runs of one device session at a time,
+    newest first; their label and how they were measured."""
+    if not GROUPS:
         st.info("No benchmark reports in bench/results/ (written by `python3 -m bench.suite --out ...`).")
-        return
-    lease = LEASES[state.widget(RUN, format_func=lambda i: LEASES[i].label())]
-    first = lease.first
+        return None
+    group = GROUPS[state.widget(RUN, format_func=lambda i: GROUPS[i].label())]
+    first = group.first
     st.markdown(f"**{first.device}** · " + " · ".join(first.labels()[1:]) + f" · run {first.date()}")
-    st.caption(view.lease_caption(lease))
-    section_runs(list(lease.runs), "c")
+    st.caption(view.runs_caption(group))
+    if view.has_auto(list(group.runs), "conv2d"):
+        st.caption(view.auto_compares("conv2d"))
+    return group
+
+
+def section_ladder(runs: list[reports.Run]) -> None:
+    """conv2d's precision ladder of the committed run that measured the tensor-core kernels."""
+    found = view.ladder_of(runs)
+    if found is None:
+        return
+    run, rungs = found
+    st.subheader("Precision ladder: conv2d in fp32, TF32, bf16 and fp16, ours and cuDNN's")
+    fig = ladder_figure(
+        view.ladder_rows(rungs), peer="cuDNN", title="conv2d per precision and shape", style=sty
+    )
+    figure(fig, "bench_ladder", view.ladder_caption(run))
+    with st.expander("Table: the precision ladder, per shape"):
+        st.dataframe(
+            view.styled(view.ladder_table(rungs)),
+            hide_index=True,
+            key="table_ladder",
+            placeholder=view.MISSING,
+        )
 
 
 def section_run_here() -> None:
@@ -116,10 +150,9 @@ def section_run_here() -> None:
         st.markdown("##### Run on this machine")
         st.caption(f"Backend: **{backend_name()}**.")
         if not view.INFO.gpu:
-            st.info(
+            st.caption(
                 "**CPU numbers are CPU numbers**: no GPU here; compare them with each other, not with the "
-                "H100. The standard GPU shapes take minutes here.",
-                icon=":material/memory:",
+                "H100. The standard GPU shapes take minutes here."
             )
         name = state.widget(SHAPE, format_func=view.shape_text)
         parts = state.widget(WHICH) if view.PARTS else None
@@ -174,7 +207,7 @@ def section_this_run() -> None:
     section_runs([run], "here")
     rows = view.records_frame(report)
     with st.expander("All records of this run", expanded=False):
-        st.dataframe(rows, hide_index=True, key="table_here_all")
+        st.dataframe(rows, hide_index=True, key="table_here_all", placeholder=view.MISSING)
     d1, d2 = st.columns(2)
     d1.download_button(
         "Download CSV",
@@ -226,17 +259,25 @@ def section_sweep() -> None:
     for (a, s), why in sweep.skipped.items():
         st.caption(f"Not measured: {a} at {s} px. {why}")
     with st.expander("Table: every point's runs"):
-        st.dataframe(pd.DataFrame(reports.sweep_rows(sweep)), hide_index=True, key="table_sweep")
+        st.dataframe(
+            pd.DataFrame(reports.sweep_rows(sweep)),
+            hide_index=True,
+            key="table_sweep",
+            placeholder=view.MISSING,
+        )
 
 
 if sty.presentation:  # fewer sections per screen: one column
-    section_committed()
+    committed = section_committed()
     section_run_here()
 else:
     left, right = st.columns([7, 3], gap="medium")
     with left:
-        section_committed()
+        committed = section_committed()
     with right:
         section_run_here()
+if committed is not None:  # full width: the tables fit the page
+    section_runs(list(committed.runs), "c")
+    section_ladder(list(committed.runs))
 section_this_run()
 section_sweep()

@@ -12,7 +12,8 @@ import gpuops
 from gpuops import filters
 from gpuops.maps import conv2d as maps
 from ui import direct_view as view
-from ui import navigation, picking, state
+from ui import navigation, padding_view, picking, state
+from ui import precision_view as precision
 from ui.common import backend_name, compare, cuda_source, figure, lazy_expander, shown_errors, style
 from ui.direct_view import Direct
 from ui.fit_images import fit_images
@@ -20,6 +21,7 @@ from ui.kernel_param import KernelParam
 from ui.records import Conv
 from ui.state import Cell, Param
 from viz import conv2d as viz
+from viz.precision import ladder_figure
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
@@ -35,7 +37,16 @@ ALGORITHMS = getattr(gpuops, "ALL_ALGORITHMS", gpuops.ALGORITHMS)  # fp32 ones, 
 PRESET = Param("dc_preset", "box blur", "Kernel", "select", choices=(*filters.PRESETS, "custom"))
 K = Param("dc_k", 3, "Size K", "slider", lo=1, hi=filters.MAX_KERNEL, help=HELP["k"])
 STRIDE = Param("dc_stride", 1, "Stride S", "slider", lo=1, hi=8)
-PAD = Param("dc_pad", 1, "Padding P", "slider", lo=0, hi=15, help="Cells added on every side.")
+PAD = Param(
+    "dc_pad",
+    1,
+    "Padding P",
+    "slider",
+    lo=0,
+    hi=15,
+    help=f"Cells added on every side. same: {padding_view.HELP}",
+)
+SAME = Param("dc_same", False, "same", "toggle")  # explained in PAD's help: the column is narrow
 MODE = Param("dc_mode", "zeros", "Pad mode", "select", choices=("zeros", "reflect"), help=HELP["mode"])
 DIL = Param("dc_dil", 1, "Dilation D", "slider", lo=1, hi=5, help="Taps are D cells apart.")
 MIX = Param("dc_mix", False, "Mix channels", "toggle", help=HELP["mix"])
@@ -45,7 +56,7 @@ ALGO = Param(
 PICK = Param("dc_pick", None, "Picked cell", choices=("out", "in"))
 CHANNEL = Param("dc_ch", 0, "Channel", "number", lo=0, hi=3, help=HELP["ch"])
 KERNEL = KernelParam("dc_kernel", None, "Custom kernel")
-PARAMS = [PRESET, K, STRIDE, PAD, MODE, DIL, MIX, ALGO, PICK, CHANNEL, KERNEL]
+PARAMS = [PRESET, K, STRIDE, PAD, SAME, MODE, DIL, MIX, ALGO, PICK, CHANNEL, KERNEL]
 
 state.use(PARAMS)
 image = st.session_state["image"]
@@ -70,7 +81,7 @@ def upload_notice() -> None:
         st.info(view.UPLOAD_NOTICE, icon=":material/upload:")
 
 
-def section_settings() -> tuple[str, int, int, int, str, int, bool, str]:
+def section_settings() -> tuple[str, int, int, int | str, str, int, bool, str]:
     """One compact row of settings above the images; K, padding and dilation follow the image."""
     fixed = state.get(PRESET) in filters.FIXED_3X3
     if fixed:
@@ -87,7 +98,10 @@ def section_settings() -> tuple[str, int, int, int, str, int, bool, str]:
     preset = state.widget(PRESET, container=cols[0])
     k = state.widget(K, container=cols[1], hi=lim.k_hi, disabled=fixed)
     stride = state.widget(STRIDE, container=cols[2])
-    pad = state.widget(PAD, container=cols[3], lo=lim.pad_lo, hi=lim.pad_hi)
+    pad = state.widget(PAD, container=cols[3], lo=lim.pad_lo, hi=lim.pad_hi, disabled=state.get(SAME))
+    pad, refused = padding_view.choose(state.widget(SAME, container=cols[3]), stride, pad)
+    if refused:
+        st.error(refused, icon=":material/block:")
     mode = state.widget(MODE, container=cols[4])
     dil = state.widget(DIL, container=cols[5], hi=lim.dil_hi)
     mix = state.widget(MIX, container=cols[6])
@@ -198,9 +212,26 @@ def section_compare(direct: Direct) -> None:
             show(fig, "dc_runtimes", view.RUNTIMES_CAPTION)
 
 
+def section_precision(direct: Direct) -> None:
+    """The layer in fp32 / TF32 / bf16 / fp16, timed only when asked (ui/precision_view.py)."""
+    with st.expander("Precision ladder: this layer in fp32, TF32, bf16 and fp16 (time and error)"):
+        ladder = precision.compare_precisions(image.planes, direct.conv, ("dc_ladder", *direct.conv.key))
+        if ladder is None:
+            return
+        table = precision.styled(precision.table(ladder))
+        st.dataframe(table, hide_index=True, key="dc_ladder_table", placeholder=precision.MISSING)
+        rows = precision.rows(ladder, "this layer")
+        show(
+            ladder_figure(rows, peer="cuDNN", title="This layer in four precisions", style=look), "dc_ladder"
+        )
+        for text in precision.captions(ladder):
+            st.caption(text)
+
+
 def section_source_and_downloads(conv: Conv) -> None:
     chosen = "auto's choice here" if state.get(ALGO) == gpuops.AUTO else "as selected"
-    st.caption(f"The output above was computed by **{conv.ran}** ({chosen}) on {backend_name()}.")
+    ran = f"**{conv.ran}** (kernel {precision.launch_text(conv.launch)}; {chosen})"
+    st.caption(f"The output above was computed by {ran} on {backend_name()}.")
     cuda_source(conv.launch, " then cuBLAS GEMM" if conv.ran == "im2col" else "", key="src_dc")
     with lazy_expander("Downloads: the filtered image, every figure as HTML", "downloads_dc") as shown:
         if not shown:
@@ -217,9 +248,11 @@ if kernel is None:
 conv = None
 with shown_errors("The convolution"):
     conv = view.compute(image, kernel, (stride, pad, dil, mode), mix, algo)
-section_formula((stride, pad, dil), kernel, conv.g if conv else None)
+section_formula((stride, state.get(PAD), dil), kernel, conv.g if conv else None)
 if conv is None:
     st.stop()
+if pad == "same":
+    st.caption(padding_view.same_note(conv.g))
 direct = Direct(image, conv)
 cell = picking.resolve(
     PICK, picking.Rules(direct.fit, direct.clicked, direct.hover, keep_default=False), look
@@ -237,4 +270,5 @@ with shown_errors("The animation"):
 with shown_errors("The thread picture"):
     section_threads(direct, detail, ch)
 section_compare(direct)
+section_precision(direct)
 section_source_and_downloads(conv)

@@ -15,8 +15,9 @@ import pandas as pd
 
 import gpuops
 from bench import reports, suite
-from ui import budget
+from ui import budget, tables
 from viz.benchmarks import RatioRow
+from viz.precision import LadderRow, precision_label
 
 INFO = gpuops.backend_info()
 GROUPS = {"standard": "the standard shapes", "classes": "the workload classes"}
@@ -144,42 +145,71 @@ def measured(sweep: reports.Sweep) -> int:
     return sum(p is not None for a in sweep.algorithms for p in sweep.points[a])
 
 
-def auto_notes(checks: list[reports.AutoCheck], op: str) -> list[tuple[str, str]]:
-    """What to say about `ours:auto` of op: ("warning" | "caption", text) in order."""
+AUTO_COMPARES = (
+    "`ours:auto` runs the fastest of our **fp32** algorithms ({fp32}), timed once per shape on the GPU "
+    "(cuDNN's benchmark mode); by design it never runs implicit_gemm_tf32 or the pipelined tensor-core "
+    "kernels (TF32, bf16, fp16), which round the operands and are opt-in, as PyTorch's allow_tf32 is. "
+    "The ✓ / ✗ compare it with those fp32 candidates."
+)
+
+
+def auto_compares(op: str) -> str:
+    """What `ours:auto` of op compares, said once per op."""
+    if op == "conv2d":
+        return AUTO_COMPARES.format(fp32=", ".join(gpuops.ALGORITHMS))
+    return f"`ours:auto` of {op} runs the fastest of our {op} algorithms; the ✓ / ✗ compare it with them."
+
+
+def auto_notes(checks: list[reports.AutoCheck], op: str, runs: list[reports.Run]) -> list[tuple[str, str]]:
+    """What to say about `ours:auto` of op, each thing once: ("warning" | "caption", text). What
+    conv2d's auto compares is said at the top of the page (auto_compares), the other ops' here."""
+    notes = [] if op == "conv2d" else [("caption", auto_compares(op))]
     wrong = [c for c in checks if c.agrees is False]
     unknown = [c for c in checks if c.agrees is None]
-    notes = []
+    by_name = {r.name: r for r in runs}
     if wrong:
         missed = "; ".join(
-            f"{c.shape} ({c.run.removesuffix('.json')}): ran {c.chose}, fastest {c.fastest}. {c.reason}"
+            f"{c.shape} ({c.run.removesuffix('.json')}): ran {c.chose}"
+            + (f", {c.chosen_ms / c.fastest_ms:.2f}x the time of {c.fastest}" if c.chosen_ms else "")
             for c in wrong
         )
-        notes.append(("warning", "**auto did not run the fastest measured algorithm** — " + missed))
-    elif unknown:
+        why = reports.auto_why(by_name[wrong[0].run], wrong[0].chose or "") if wrong[0].run in by_name else ""
         notes.append(
             (
-                "caption",
-                f"`ours:auto` of {op}: {unknown[0].reason}; the table shows the fastest measured variant.",
+                "warning",
+                f"**auto did not run the fastest measured algorithm** in {len(wrong)} of {len(checks)} "
+                f"measurements (✗ in the table): {missed}. {why}",
             )
         )
+    elif unknown:
+        notes.append(("caption", f"{unknown[0].reason}; the table shows the fastest measured variant."))
     else:
         notes.append(
+            ("caption", f"auto ran the fastest of its candidates in every run shown ({len(checks)}).")
+        )
+    slow = [c for c in checks if c.chosen_ms and c.auto_ms > 1.3 * c.chosen_ms]
+    if slow:
+        listed = ", ".join(
+            f"{c.shape} ({c.run.removesuffix('.json')}): {c.auto_ms / c.chosen_ms:.2f}x" for c in slow
+        )
+        notes.append(
             (
                 "caption",
-                f"`ours:auto` ran the fastest of our measured algorithms in every run shown ({len(checks)}).",
+                f"auto's own median was over 1.3x that of the algorithm it runs in {listed}: the same "
+                "kernel, measured twice in one run. Compare the spread between runs.",
             )
         )
-    for c in checks:
-        if c.chosen_ms and c.auto_ms > 1.3 * c.chosen_ms:
-            notes.append(
-                (
-                    "caption",
-                    f"{c.shape} ({c.run.removesuffix('.json')}): auto's own median {c.auto_ms:.3f} ms is "
-                    f"{c.auto_ms / c.chosen_ms:.2f}x that of {c.chose} ({c.chosen_ms:.3f} ms), which it "
-                    f"runs: the same kernel, measured twice in one run. Compare the spread between runs.",
-                )
-            )
     return notes
+
+
+def auto_frame(checks: list[reports.AutoCheck], runs: list[reports.Run]) -> pd.DataFrame:
+    """auto's choices as a table (no run column when there is one run)."""
+    frame = pd.DataFrame(reports.auto_rows(checks))
+    return frame.drop(columns=["run"]) if len(runs) == 1 else frame
+
+
+def has_auto(runs: list[reports.Run], op: str) -> bool:
+    return any(r["op"] == op and r["impl"] == "ours:auto" for run in runs for r in run.records)
 
 
 def ratio_rows(runs: list[reports.Run], op: str, ref: str) -> list[RatioRow]:
@@ -217,20 +247,23 @@ def copy_caption(runs: list[reports.Run]) -> str:
     )
 
 
-def lease_caption(lease: reports.Lease) -> str:
-    """What the committed runs of one lease are and how each value was measured."""
-    first = lease.first
+def runs_caption(group: reports.Lease) -> str:
+    """What the committed runs of one device session are and how each value was measured."""
+    first = group.first
     clock = "CUDA events" if first.gpu else "perf_counter"
     runs = "; ".join(
         f"run {k + 1} = `{r.name}` ({r.started:%H:%M:%S} UTC)" if r.started else f"run {k + 1} = `{r.name}`"
-        for k, r in enumerate(lease.runs)
+        for k, r in enumerate(group.runs)
     )
     text = (
         f"Our kernels (`ours…`) next to the peers measured **in the same run**, as ratios. {runs}. Each "
         f"value: median of {first.repeat or 'several'} timed runs after warm-up ({clock})"
     )
-    if len(lease.runs) > 1:
-        text += f"; {len(lease.runs)} runs of one device lease: their spread is the run-to-run noise."
+    if len(group.runs) > 1:
+        text += (
+            f"; {len(group.runs)} runs on the same device within minutes of each other: their spread is "
+            "the run-to-run noise."
+        )
     else:
         text += "."
     if not first.gpu:
@@ -270,3 +303,97 @@ def records_frame(report: dict) -> pd.DataFrame:
     rows = pd.DataFrame(report["results"])
     rows["extra"] = rows["extra"].map(lambda e: json.dumps(e) if e else "")
     return rows
+
+
+# ---- tables as shown ------------------------------------------------------------------------------------
+MISSING = tables.MISSING
+FORMATS = (  # column name start -> number format
+    ("ms", "{:.4f}"),
+    ("its ms", "{:.4f}"),
+    ("fastest ms", "{:.4f}"),
+    ("auto's own ms", "{:.4f}"),
+    ("cuDNN ms", "{:.4f}"),
+    ("spread", "{:.1f}"),
+    ("TFLOP/s", "{:.1f}"),
+    ("cuDNN TFLOP/s", "{:.1f}"),
+    ("GB/s", "{:.0f}"),
+    ("of copy", "{:.2f}"),
+    ("vs ", "{:.2f}"),
+    ("ours ÷ cuDNN", "{:.2f}"),
+    ("error", "{:.1e}"),
+    ("cuDNN error", "{:.1e}"),
+)
+
+
+def styled(frame: pd.DataFrame) -> Any:
+    """A table as the page shows it: numbers at a precision that suits each column, and "—"
+    where a run has no value (never "None")."""
+    return tables.styled(frame, FORMATS)
+
+
+def short_label(column: str) -> str:
+    """A table header short enough for the page's width: "vs torch:cudnn · run 2" -> "vs cudnn (2)",
+    "ms · run 1" -> "ms (1)", "spread between runs %" -> "spread %"."""
+    if column.startswith("spread"):
+        return "spread %"
+    name, _, run = column.partition(" · run ")
+    name = name.replace("torch:", "")
+    return f"{name} ({run})" if run else name
+
+
+def column_config(frame: pd.DataFrame) -> dict[str, Any]:
+    """Narrow number columns with short headers (the full name on hover), so a table of two runs
+    and their ratios fits a 1366 px screen beside the sidebar."""
+    import streamlit as st
+
+    return {
+        c: st.column_config.Column(short_label(c), help=c, width="small")
+        for c in frame.columns
+        if frame[c].dtype.kind in "fiO" and c not in ("shape", "impl")
+    }
+
+
+# ---- the precision ladder of a committed run -------------------------------------------------------------
+def ladder_of(runs: list[reports.Run]) -> tuple[reports.Run, list[reports.Rung]] | None:
+    """The newest run of the group that measured the tensor-core kernels, and its ladder."""
+    for run in reversed(runs):
+        rungs = reports.precision_ladder(run)
+        if rungs:
+            return run, rungs
+    return None
+
+
+def ladder_rows(rungs: list[reports.Rung]) -> list[LadderRow]:
+    return [LadderRow(r.shape, r.precision, r.tflops, r.peer_tflops, r.error, r.peer_error) for r in rungs]
+
+
+def ladder_table(rungs: list[reports.Rung]) -> pd.DataFrame:
+    """One row per shape and precision: ours (the kernel the run recorded, else what ran: auto's
+    choice), its time, rate and error, cuDNN's in the
+    same precision, and the ratio of the times."""
+    return pd.DataFrame(
+        [
+            {
+                "shape": r.shape,
+                "precision": precision_label(r.precision),
+                "ours (kernel)": r.kernel or r.ours,
+                "ms": r.ms,
+                "TFLOP/s": r.tflops,
+                "error": r.error,
+                "cuDNN ms": r.peer_ms,
+                "cuDNN error": r.peer_error,
+                "ours ÷ cuDNN": r.ms / r.peer_ms if r.ms and r.peer_ms else None,
+            }
+            for r in rungs
+        ]
+    )
+
+
+def ladder_caption(run: reports.Run) -> str:
+    return (
+        f"From `{run.name}`: median of {run.repeat or 'several'} timed runs after warm-up (CUDA events). "
+        "fp32: what `ours:auto` ran (its choice named) against cuDNN with TF32 off; TF32, bf16, fp16: our "
+        "pipelined tensor-core kernels (the kernel the run recorded) against cuDNN in the same precision "
+        "(allow_tf32; bf16 / fp16 tensors). Error: ||y − y64|| / ||y64|| against PyTorch in float64, where "
+        "the run recorded it (— where not). ours ÷ cuDNN: > 1 means cuDNN is faster."
+    )

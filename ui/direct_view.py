@@ -24,6 +24,7 @@ from ui import budget, pick, state
 from ui.common import backend_name, session_cached
 from ui.images import png_bytes, to_display
 from ui.kernel_param import as_cells, fit_to
+from ui.padding_view import padding_arg, pads_text
 from ui.records import Conv
 from ui.sidebar import CAP_OPTIONS, SourceImage
 from ui.state import Cell, Param
@@ -159,18 +160,21 @@ def formula(image: SourceImage, args: tuple[int, int, int], kernel_shape: tuple,
     _, H, W = image.planes.shape
     (stride, pad, dil), (kh, kw) = args, kernel_shape
     h_out, w_out = (str(g.H_out), str(g.W_out)) if g else (r"\text{invalid}", r"\text{invalid}")
+    sides = ((pad, pad), (pad, pad)) if g is None else ((g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right))
+    (ph, pw), (lh, lw) = (pads_text(*p) for p in sides), (pads_text(*p, latex=True) for p in sides)
+    general = "2P" if sides[0][0] == sides[0][1] else r"P_{top} + P_{bottom}"  # "same" may be asymmetric
     if g is None:
         label = "**Output size: invalid** (the formula with these values)"
     else:
         label = (
-            f"**Output: {g.W_out} x {g.H_out}** · H_out = ⌊({H} + 2·{pad} − {dil}·({kh}−1) − 1) / {stride}⌋ "
-            f"+ 1 = {g.H_out} · W_out = ⌊({W} + 2·{pad} − {dil}·({kw}−1) − 1) / {stride}⌋ + 1 = {g.W_out}"
+            f"**Output: {g.W_out} x {g.H_out}** · H_out = ⌊({H} + {ph} − {dil}·({kh}−1) − 1) / {stride}⌋ "
+            f"+ 1 = {g.H_out} · W_out = ⌊({W} + {pw} − {dil}·({kw}−1) − 1) / {stride}⌋ + 1 = {g.W_out}"
         )
     lines = [
-        rf"H_{{out}} = \left\lfloor \frac{{H + 2P - D(K-1) - 1}}{{S}} \right\rfloor + 1 = "
-        rf"\left\lfloor \frac{{{H} + 2\cdot{pad} - {dil}\cdot({kh}-1) - 1}}{{{stride}}} \right\rfloor + 1 = "
+        rf"H_{{out}} = \left\lfloor \frac{{H + {general} - D(K-1) - 1}}{{S}} \right\rfloor + 1 = "
+        rf"\left\lfloor \frac{{{H} + {lh} - {dil}\cdot({kh}-1) - 1}}{{{stride}}} \right\rfloor + 1 = "
         + h_out,
-        rf"W_{{out}} = \left\lfloor \frac{{{W} + 2\cdot{pad} - "
+        rf"W_{{out}} = \left\lfloor \frac{{{W} + {lw} - "
         rf"{dil}\cdot({kw}-1) - 1}}{{{stride}}} \right\rfloor"
         rf" + 1 = " + w_out,
     ]
@@ -502,7 +506,7 @@ class Direct:
         conv, g = self.conv, self.g
         C, H, W = self.image.planes.shape
         x, w = gpuops.asarray(self.image.planes[None]), gpuops.asarray(conv.weight)
-        args = (g.stride_h, g.pad_top, g.dil_h, conv.groups, conv.mode)
+        args = (g.stride_h, padding_arg(g), g.dil_h, conv.groups, conv.mode)  # "same" may be asymmetric
         problem = gpuops.plan_conv2d((1, C, H, W), conv.weight.shape, None, *args).problem
 
         def run(a: str) -> Callable[[], object]:

@@ -174,6 +174,8 @@ def ratio_figure(
     fig.update_layout(
         height=top + bottom + (style.tick + 12) * max(len(order), 2),  # sized for its rows
         margin=dict(l=10, t=top, b=bottom),
+        title=dict(yref="container", y=1, yanchor="top", pad=dict(t=12)),  # pixels from the top: a
+        # fraction of a tall chart's height put the title over the top axis's tick labels
         legend=dict(
             orientation="h", yref="container", y=0, yanchor="bottom", x=0, font=dict(size=style.font)
         ),
@@ -237,7 +239,7 @@ def sweep_figure(
     log = needs_log(values)
     finish(
         fig,
-        f"conv2d time vs image size: median and min-max of repeated runs ({clock})",
+        f"conv2d time vs image size ({clock})",
         ("image side H = W (pixels)", "milliseconds" + (" (log scale)" if log else "")),
         460,
         style,

@@ -58,17 +58,32 @@ def started(data: dict) -> datetime:
     return datetime.strptime(data["started"], "%Y-%m-%dT%H:%M:%SZ")
 
 
-def newest_gpu_pair() -> list[str]:
-    """The newest GPU run and every run of the same device started within 10 minutes of it."""
+def gpu_groups() -> list[list[str]]:
+    """The GPU runs grouped: each with every run of the same device started within 10 minutes of
+    it, oldest first; the groups newest first."""
     files = {k: v for k, v in bench_files().items() if v["backend"].get("gpu")}
-    newest = max(files, key=lambda k: started(files[k]))
-    same = [
-        k
-        for k, v in files.items()
-        if v["backend"]["device"] == files[newest]["backend"]["device"]
-        and abs((started(v) - started(files[newest])).total_seconds()) <= 600
-    ]
-    return sorted(same, key=lambda k: started(files[k]))
+    groups = []
+    for name in sorted(files, key=lambda k: started(files[k]), reverse=True):
+        if any(name in g for g in groups):
+            continue
+        same = [
+            k
+            for k, v in files.items()
+            if v["backend"]["device"] == files[name]["backend"]["device"]
+            and abs((started(v) - started(files[name])).total_seconds()) <= 600
+        ]
+        groups.append(sorted(same, key=lambda k: started(files[k])))
+    return groups
+
+
+def newest_gpu_pair() -> list[str]:
+    """The newest GPU runs (the page's first view): the newest run and its companions."""
+    return gpu_groups()[0]
+
+
+def newest_two_runs() -> list[str]:
+    """The newest group of two runs: what the spread between runs is shown on."""
+    return next(g for g in gpu_groups() if len(g) == 2)
 
 
 def medians(data: dict) -> dict[tuple[str, str, str], float]:
@@ -77,10 +92,8 @@ def medians(data: dict) -> dict[tuple[str, str, str], float]:
 
 def test_committed_results_appear_without_pressing_run():
     at = app()
-    pair = newest_gpu_pair()
-    assert len(pair) == 2, "the newest H100 lease holds two committed runs"
-    runs = [bench_files()[k] for k in pair]
-    first = runs[0]
+    newest = newest_gpu_pair()
+    first = bench_files()[newest[0]]
     # labelled with device, versions and date
     label = next(m.value for m in at.markdown if first["backend"]["device"] in m.value)
     v = first["cudnn"]
@@ -93,7 +106,11 @@ def test_committed_results_appear_without_pressing_run():
         f"commit {first['commit']}",
     ):
         assert text in label, (text, label)
-    assert at.selectbox(key="w_bm_run").value == pair[0]
+    assert at.selectbox(key="w_bm_run").value == newest[0]
+    # two runs of one sitting: their values side by side
+    pair = newest_two_runs()
+    at = app(query={"bm_run": pair[0]})
+    runs = [bench_files()[k] for k in pair]
     # the conv2d table: medians of both runs and the ratio to cuDNN, equal to the files
     table = table_with(at, "vs torch:cudnn · run 1")
     ms = [medians(r) for r in runs]
@@ -154,8 +171,8 @@ def test_only_measured_peers_are_named(which):
 
 
 def test_axes_are_linear_unless_the_range_demands_log():
-    at = app()
-    runs = [bench_files()[k] for k in newest_gpu_pair()]
+    at = app(query={"bm_run": newest_two_runs()[0]})
+    runs = [bench_files()[k] for k in newest_two_runs()]
     seen = set()
     for op in dict.fromkeys(r["op"] for r in runs[0]["results"] if r["op"] != "copy"):
         peer = next(
@@ -176,7 +193,7 @@ def test_axes_are_linear_unless_the_range_demands_log():
 
 def test_charts_are_sized_for_their_rows_and_fonts_follow_the_mode():
     for pres, tick, title in ((False, 14, 16), (True, 20, 20)):
-        at = app(query={"pres": "1"} if pres else None)
+        at = app(query={"bm_run": newest_two_runs()[0], **({"pres": "1"} if pres else {})})
         figs = charts(at)
         for fig in figs:
             lay = fig["layout"]
@@ -312,7 +329,7 @@ def write_run(folder: Path, name: str, when: str, records: list[dict], gpu: bool
 
 
 def test_auto_that_missed_the_fastest_says_why_and_new_ops_appear(tmp_path, monkeypatch):
-    """A synthetic lease: auto chose tiled while im2col measured faster (flagged with the reason),
+    """Two synthetic runs of one sitting: auto chose tiled while im2col measured faster (flagged with the reason),
     and an op the page has never heard of is shown like any other (records are read generically)."""
     from bench import reports
 
@@ -328,26 +345,26 @@ def test_auto_that_missed_the_fastest_says_why_and_new_ops_appear(tmp_path, monk
         ]
         return r
 
-    write_run(tmp_path, "lease_a", "2030-01-01T10:00:00Z", recs(1.02, 0.9))
-    write_run(tmp_path, "lease_a_repeat", "2030-01-01T10:00:30Z", recs(1.01, 1.1))
+    write_run(tmp_path, "run_a", "2030-01-01T10:00:00Z", recs(1.02, 0.9))
+    write_run(tmp_path, "run_a_repeat", "2030-01-01T10:00:30Z", recs(1.01, 1.1))
     write_run(tmp_path, "older", "2029-01-01T10:00:00Z", recs(1.0, 2.0))
     (tmp_path / "not_a_run.json").write_text(json.dumps({"rerun_median_ms": 3}))
     monkeypatch.setattr(reports, "REPORTS_DIR", tmp_path)
     at = app()
-    assert at.selectbox(key="w_bm_run").value == "lease_a"
+    assert at.selectbox(key="w_bm_run").value == "run_a"
     assert at.selectbox(key="w_bm_run").options[:2] == [
         reports.group_leases(reports.load_runs())[0].label(),
         reports.group_leases(reports.load_runs())[1].label(),
     ]
     assert [t.label for t in at.tabs][:2] == ["conv2d", "conv9d_grad"]
     auto = table_with(at, "auto ran")
-    run1 = auto[auto["run"] == "lease_a"].iloc[0]
+    run1 = auto[auto["run"] == "run_a"].iloc[0]
     assert (run1["auto ran"], run1["fastest measured"], run1["auto chose"]) == (
         "tiled",
         "im2col",
         "✗ not the fastest",
     )
-    run2 = auto[auto["run"] == "lease_a_repeat"].iloc[0]
+    run2 = auto[auto["run"] == "run_a_repeat"].iloc[0]
     assert (run2["fastest measured"], run2["auto chose"]) == ("tiled", "✓ the fastest")
     warned = " ".join(w.value for w in at.warning)
     assert "auto did not run the fastest measured algorithm" in warned
@@ -382,7 +399,7 @@ def test_benchmark_page_runs_on_the_cpu(monkeypatch):
     small = dataclasses.replace(suite.CPU_SHAPES[0], name="tiny_cpu", H=64, W=64)
     monkeypatch.setitem(suite.ALL_SHAPES, "tiny_cpu", small)
     at = app(query={"bm_shape": "tiny_cpu"})
-    assert any("CPU numbers are CPU numbers" in i.value for i in at.info), "the CPU notice"
+    assert any("CPU numbers are CPU numbers" in c.value for c in at.caption), "the CPU notice"
     at.slider(key="w_bm_repeat").set_value(3)
     next(b for b in at.button if b.label == "Run the benchmark").click()
     at.run(timeout=300)
@@ -407,3 +424,75 @@ def test_benchmark_page_runs_on_the_cpu(monkeypatch):
         assert x == pytest.approx(ms[(shape, "conv2d", ref)] / ms[(shape, "conv2d", impl)])
     here = [c.value for c in at.caption if c.value.startswith("Reference:") and "torch:cpu" in c.value]
     assert here and not any("cudnn" in c or "cuBLAS" in c for c in here), "no GPU peer named for a CPU run"
+
+
+def test_what_auto_compares_is_said_once_and_misses_count_fp32_candidates_only():
+    import gpuops
+
+    pair = newest_two_runs()
+    at = app(query={"bm_run": pair[0]})
+    texts = [c.value for c in at.caption] + [w.value for w in at.warning]
+    assert sum("never runs implicit_gemm_tf32" in t for t in texts) == 1, "said once, not per shape or op"
+    # auto's misses, counted here from the files: the fastest of our fp32 algorithms per shape and run
+    misses = total = 0
+    for name in pair:
+        ms = medians(bench_files()[name])
+        for r in bench_files()[name]["results"]:
+            if r["op"] == "conv2d" and r["impl"] == "ours:auto":
+                fp32 = {a: ms[(r["shape"], "conv2d", f"ours:{a}")] for a in gpuops.ALGORITHMS}
+                total += 1
+                misses += min(fp32, key=fp32.get) != r["extra"]["chose"]
+    tab = next(t for t in at.tabs if t.label == "conv2d")
+    auto = next(d.value for d in tab.dataframe if "auto ran" in d.value.columns)
+    assert set(auto["fastest measured"]) <= set(gpuops.ALGORITHMS), "no tensor-core kernel counts"
+    assert (auto["auto chose"] == "✗ not the fastest").sum() == misses
+    warned = [w.value for w in at.warning if "auto did not run the fastest" in w.value]
+    conv2d = [w for w in warned if f"in {misses} of {total} measurements" in w]
+    assert len(conv2d) == (1 if misses else 0)
+
+
+def test_missing_values_show_a_dash_never_none():
+    """A run without a value (cuDNN has no ratio to itself) shows "—": every table of the page tells
+    the grid to draw missing cells so (it draws "None" otherwise)."""
+    at = app(query={"bm_run": newest_two_runs()[0]})
+    assert at.dataframe
+    for d in at.dataframe:
+        assert d.proto.placeholder == "—"
+    table = table_with(at, "vs torch:cudnn · run 1")
+    own = table[table["impl"] == "torch:cudnn"]
+    assert len(own) and own["vs torch:cudnn · run 1"].isna().all(), "missing in the data, a dash on screen"
+
+
+def test_the_precision_ladder_shows_the_committed_tensor_core_run():
+    files = bench_files()
+    name = max(
+        (k for k, v in files.items() if any(r["impl"] == "ours:pipelined_tf32" for r in v["results"])),
+        key=lambda k: started(files[k]),
+    )
+    at = app(query={"bm_run": name})
+    rec = {(r["shape"], r["impl"]): r for r in files[name]["results"] if r["op"] == "conv2d"}
+    shapes = list(dict.fromkeys(s for s, impl in rec if impl == "ours:pipelined_tf32"))
+    pairs = {
+        "FP32": ("ours:auto", "torch:cudnn"),
+        "TF32": ("ours:pipelined_tf32", "torch:cudnn_tf32"),
+        "BF16": ("ours:pipelined_bf16", "torch:cudnn_bf16"),
+        "FP16": ("ours:pipelined_fp16", "torch:cudnn_fp16"),
+    }
+    table = table_with(at, "ours ÷ cuDNN")
+    assert list(dict.fromkeys(table["shape"])) == shapes and len(table) == 4 * len(shapes)
+    for _, row in table.iterrows():
+        ours, peer = (rec[(row["shape"], impl)] for impl in pairs[row["precision"]])
+        assert row["ms"] == pytest.approx(ours["median_ms"]) and row["cuDNN ms"] == pytest.approx(
+            peer["median_ms"]
+        )
+        assert row["ours ÷ cuDNN"] == pytest.approx(ours["median_ms"] / peer["median_ms"])
+        error = ours["extra"].get("rel_error_vs_float64")
+        if row["precision"] != "FP32":
+            assert row["error"] == pytest.approx(error)
+            assert row["ours (kernel)"] == ours["extra"]["kernel"]
+        else:
+            assert row["ours (kernel)"] == f"auto: {ours['extra']['chose']}"
+    fig = chart(at, "conv2d per precision and shape")
+    bars = next(t for t in fig["data"] if t["type"] == "bar" and t["name"] == "cuDNN")
+    want = [rec[(s, pairs[p][1])]["tflops"] for s in shapes for p in pairs]
+    assert bars["x"] == pytest.approx(want)
