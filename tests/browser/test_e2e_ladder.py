@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import LAPTOP, PROJECTOR, no_exception, shot, wait_idle
+from tests.support.browser import LAPTOP, PROJECTOR, no_exception, shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.apptest import AppTest, latex_results, open_page
+from tests.support.apptest import AppTest, latex_results, open_page
 from ui import budget
 from ui import precision_view as precision
 from ui.records import Conv
