@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.browser import CHROMIUM_ARGS, chromium_path, no_exception, shot, wait_idle
 from tests.browser.test_e2e_classroom import slider_value, start_room, title, until
+from tests.support.browser import CHROMIUM_ARGS, chromium_path, no_exception, shot, wait_idle
 from tests.support.deployment import Deployment
 
 pytestmark = pytest.mark.e2e
