@@ -5,7 +5,6 @@ that computed it. Index maps come from gpuops.maps.conv2d, figures from viz.conv
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 import pyarrow as pa
 import streamlit as st
@@ -13,7 +12,7 @@ import streamlit as st
 import gpuops
 from gpuops import filters
 from gpuops.maps import conv2d as maps
-from ui import budget, navigation, pick, state
+from ui import budget, kernel_editor, navigation, pick, state
 from ui.common import (
     backend_name,
     compare,
@@ -25,7 +24,7 @@ from ui.common import (
     style,
 )
 from ui.images import png_bytes, to_display
-from ui.kernel_param import KernelParam, as_cells, fit_to
+from ui.kernel_param import KernelParam
 from ui.records import Conv
 from ui.sidebar import CAP_OPTIONS
 from ui.state import Cell, Param
@@ -102,9 +101,10 @@ def fit_geometry(fixed: bool) -> None:
 def section_settings() -> tuple[str, int, int, int, str, int, bool, str]:
     """One compact row of settings above the images."""
     preset = state.get(PRESET)
-    fixed = preset in filters.FIXED_3X3
+    size = 3 if preset in filters.FIXED_3X3 else kernel_editor.side(KERNEL) if preset == "custom" else None
+    fixed = size is not None  # K is the kernel's own: a 3 x 3 Sobel, a typed custom kernel
     if fixed:
-        state.put(K, 3)
+        state.put(K, size)
     fit_geometry(fixed)
     lim = maps.setting_limits(H, W, state.get(K), state.get(PAD), state.get(DIL), state.get(MODE), max_k=K.hi,
                               max_pad=PAD.hi, max_dil=DIL.hi)  # fmt: skip
@@ -117,31 +117,15 @@ def section_settings() -> tuple[str, int, int, int, str, int, bool, str]:
     dil = state.widget(DIL, container=cols[5], hi=lim.dil_hi)
     mix = state.widget(MIX, container=cols[6])
     algo = state.widget(ALGO, container=cols[7])
-    return preset, 3 if fixed else k, stride, pad, mode, dil, mix, algo
+    return preset, size if fixed else k, stride, pad, mode, dil, mix, algo
 
 
 def custom_kernel(k: int) -> np.ndarray:
-    """The custom kernel: an editable k x k grid, kept in the URL (dc_kernel). The editor starts
-    afresh (a new key) whenever the kernel changes from outside it: a link, a new K."""
-    cells = fit_to(state.get(KERNEL), k)
-    version, base, last = st.session_state.get("_dc_kernel_editor", (0, None, None))
-    if cells != last:
-        version, base = version + 1, cells
-    just_chosen = st.session_state.get("_dc_last_preset", "custom") != "custom"  # opened on choosing it
-    with st.expander(
-        f"Edit the custom kernel: {k} x {k} weights (numbers; no empty cells)", expanded=just_chosen
-    ):
-        edited = st.data_editor(
-            pd.DataFrame(np.asarray(base, dtype=np.float64), columns=[str(j) for j in range(k)]),
-            key=f"dc_kernel_editor_{version}",
-            column_config={
-                str(j): st.column_config.NumberColumn(format="%.3f", width="small") for j in range(k)
-            },
-        )
-    now = as_cells(edited.to_numpy(dtype=np.float64, na_value=np.nan))
-    state.put(KERNEL, now)
-    st.session_state["_dc_kernel_editor"] = (version, base, now)
-    return filters.check_custom_kernel(np.asarray(now))
+    """The custom kernel: typed as text (ui/kernel_editor.py), kept in the URL (dc_kernel); it
+    starts as the preset that was on screen."""
+    last = st.session_state.get("_dc_last_preset", "custom")
+    start = filters.preset_kernel(last, k) if last != "custom" else None
+    return kernel_editor.edit(KERNEL, k, start=start)
 
 
 def suggested_size(
