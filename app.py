@@ -20,12 +20,16 @@ st.html(
 )
 
 PAGES = navigation.pages()
-page = st.navigation(PAGES)
+page = st.navigation(PAGES, position="hidden")  # the sidebar's menu is ours: its links keep the settings
+menu = st.sidebar.container(key="page_menu")
 budget.note_session()
-state.show_notices(state.init_params(SIDEBAR_PARAMS))
+state.begin_run(page.url_path)  # Back / Forward to a link of this session restores its settings
+state.show_notices(state.init_params(SIDEBAR_PARAMS, restore=state.restoring()))
 try:
     # classroom: join from a link, follow a room (may switch page), its sidebar part and mode line
     shared = classroom_ui.before_page(page, PAGES, SIDEBAR_PARAMS)
+    queries = {p.url_path: state.link_query(p.url_path, SIDEBAR_PARAMS) for p in PAGES}
+    navigation.links(menu, PAGES, page, queries)
     st.session_state[state.PAGE_KEY] = []  # the page registers its own settings (state.use)
     st.session_state["image"] = render_sidebar(shared)
     with navigation.app_run(), classroom_ui.after_page(page, SIDEBAR_PARAMS):

@@ -36,6 +36,7 @@ RUN = Param(
     "Committed results (newest first)",
     "select",
     choices=tuple(LEASES),
+    pinned=True,  # in the link even as the default: the newest run changes as results are committed
 )
 SHAPE = Param(
     "bm_shape",

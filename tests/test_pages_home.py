@@ -30,7 +30,7 @@ def test_home_badge_says_cpu_and_why():
 
 def test_four_cards_open_the_four_operation_pages_and_start_here_says_how():
     at = app()
-    links = {el.proto.label.strip("*"): el.proto.page for el in at.get("page_link")}
+    links = {el.proto.label.strip("*"): el.proto.page for el in at.main.get("page_link")}
     assert links == {"Direct convolution": "direct", "im2col + GEMM": "im2col", "Unfold / Fold": "unfold",
                      "Reflect padding": "reflect"}  # fmt: skip
     assert [round(c.proto.weight, 2) for c in at.main.columns] == [0.25] * 4  # one row of 4 cards on a laptop

@@ -41,6 +41,7 @@ def side(param: KernelParam) -> int | None:
 
 def _typed(param: KernelParam) -> None:
     """The box changed (Ctrl+Enter or leaving it): use its kernel if the whole text is one."""
+    state.note_change()
     text_key, shown_key, error_key, notes_key = _keys(param)
     text = st.session_state[text_key]
     try:
@@ -56,6 +57,7 @@ def _typed(param: KernelParam) -> None:
 
 def _apply(param: KernelParam, how: str) -> None:
     """A button: normalise or flip the kernel in use; the box is rewritten to show the result."""
+    state.note_change()
     _, _, error_key, notes_key = _keys(param)
     try:
         cells = normalised(state.get(param)) if how == "normalise" else flipped(state.get(param))

@@ -32,6 +32,17 @@ PAGES = (
 _inside = threading.local()  # set while app.py runs a page (in the script's own thread)
 
 
+def links(container, pages: list[st.Page], current: st.Page, queries: dict[str, dict[str, str]]) -> None:
+    """The page menu: one link per page, each carrying the query string its page will write
+    (ui/state.link_query), so a page visit is one history entry (Streamlit's own menu drops the
+    query string, and the page's first run then wrote it as a second entry). The current page's
+    link carries none: following it reruns the page as it is."""
+    with container:
+        for p in pages:
+            query = None if p.url_path == current.url_path else queries[p.url_path]
+            st.page_link(p, label=p.title, icon=p.icon, query_params=query, width="stretch")
+
+
 def pages() -> list[st.Page]:
     return [
         st.Page(f"pages/{stem}.py", title=title, icon=icon, url_path=stem, default=i == 0)

@@ -1,0 +1,58 @@
+"""The URL as history: what app.py writes (defaults left out, one write per run), what the page
+menu's links carry, and when a run is Back / Forward to an older link (ui/state.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.apptest import open_page
+from ui.state import SETTLE_S, is_history_move
+
+pytestmark = pytest.mark.usefixtures("numpy_backend")
+
+HOME = ("", ())
+DIRECT = ("direct", ())
+PICKED = ("direct", (("dc_pick", "out:40,60"),))
+REFLECT = ("reflect", ())
+
+
+@pytest.mark.parametrize(
+    ("link", "last", "changed", "after", "expected"),
+    [
+        (DIRECT, REFLECT, False, 5.0, True),  # Back from Reflect to Direct
+        (PICKED, DIRECT, False, 5.0, True),  # Forward to the pick
+        (DIRECT, DIRECT, False, 5.0, False),  # a rerun of the same link
+        (("direct", (("dc_k", "9"),)), DIRECT, False, 5.0, False),  # a link this session never wrote
+        (DIRECT, PICKED, True, 5.0, False),  # a click sent before the pick's URL arrived
+        (DIRECT, PICKED, False, SETTLE_S / 2, False),  # a request that waited for the last run
+    ],
+)
+def test_which_runs_are_back_or_forward(link, last, changed, after, expected):
+    written = [HOME, DIRECT, PICKED, REFLECT]
+    assert is_history_move(link, (*last, 100.0), written, changed=changed, at=100.0 + after) is expected
+
+
+def test_no_last_run_is_a_first_visit():
+    assert not is_history_move(DIRECT, None, [DIRECT], changed=False, at=0.0)
+
+
+def link_of(at) -> dict[str, str]:
+    """The address bar's query as AppTest holds it (a value may be a list of one)."""
+    return {k: v[-1] if isinstance(v, list) else v for k, v in at.query_params.items()}
+
+
+def test_defaults_stay_out_of_the_link_and_the_menu_links_carry_the_settings():
+    at = open_page("direct", state=dict(pres=True))
+    assert link_of(at) == {"pres": "1"}  # every Direct setting at its default
+    at.session_state["dc_k"] = 5
+    at.run()
+    assert link_of(at) == {"pres": "1", "dc_k": "5"}
+    links = {el.proto.label: el.proto.query_string for el in at.sidebar.get("page_link")}
+    assert links["Reflect padding"] == "pres=1"  # Reflect's settings at their defaults
+    assert links["Direct convolution"] == ""  # the current page: followed as it is
+
+
+def test_a_link_someone_wrote_stays_as_written():
+    query = {"dc_k": "3", "dc_stride": "1", "dc_pick": "out:4,5"}  # defaults named explicitly
+    at = open_page("direct", query=query)
+    assert link_of(at) == query
