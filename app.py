@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import budget, classroom_ui, navigation, state
+from ui import budget, classroom_ui, navigation, presenter, state
 from ui.sidebar import PARAMS as SIDEBAR_PARAMS
 from ui.sidebar import render_sidebar
 
@@ -32,6 +32,7 @@ try:
     navigation.links(menu, PAGES, page, queries)
     st.session_state[state.PAGE_KEY] = []  # the page registers its own settings (state.use)
     st.session_state["image"] = render_sidebar(shared)
+    presenter.apply(bool(st.session_state.get("pres")), menu)  # projector text, keys for a remote
     with navigation.app_run(), classroom_ui.after_page(page, SIDEBAR_PARAMS):
         page.run()  # publish (instructor) / own change? (follower) afterwards
 finally:  # also when the run stops early (st.stop, st.rerun): the link shows what is on screen
