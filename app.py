@@ -5,13 +5,17 @@ The entry point: page navigation, the sidebar every page shares, and the one URL
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from ui import budget, classroom_ui, navigation, presenter, state
 from ui.sidebar import PARAMS as SIDEBAR_PARAMS
 from ui.sidebar import render_sidebar
 
-st.set_page_config(page_title="Conv Explorer", page_icon=":material/grid_on:", layout="wide")
+# the tab icon is a file served by the app: a ":material/..." icon would be fetched from Google's CDN
+ICON = Path(__file__).resolve().parent / "assets" / "icon.png"
+st.set_page_config(page_title="Conv Explorer", page_icon=str(ICON), layout="wide")
 
 # The lesson must fit the first screen of a 1366 x 768 laptop: less empty space above the title.
 st.html(

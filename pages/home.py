@@ -4,6 +4,7 @@ import numpy as np
 import streamlit as st
 
 import gpuops
+from bench import reports
 from gpuops import filters
 from ui import navigation
 from ui.common import style
@@ -21,6 +22,12 @@ CARDS = [  # title, page file, one sentence, what the thumbnail shows
      "sums where they overlap.", "fold(unfold(x)): overlaps summed, brighter"),
     ("Reflect padding", "reflect", "Grow the image by mirroring it at its edges, without repeating the edge "
      "pixel: no black frame for the convolution.", "your image reflect-padded (cyan: the original)"),
+    ("Backward & transposed", "backward", "The gradients flow back through the same taps: dE/dX gathers through "
+     "the flipped kernel, and the transposed convolution stamps it.", "your image through a stride-2 "
+     "transposed convolution: twice the size"),
+    ("Benchmarks", "benchmarks", "Every kernel timed next to PyTorch, cuDNN and cuBLAS on the same GPU, and "
+     "the same suite run on this server.", "conv2d speed of our kernels relative to cuDNN, log scale "
+     "(line: as fast)"),
 ]  # fmt: skip
 
 
@@ -50,22 +57,49 @@ def thumbnails(key: str, _planes: np.ndarray) -> list[np.ndarray]:
     covered = home.covered_crop(small, k, stride)
     folded = gpuops.fold(gpuops.unfold(covered, k, stride=stride), covered.shape[1:], k, stride=stride) / 2
     pad = min(small.shape[1:]) // 3
+    tent = np.outer([0.5, 1.0, 0.5], [0.5, 1.0, 0.5]).astype(np.float32)  # each pixel stamps it, 2 apart
+    stamps = np.repeat(tent[None, None], c, axis=0)
+    upsampled = gpuops.conv_transpose2d(small[None], stamps, stride=2, padding=1, output_padding=1, groups=c)[
+        0
+    ]
     return [
         home.rgb_thumbnail(to_display(conv)),
         home.identity_thumbnail(cell_ids.astype(np.int64)),
         home.rgb_thumbnail(to_display(folded)),
         home.padded_thumbnail(to_display(gpuops.reflect_pad(small, pad)), pad),
+        home.rgb_thumbnail(to_display(upsampled)),
+        home.bars_thumbnail(conv2d_speeds()),
     ]
 
 
+@st.cache_data(max_entries=1, show_spinner=False)
+def conv2d_speeds() -> np.ndarray:
+    """Our conv2d kernels' speed relative to cuDNN on the first shape of the newest committed GPU
+    run (peer time / our time), for the Benchmarks card; empty without such a run."""
+    lease = reports.default_lease(reports.group_leases(reports.load_runs()))
+    if lease is None or not lease.first.gpu:
+        return np.zeros(0)
+    rows = [r for r in reports.compare([lease.first], "conv2d") if reports.is_ours(r.impl)]
+    shape = rows[0].shape if rows else None
+    peer = next((p for p in reports.peers([lease.first], "conv2d") if "cudnn" in p), None)
+    speeds = [r.vs.get(peer, (None,))[0] for r in rows if r.shape == shape]
+    return np.array([v for v in speeds if v is not None])
+
+
 def section_cards(image) -> None:
-    st.subheader("The four operations")
+    st.subheader("The pages")
     thumbs = thumbnails(image.key, image.planes)
-    per_row = 2 if style().presentation else 4  # a projector: fewer, larger cards
-    cols = [c for _ in range(len(CARDS) // per_row) for c in st.columns(per_row)]
+    per_row = 2 if style().presentation else 3  # a projector: fewer, larger cards
+    cols = [c for _ in range(-(-len(CARDS) // per_row)) for c in st.columns(per_row)]
     for col, (title, page_file, text, shows), thumb in zip(cols, CARDS, thumbs, strict=True):
         with col.container(border=True):
-            st.page_link(f"pages/{page_file}.py", label=f"**{title}**", icon=":material/arrow_forward:")
+            link = navigation.query_for(page_file)  # the settings travel along: one history entry
+            st.page_link(
+                f"pages/{page_file}.py",
+                label=f"**{title}**",
+                icon=":material/arrow_forward:",
+                query_params=link,
+            )
             st.image(thumb, width=320 if style().presentation else "stretch")
             st.markdown(f"*Above: {shows}.* {text}")
 

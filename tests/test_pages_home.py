@@ -28,12 +28,16 @@ def test_home_badge_says_cpu_and_why():
     assert "CONV_EXPLORER_BACKEND=numpy" in texts
 
 
-def test_four_cards_open_the_four_operation_pages_and_start_here_says_how():
+def test_a_card_for_every_page_and_start_here_says_how():
     at = app()
     links = {el.proto.label.strip("*"): el.proto.page for el in at.main.get("page_link")}
     assert links == {"Direct convolution": "direct", "im2col + GEMM": "im2col", "Unfold / Fold": "unfold",
-                     "Reflect padding": "reflect"}  # fmt: skip
-    assert [round(c.proto.weight, 2) for c in at.main.columns] == [0.25] * 4  # one row of 4 cards on a laptop
+                     "Reflect padding": "reflect", "Backward & transposed": "backward",
+                     "Benchmarks": "benchmarks"}  # fmt: skip
+    assert [round(c.proto.weight, 2) for c in at.main.columns] == [
+        0.33
+    ] * 6  # two rows of 3 cards on a laptop
+    assert len(at.main.get("image")) == 6  # each card has its picture
     steps = at.main.markdown[-1].value
     assert "Click a cell" in steps and "hovering a cell" in steps and "Presentation mode" in steps
     assert "address bar" in steps
@@ -41,7 +45,7 @@ def test_four_cards_open_the_four_operation_pages_and_start_here_says_how():
 
 def test_presentation_mode_shows_two_larger_cards_a_row():
     at = app(state=dict(pres=True))
-    assert [round(c.proto.weight, 2) for c in at.main.columns] == [0.5] * 4  # 2 rows of 2 cards
+    assert [round(c.proto.weight, 2) for c in at.main.columns] == [0.5] * 6  # 3 rows of 2 cards
 
 
 def test_thumbnails_are_computed_once_per_image(monkeypatch):
@@ -102,3 +106,13 @@ def test_thumbnails_have_one_size_and_fit_any_image():
         assert (crop.shape[1] - k) % stride == 0 and (crop.shape[2] - k) % stride == 0
         thumb = home.rgb_thumbnail((small[:3].transpose(1, 2, 0) * 255).astype(np.uint8))
         assert thumb.shape == (home.SIDE, home.SIDE, 3)
+
+
+def test_bars_thumbnail_puts_speed_1_at_the_middle_on_a_log_scale():
+    rgb = home.bars_thumbnail(np.array([2.0, 0.5, 8.0]), side=97)  # log2 from -3 to 3 over 96 px
+    background = np.array([255, 255, 255])
+    dark = [c for c in range(97) if (rgb[:, c] < 40).all()]
+    assert 48 in dark  # the line at speed 1
+    row = lambda i: [c for c in range(97) if (rgb[int((i + 0.5) * 97 / 3), c] != background).any()]  # noqa: E731
+    assert max(row(0)) == 48 + 16 and min(row(1)) == 48 - 16  # 2x: one third of the half to the right
+    assert max(row(2)) == 96  # 8x: the right edge
