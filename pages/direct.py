@@ -608,8 +608,10 @@ if conv is None:
 
 cell, detail = resolve_pick(conv)
 zoom = zoom_region(conv, detail)
+# hovering either image outlines its window / its readers, computed in the browser (no rerun)
+rules = pick.window_rules(conv.g, conv.mode, outputs="conv_output", inputs="conv_input")
 clicked = click_to_cell(
-    pick.bridge(hover=hover_maps(conv, detail, zoom), style=look.outline_style()), conv, detail
+    pick.bridge(hover=hover_maps(conv, detail, zoom), style=look.outline_style(), rules=rules), conv, detail
 )
 if clicked is not None and clicked != cell:  # the same click as pending_click; kept as a safety net
     state.put(PICK, clicked)
