@@ -15,6 +15,7 @@ import streamlit as st
 
 from gpuops import filters
 from ui import state
+from ui.common import style
 from ui.kernel_param import (
     Cells,
     KernelParam,
@@ -88,15 +89,17 @@ def edit(param: KernelParam, k: int, *, start: Cells | np.ndarray | None = None)
     size = len(cells)
     with st.container(border=True, key=f"{param.key}_editor"):
         box, beside = st.columns([1, 2])
+        line = 32 if style().presentation else 22  # px per row of the box: all K rows in view
         box.text_area(
-            f"Custom kernel, {size} x {size}: rows on lines or split by ;",
+            f"Custom kernel, {size} x {size}",
             key=text_key,
             on_change=_typed,
             args=(param,),
-            height=min(max(68, 40 + 22 * size), 240),
+            height=min(max(68, 2 * line + line * size), 12 * line),
             help=(
-                f"Numbers such as 0.5, -2, 1e-3 or 1/16, separated by spaces or commas; any K x K up to "
-                f"{filters.MAX_KERNEL} x {filters.MAX_KERNEL}. Ctrl+Enter or a click outside applies it."
+                f"One row per line (or rows split by ;), numbers such as 0.5, -2, 1e-3 or 1/16 separated by "
+                f"spaces or commas; any K x K up to {filters.MAX_KERNEL} x {filters.MAX_KERNEL}. Ctrl+Enter "
+                "or a click outside applies it."
             ),
         )
         with beside:
