@@ -29,8 +29,15 @@ SAMPLE = Param("sample", "shapes", "Sample image", "select", choices=tuple(SAMPL
 GREY = Param("grey", False, "Greyscale (1 channel)", "toggle")
 CAP = Param("cap", 256, "Working size (longest side, px)", "select_slider", lo=32, hi=1024, choices=tuple(CAP_OPTIONS),
             help="Larger images are downscaled to this size before any computation.")  # fmt: skip
-PRESENT = Param("pres", False, "Presentation mode", "toggle",
-                help="Large text and thick highlights for a projector; kept in the link.")  # fmt: skip
+PRESENT = Param(
+    "pres",
+    False,
+    "Presentation mode",
+    "toggle",
+    help="Every text of the page and the figures sized for a projector, thick highlights; kept in the link. "
+    "On every page, in either mode: space plays or pauses the animation in view, the arrow keys (or a "
+    "presenter remote's Page Up / Page Down) step it.",
+)
 PARAMS = [SOURCE, SAMPLE, GREY, CAP, PRESENT]
 
 
