@@ -34,7 +34,8 @@ def outlined(page, chart: str, colour: str, axis: str) -> set[tuple[int, int]]:
 
 
 def pick_in_url(page) -> str:
-    return parse_qs(urlparse(page.url).query).get("bw_pick", [""])[0]
+    """The pick the address bar means: a setting at its default (dx:3,3) is left out of the link."""
+    return parse_qs(urlparse(page.url).query).get("bw_pick", ["dx:3,3"])[0]
 
 
 def play_the_animation(page) -> None:
