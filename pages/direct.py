@@ -606,6 +606,7 @@ section_formula(stride, pad, dil, kernel.shape[0], kernel.shape[1], conv.g if co
 if conv is None:
     st.stop()
 
+applied = pick.pending()  # this run's click, applied by resolve_pick (a step maps through the old crop)
 cell, detail = resolve_pick(conv)
 zoom = zoom_region(conv, detail)
 # hovering either image outlines its window / its readers, computed in the browser (no rerun)
@@ -613,7 +614,7 @@ rules = pick.window_rules(conv.g, conv.mode, outputs="conv_output", inputs="conv
 clicked = click_to_cell(
     pick.bridge(hover=hover_maps(conv, detail, zoom), style=look.outline_style(), rules=rules), conv, detail
 )
-if clicked is not None and clicked != cell:  # the same click as pending_click; kept as a safety net
+if applied is None and clicked is not None and clicked != cell:  # a click pending() could not read
     state.put(PICK, clicked)
     cell, detail = resolve_pick(conv)
     zoom = zoom_region(conv, detail)
