@@ -3,6 +3,8 @@ menu's links carry, and when a run is Back / Forward to an older link (ui/state.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.apptest import open_page
@@ -56,3 +58,24 @@ def test_a_link_someone_wrote_stays_as_written():
     query = {"dc_k": "3", "dc_stride": "1", "dc_pick": "out:4,5"}  # defaults named explicitly
     at = open_page("direct", query=query)
     assert link_of(at) == query
+
+
+def test_back_restores_but_a_change_sent_with_an_older_link_is_kept():
+    """AppTest sends what a browser sends: the query string it holds. Back: an older link of the
+    session and nothing else changed -> its settings. A person's change sent before the newer
+    link arrived (the same older query string, plus the change) -> the change, nothing undone."""
+    at = open_page("direct")
+    at.session_state["dc_k"] = 5
+    at.run()
+    assert link_of(at) == {"dc_k": "5"}
+    time.sleep(SETTLE_S)  # a person looks at the page before pressing Back
+    at.query_params.clear()  # Back: the link the page's first run wrote
+    at.run()
+    assert at.session_state["dc_k"] == 3 and link_of(at) == {}
+    at.session_state["dc_k"] = 5
+    at.run()
+    time.sleep(SETTLE_S)
+    at.query_params.clear()  # the older link again, with a change typed into the pick's row
+    at.number_input(key="w_dc_pick_row").set_value(7).run()
+    assert at.session_state["dc_k"] == 5, "nothing undone"
+    assert at.session_state["dc_pick"].row == 7

@@ -42,6 +42,7 @@ _WRITTEN = "_url_written"  # session_state: the (page, query) links this session
 _LAST = "_url_last"  # session_state: (page, query, monotonic time) the last run ended with
 _PAGE = "_url_page"  # session_state: the url_path of the page this run shows
 _CHANGED = "_url_changed"  # session_state: a widget or a click changed a setting before this run
+_VALUES = "_url_values"  # session_state: the plain values as the last run ended (`_widget_values`)
 MAX_WRITTEN = 200  # links remembered per session for Back / Forward
 SETTLE_S = 0.3  # a run this soon after the last one ended was asked for before the URL update arrived
 _PARAMS_BY_PAGE: dict[str, list[Param]] = {}  # url_path -> its Params, once any session ran it
@@ -149,8 +150,20 @@ def begin_run(url_path: str, now: Callable[[], float] = time.monotonic) -> None:
     link = (url_path, _query_now())
     last = ss.get(_LAST)
     ss[_PAGE] = url_path
-    changed = ss.pop(_CHANGED, False) or pick.pending() is not None
+    before = ss.get(_VALUES, {})  # a value changed since the last run ended (widgets of a page not shown go)
+    moved = any(k in before and before[k] != v for k, v in _widget_values().items())
+    changed = ss.pop(_CHANGED, False) or pick.pending() is not None or moved
     ss[_RESTORE] = is_history_move(link, last, ss.get(_WRITTEN, ()), changed=changed, at=now())
+
+
+_PLAIN = (bool, int, float, str, type(None), Cell, tuple)
+
+
+def _widget_values() -> dict[str, Any]:
+    """The plain values of st.session_state (widgets' and settings'; not the app's own entries,
+    which start with "_"): the request for a run changes them before it starts when it carries
+    a person's change (a widget moved, a button pressed), which Back / Forward does not."""
+    return {k: v for k, v in st.session_state.items() if not k.startswith("_") and isinstance(v, _PLAIN)}
 
 
 def is_history_move(
@@ -233,6 +246,7 @@ def sync_query(sidebar: list[Param], now: Callable[[], float] = time.monotonic) 
     ss = st.session_state
     link = (ss.get(_PAGE, ""), _query_now())
     ss[_WRITTEN] = [*[w for w in ss.get(_WRITTEN, []) if w != link][-MAX_WRITTEN + 1 :], link]
+    ss[_VALUES] = _widget_values()
     ss[_LAST] = (*link, now())
 
 
