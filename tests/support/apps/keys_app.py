@@ -18,6 +18,6 @@ fig = go.Figure(
     data=[go.Scatter(x=[0], y=[0], mode="markers", marker=dict(size=20))],
     frames=[go.Frame(name=lab, data=[go.Scatter(x=[i], y=[0])]) for i, lab in enumerate(LABELS)],
 )
-controls = animation.controls(LABELS, NORMAL, prefix="at ", ms=300, y=-0.15)
+controls = animation.controls(LABELS, NORMAL, animation.Controls(prefix="at ", ms=300, y=-0.15))
 fig.update_layout(height=420, xaxis=dict(range=[-1, 12]), yaxis=dict(range=[-1, 1]), **controls)
 st.plotly_chart(fig, key="animated")
