@@ -105,7 +105,7 @@ def section_first_row(ex: view.Example, p: Cell) -> None:
         figure(
             viz.output_figure(ex.y_mat, maps.positions(g), st_style, output_marks),
             "ymat",
-            f"Row m reshaped to {g.H_out} × {g.W_out} is output map m. Click a cell: its sum.",
+            f"Row m reshaped to {g.W_out} × {g.H_out} (W x H) is output map m. Click a cell: its sum.",
             pickable=True,
         )
     with right:

@@ -377,9 +377,9 @@ def test_font_sizes_colour_scales_and_true_axes(pres):
             assert layout[axis]["tickfont"]["size"] >= tick_min, (name, axis)
             assert layout[axis]["title"]["font"]["size"] >= (20 if pres else 14), (name, axis)
         assert layout["modebar"]["orientation"] == "v", name
-    # colours: input values (min >= 0) sequential from 0; signed Sobel weights diverging at 0
+    # colours: input values on the fixed [0, 1] image scale; signed Sobel weights diverging at 0
     zoom = figs["dc_zoom"]["data"][0]
-    assert zoom["zmin"] == 0 and "zmid" not in zoom
+    assert zoom["zmin"] == 0 and zoom["zmax"] == 1 and "zmid" not in zoom
     kernel = figs["dc_kernel"]["data"][0]
     assert kernel.get("zmid") == 0 and kernel["zmin"] == -kernel["zmax"]
     # true axes: the input shows its padding band, the close-up the true rows and columns around (3, 40)
@@ -389,10 +389,12 @@ def test_font_sizes_colour_scales_and_true_axes(pres):
     assert x0 < 39 and x1 > 41 and y0 < 2 and y1 > 4 and y0 >= -1.5  # padding rows at most
 
 
-def test_box_blur_weights_use_a_sequential_scale():
+def test_box_blur_weights_stay_diverging_at_zero():
+    """Weights are signed data: a filter whose weights happen to be all positive keeps the
+    diverging scale centred at 0 (a preset switch never changes the palette's meaning)."""
     at = app(state=dict(cap=32, dc_preset="box blur", dc_k=5))
     kernel = figures(at)["dc_kernel"]["data"][0]
-    assert kernel["zmin"] == 0 and "zmid" not in kernel
+    assert kernel["zmid"] == 0 and kernel["zmin"] == -kernel["zmax"] == pytest.approx(-1 / 25)
 
 
 def test_the_animation_crop_changes_for_a_large_kernel_and_downloads_work_offline():

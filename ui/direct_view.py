@@ -29,7 +29,7 @@ from ui.sidebar import CAP_OPTIONS, SourceImage
 from ui.state import Cell, Param
 from viz import conv2d as viz
 from viz.images import signed_to_display
-from viz.style import Style
+from viz.style import Style, output_kind
 
 CHARTS_OUT = ("conv_output", "dc_threads")  # a click on these picks an output pixel
 CHARTS_IN = ("conv_input", "dc_zoom", "dc_tile")  # and on these an input cell
@@ -345,10 +345,17 @@ class Direct:
                 f"Click a pixel. {in_what}; blue band: padding ({pad_note}); dotted cyan: the close-up.",
             ),
             (
-                viz.output_figure(conv.out_pixels, look, f"Output: {g.W_out} x {g.H_out}", out_marks),
+                viz.output_figure(conv.out_pixels, look, self.output_title(), out_marks),
                 f"Click a pixel. {out_what}. Shown as {conv.shown_as}.",
             ),
         ]
+
+    def output_title(self) -> str:
+        """The output image's title; with colour channels filtered one by one, it says so on the
+        figure (a Sobel edge of a red square on white comes out cyan: its green and blue change)."""
+        g, (C, _, _) = self.g, self.image.planes.shape
+        per_channel = "<br>each colour channel filtered on its own" if C > 1 and self.conv.groups > 1 else ""
+        return f"Output: {g.W_out} x {g.H_out}{per_channel}"
 
     def summary(self, cell: Cell, ch: int) -> str:
         """The pick in words: an output's value and its products, or which outputs read an input cell."""
@@ -444,8 +451,12 @@ class Direct:
             conv.out[m][oh, ow],
             crop.index_of(*detail),
             conv.weight.shape[1] * g.KH * g.KW,
+            output_kind(conv.kernel, conv.out[m]),
         )
-        title = f"Outputs {crop.out_r0}..{crop.out_r1 - 1} x {crop.out_c0}..{crop.out_c1 - 1}, channel {ch}"
+        title = (
+            f"Output rows {crop.out_r0}..{crop.out_r1 - 1}, columns {crop.out_c0}..{crop.out_c1 - 1}, "
+            f"channel {ch}"
+        )
         return viz.sliding_window_figure(sweep, look, title), len(oh)
 
     def threads(self, detail: tuple[int, int], ch: int) -> tuple[maps.ThreadWork, str, str]:
@@ -488,7 +499,7 @@ class Direct:
         win = maps.padded_window(self.image.planes[ch], g, conv.mode, *region)
         taps = [maps.receptive_field(g, int(r), int(c), conv.mode) for r, c in work.thread_pixels]
         cells = np.concatenate([np.stack([t.rows.ravel(), t.cols.ravel()], axis=1) for t in taps])
-        title = f"Shared-memory tile: {r1 - r0} x {c1 - c0} input cells (tile + halo)"
+        title = f"Shared-memory tile: {c1 - c0} x {r1 - r0} input cells (tile + halo)"
         stage = dict(launch.args).get("cb_max", 1)  # v3 stages several channels per barrier; v2 and v6 one
         caption = (
             f"Cyan: the input tile the block copies to shared memory ({stage} channel(s) at a time, "

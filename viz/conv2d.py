@@ -25,21 +25,21 @@ from viz.memo import figure_memo
 from viz.style import (
     HALO,
     HIGHLIGHT,
+    IMAGE,
     PADDING_COLOUR,
     PEN,
     READER,
     SECOND,
-    SEQUENTIAL,
     Pen,
     Style,
     axis_text,
     base_layout,
-    value_scale,
+    scale_for,
 )
 
 IMAGE_WIDTH = 460  # px of an image column at 1366 x 768 with the sidebar open (two columns)
 GRID_WIDTH = 520  # px a cell grid is drawn for (labels are sized for it)
-PIXEL_SCALE = dict(colorscale=SEQUENTIAL, zmin=0.0, zmax=1.0)  # input values are intensities in [0, 1]
+PIXEL_SCALE = scale_for(IMAGE)  # input values are intensities in [0, 1]
 PIXEL_GRID = GridLook(fmt=".2f", width_px=GRID_WIDTH, scale=PIXEL_SCALE)
 COVER = "rgba(236,236,236,1)"  # outputs the window has not reached yet
 MIRROR = "#5b2a86"  # arrows from a mirrored padding tap to the cell it copies
@@ -111,7 +111,8 @@ class Closeup:
 class Sweep:
     """The sliding window over a crop: the input region it reads (window), the outputs out_rows x
     out_cols with their values, each output's taps (tap_rows, tap_cols: (n, KH, KW), raster order)
-    and value (sums: (n,), each the sum of `terms` products), and the frame shown first (start)."""
+    and value (sums: (n,), each the sum of `terms` products), the frame shown first (start), and
+    the kind of data the outputs are (viz.style.output_kind: signed when a weight is negative)."""
 
     window: Window
     out_rows: np.ndarray
@@ -122,6 +123,7 @@ class Sweep:
     sums: np.ndarray
     start: int
     terms: int
+    out_kind: str = IMAGE
 
 
 # ---- one-shot layouts ---------------------------------------------------------------------------------
@@ -239,17 +241,21 @@ def _meta(**cells: Any) -> dict[str, list[list[int]]]:
 
 
 # ---- the two images ---------------------------------------------------------------------------------
-def _margins(style: Style) -> dict[str, int]:
-    """Image panels: room for the title, the tick labels and the axis titles, nothing more."""
+def _margins(style: Style, title: str = "") -> dict[str, int]:
+    """Image panels: room for the title (every line of it), the tick labels and the axis titles."""
+    lines = 1 + title.count("<br>")
     return dict(
-        l=3 * style.tick // 2 + style.font + 24, r=34, t=style.title + 24, b=style.tick + style.font + 28
+        l=3 * style.tick // 2 + style.font + 24,
+        r=34,
+        t=lines * (style.title + 6) + 18,
+        b=style.tick + style.font + 28,
     )
 
 
-def _image_height(rows: int, cols: int, style: Style, width: int = IMAGE_WIDTH) -> int:
+def _image_height(rows: int, cols: int, style: Style, width: int = IMAGE_WIDTH, title: str = "") -> int:
     """Height (before the style's scale) that lets an image of rows x cols fill a column `width`
     px wide, plus its title and axes."""
-    m = _margins(style)
+    m = _margins(style, title)
     plot_w = width - m["l"] - m["r"]
     plot_h = min(int(plot_w * rows / max(1, cols)), int(1.15 * plot_w))
     return int((max(plot_h, 60) + m["t"] + m["b"]) / style.height_scale)
@@ -265,10 +271,9 @@ def _image_layout(
 ) -> dict:
     """An image panel's layout: axes in true pixel coordinates over extent (r0, r1, c0, c1)."""
     r0, r1, c0, c1 = extent
-    layout = _layout(
-        title, f"{axis} column", f"{axis} row", _image_height(r1 - r0, c1 - c0, style, width), style, **extra
-    )
-    layout["margin"] = _margins(style)
+    height = _image_height(r1 - r0, c1 - c0, style, width, title)
+    layout = _layout(title, f"{axis} column", f"{axis} row", height, style, **extra)
+    layout["margin"] = _margins(style, title)
     plain = dict(autorange=False, constrain="domain", showgrid=False, zeroline=False)
     return _merge(
         layout,
@@ -600,7 +605,7 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
     in_look = GridLook(fmt=".2f", width_px=int(2 * GRID_WIDTH * split), scale=PIXEL_SCALE)
     in_grid = value_grid(in_values, style, origin=(int(in_rows[0]), int(in_cols[0])), look=in_look)
     in_grid.update(hovertemplate="input row %{y}, col %{x}<br>value %{z:.4f}<extra></extra>")
-    out_look = GridLook("output", ".2f", int(2 * GRID_WIDTH * (1 - gap - split)))
+    out_look = GridLook("output", ".2f", int(2 * GRID_WIDTH * (1 - gap - split)), kind=sweep.out_kind)
     out_grid = value_grid(out_values, style, origin=(int(out_rows[0]), int(out_cols[0])), look=out_look)
     out_grid.update(
         hovertemplate="output row %{y}, col %{x}<br>value %{z:.4f}<extra></extra>", xaxis="x2", yaxis="y2"
@@ -832,6 +837,5 @@ __all__ = [
     "shared_tile_figure",
     "sliding_window_figure",
     "thread_figure",
-    "value_scale",
     "weights_figure",
 ]
