@@ -541,3 +541,31 @@ def test_sessions_with_the_same_settings_share_the_figures_and_a_change_builds_a
     rerun(second, dc_stride=1)
     assert memo.stats["misses"] > misses
     assert figures(second)["conv_output"] != figures(first)["conv_output"]
+
+
+def test_the_sliding_window_plays_from_the_pick_at_the_chosen_speed():
+    """Play's frame list starts at the picked output (the step on screen) and wraps round; the
+    speed setting sets each frame's duration; the caption says both."""
+    at = app(state=dict(cap=32, dc_pick=Cell("out", 7, 9), dc_speed=5))
+    layout = figures(at)["dc_window"]["layout"]
+    slider, [play, _pause] = layout["sliders"][0], layout["updatemenus"][0]["buttons"]
+    labels = [s["label"] for s in slider["steps"]]
+    assert labels[slider["active"]] == "7,9"
+    order, options = play["args"]
+    assert order[0] == "7,9" and sorted(order) == sorted(labels)
+    i = labels.index("7,9")
+    assert order == labels[i:] + labels[:i]
+    assert options["frame"]["duration"] == 200 and options["fromcurrent"] is True
+    assert "Play starts at the pick and runs 5 steps per second" in captions(at)
+
+
+def test_both_sliding_window_panels_stay_readable_for_a_large_dilated_window():
+    """K = 15, S = 8, P = 15, D = 5: few outputs under a large input region. Each panel keeps at
+    least 0.3 of the width, so the output panel and its title stay readable."""
+    at = app(state=dict(cap=128, dc_k=15, dc_dil=5, dc_stride=8, dc_pad=15, dc_pick=Cell("out", 2, 2)))
+    assert not errors(at)
+    layout = figures(at)["dc_window"]["layout"]
+    (a0, a1), (b0, b1) = layout["xaxis"]["domain"], layout["xaxis2"]["domain"]
+    assert a1 - a0 >= 0.3 and b1 - b0 >= 0.3 and a1 < b0
+    notes = [n["text"] for n in layout["annotations"]]
+    assert "Output (grey: not computed yet)" in notes

@@ -44,6 +44,7 @@ SWEEP_CAPTION = (
     "Play, pause, or drag the slider; grey outputs are not computed yet. A GPU computes them all at once, "
     "one thread each (below). Where you pause is the pick."
 )
+SPEED_HELP = "How many outputs the sliding window computes per second while it plays."
 NO_GPU = (
     "This machine has no GPU: the NumPy twin computed the output. The figure shows the launch "
     "the GPU makes for these settings"
@@ -175,6 +176,14 @@ def formula(image: SourceImage, args: tuple[int, int, int], kernel_shape: tuple,
         rf" + 1 = " + w_out,
     ]
     return label, lines
+
+
+def sweep_caption(steps: int, speed: int) -> str:
+    """What the sliding window shows, where Play starts, and how fast it goes."""
+    return (
+        f"{steps} steps, one per output; Play starts at the pick and runs {speed} step"
+        f"{'s' if speed != 1 else ''} per second. {SWEEP_CAPTION}"
+    )
 
 
 def _set_pick_from_inputs(param: Param) -> None:
@@ -431,8 +440,9 @@ class Direct:
         ]
         return latex, table, terms.total, notes
 
-    def sweep(self, detail: tuple[int, int], ch: int, look: Style) -> tuple[go.Figure, int]:
-        """The sliding window over a crop around the detail output (within the budget), and its steps."""
+    def sweep(self, detail: tuple[int, int], ch: int, look: Style, speed: int = 3) -> tuple[go.Figure, int]:
+        """The sliding window over a crop around the detail output (within the budget), playing
+        `speed` steps per second from it, and its number of steps."""
         g, conv, m = self.g, self.conv, self.channel_of(ch)
         crop = maps.animation_crop(g, *detail)
         oh, ow = crop.outputs
@@ -457,7 +467,7 @@ class Direct:
             f"Output rows {crop.out_r0}..{crop.out_r1 - 1}, columns {crop.out_c0}..{crop.out_c1 - 1}, "
             f"channel {ch}"
         )
-        return viz.sliding_window_figure(sweep, look, title), len(oh)
+        return viz.sliding_window_figure(sweep, look, title, ms=1000 // max(1, speed)), len(oh)
 
     def threads(self, detail: tuple[int, int], ch: int) -> tuple[maps.ThreadWork, str, str]:
         """Which block and thread computed the detail output: their work, a title and in words."""

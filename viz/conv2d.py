@@ -46,6 +46,7 @@ MIRROR = "#5b2a86"  # arrows from a mirrored padding tap to the cell it copies
 BOX = Pen(SECOND)  # boxes: a region (the zoom, a tile), cyan
 DOTTED_BOX = Pen(SECOND, "dot")
 DASHED, DOTTED = Pen(dash="dash"), Pen(dash="dot")  # taps in the padding, the cells mirrored taps copy
+MIN_PANEL = 0.32  # neither panel of the sliding window gets less of the figure's width (its title fits)
 MAX_ARROWS = 8  # more mirrored taps than this: no arrows (a tangle); hovering a padding cell shows its source
 
 
@@ -584,10 +585,19 @@ def _box(r0: float, r1: float, c0: float, c1: float) -> tuple[list, list]:
     return [left, right, right, left, left], [top, top, bottom, bottom, top]
 
 
+def panel_split(in_cols: int, out_cols: int, gap: float) -> float:
+    """Where the input panel ends (a fraction of the width): shared in proportion to the cells
+    across, but neither panel below MIN_PANEL (a few outputs of a large dilated window would
+    otherwise get ~30 px, their title cut)."""
+    raw = (1 - gap) * in_cols / max(1, in_cols + out_cols)
+    return min(max(raw, MIN_PANEL), 1 - gap - MIN_PANEL)
+
+
 @figure_memo
 def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 350) -> FramedFigure:
     """The window moving over a region of the input (left), the output filling in (right), one
-    frame per output in raster order, played in the browser (Play / Pause / a step slider)."""
+    frame per output in raster order, played in the browser (Play / Pause / a step slider), ms
+    per step; Play starts at sweep.start (the pick)."""
     win, out_rows, out_cols, out_values = sweep.window, sweep.out_rows, sweep.out_cols, sweep.out_values
     in_rows, in_cols, in_values = win.rows, win.cols, win.values
     in_padding = ~win.inside & np.isfinite(win.values)
@@ -601,7 +611,7 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
     n, nr, nc = len(sums), len(out_rows), len(out_cols)
     ni, nj = len(in_rows), len(in_cols)
     gap = 0.08
-    split = (1 - gap) * nj / (nj + nc)
+    split = panel_split(nj, nc, gap)
     in_look = GridLook(fmt=".2f", width_px=int(2 * GRID_WIDTH * split), scale=PIXEL_SCALE)
     in_grid = value_grid(in_values, style, origin=(int(in_rows[0]), int(in_cols[0])), look=in_look)
     in_grid.update(hovertemplate="input row %{y}, col %{x}<br>value %{z:.4f}<extra></extra>")
@@ -693,7 +703,8 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
         current_right=True,
     )
     controls = animation.controls(labels, style, how)
-    height = int(2 * GRID_WIDTH * split * max(ni / nj, nr / nc)) + 200
+    in_px, out_px = 2 * GRID_WIDTH * split, 2 * GRID_WIDTH * (1 - gap - split)
+    height = int(max(in_px * ni / nj, out_px * nr / nc)) + 200
     layout = _layout(caption(start), "input column", "input row", height, style)
     layout["margin"] = dict(l=70, r=30, t=2 * style.title + 60, b=style.font * 3 + 90)
     left = _square(in_rows.tolist(), in_cols.tolist(), style, int(2 * GRID_WIDTH * split))
@@ -720,7 +731,7 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
             showarrow=False,
             font=dict(size=style.font),
         )
-        for text, x in (("Input: the window (orange)", 0), ("Output: grey = not computed yet", split + gap))
+        for text, x in (("Input: the window (orange)", 0), ("Output (grey: not computed yet)", split + gap))
     ]
     return FramedFigure(traces, layout, raw_frames=frames, raw_layout=controls)
 
