@@ -569,3 +569,26 @@ def test_both_sliding_window_panels_stay_readable_for_a_large_dilated_window():
     assert a1 - a0 >= 0.3 and b1 - b0 >= 0.3 and a1 < b0
     notes = [n["text"] for n in layout["annotations"]]
     assert "Output (grey: not computed yet)" in notes
+
+
+@pytest.mark.parametrize("k, pad, arrows", [(3, 1, 5), (7, 3, 0)])
+def test_the_reflect_closeup_caption_promises_arrows_only_when_drawn(k, pad, arrows):
+    """Output (0, 0) with reflect padding: 5 of a 3 x 3 window's taps are mirrored (arrows drawn),
+    33 of a 7 x 7 window's (too many: no arrows, and the caption says hover instead)."""
+    at = app(state=dict(cap=32, dc_mode="reflect", dc_k=k, dc_pad=pad, dc_pick=Cell("out", 0, 0)))
+    drawn = [a for a in figures(at)["dc_zoom"]["layout"].get("annotations", []) if a.get("showarrow")]
+    assert len(drawn) == arrows
+    text = captions(at)
+    assert ("arrows from each mirrored tap" in text) == (arrows > 0)
+    assert "hover a padding cell" in text
+
+
+def test_the_thread_figure_is_never_a_thin_strip_and_its_title_has_two_lines():
+    """im2col's unfold thread covers a long row: the figure shows rows at least a third of its
+    columns (it was 9 rows by 128 columns), and the title puts blockIdx/threadIdx on a line of its own."""
+    at = app(state=dict(cap=128, dc_algo="im2col", dc_pick=Cell("out", 80, 90)))
+    layout = figures(at)["dc_threads"]["layout"]
+    (c0, c1), (r1, r0) = layout["xaxis"]["range"], layout["yaxis"]["range"]
+    assert (r1 - r0) * 3 >= (c1 - c0) - 3
+    title = layout["title"]["text"]
+    assert title.startswith("unfold_v1<br>blockIdx (") and "threadIdx (" in title

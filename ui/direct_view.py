@@ -387,8 +387,15 @@ class Direct:
         )
 
     def closeup_caption(self, cell: Cell) -> str:
-        """What the close-up outlines, and what its padding holds."""
-        mirrored = "copies of mirrored cells (arrows, or hover a padding cell: the cell it copies)"
+        """What the close-up outlines, and what its padding holds: arrows to the cells mirrored
+        taps copy only where the figure draws them (up to viz.MAX_ARROWS taps)."""
+        rf = maps.receptive_field(self.g, *self.detail_of(cell), self.conv.mode)
+        n_mirrored = int(np.sum(~rf.inside & (rf.source_rows >= 0)))
+        if 0 < n_mirrored <= viz.MAX_ARROWS:
+            how = "arrows from each mirrored tap; or hover a padding cell: the cell it copies is outlined"
+        else:
+            how = "hover a padding cell: the cell it copies is outlined"
+        mirrored = f"copies of mirrored cells ({how})"
         pad_note = mirrored if self.conv.mode == "reflect" else "zeros"
         picked = "; red: the picked input cell" if cell.space == "in" else ""
         return (
@@ -475,7 +482,7 @@ class Direct:
         work = maps.computed_by(
             launch, self.g, *detail, self.channel_of(ch), channel=ch, C=self.image.planes.shape[0]
         )
-        title = f"{launch.kernel}: blockIdx {work.block}, threadIdx {work.thread}"
+        title = f"{launch.kernel}<br>blockIdx {work.block}, threadIdx {work.thread}"  # two lines: fits
         per_thread = len(work.thread_pixels)
         if conv.ran == "im2col":
             return (

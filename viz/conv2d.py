@@ -46,6 +46,7 @@ MIRROR = "#5b2a86"  # arrows from a mirrored padding tap to the cell it copies
 BOX = Pen(SECOND)  # boxes: a region (the zoom, a tile), cyan
 DOTTED_BOX = Pen(SECOND, "dot")
 DASHED, DOTTED = Pen(dash="dash"), Pen(dash="dot")  # taps in the padding, the cells mirrored taps copy
+MIN_ROWS_PER_COLUMN = 3  # the thread figure shows at least one row per 3 columns (never a thin strip)
 MIN_PANEL = 0.32  # neither panel of the sliding window gets less of the figure's width (its title fits)
 MAX_ARROWS = 8  # more mirrored taps than this: no arrows (a tangle); hovering a padding cell shows its source
 
@@ -756,10 +757,10 @@ def thread_figure(
     H, W = out_pixels.shape[:2]
     cells = np.concatenate([_as_cells(block_pixels), _as_cells(thread_pixels), _as_cells([picked])])
     r0, r1, c0, c1 = _bbox(cells, 4, H, W)
-    grow_r, grow_c = (
-        max(0, 12 - (r1 - r0)) // 2,
-        max(0, 24 - (c1 - c0)) // 2,
-    )  # some context around a thin block
+    # some context around a thin block: at least 24 columns, and rows a third of the columns (a
+    # 256-pixel row of im2col's unfold was drawn 9 rows high: a squashed strip)
+    grow_c = max(0, 24 - (c1 - c0)) // 2
+    grow_r = max(0, max(12, (c1 - c0 + 2 * grow_c) // MIN_ROWS_PER_COLUMN) - (r1 - r0)) // 2
     r0, r1, c0, c1 = max(0, r0 - grow_r), min(H, r1 + grow_r), max(0, c0 - grow_c), min(W, c1 + grow_c)
     shapes = highlight(block_pixels, style, "block", Pen(SECOND))
     shapes += highlight(thread_pixels, style, "thread", Pen(width=max(2, style.line - 1)), union=False)

@@ -317,8 +317,13 @@ def patch_view(zoom: Zoom, title: str, style: Style = NORMAL, marks: Marks = NO_
         shapes += _box_shapes(box, style, Pen(SECOND), halo=False)
     if taps is not None:
         flags = np.ones(taps[0].size, bool) if tap_inside is None else np.ravel(tap_inside)
-        for r, c, real in zip(np.ravel(taps[0]), np.ravel(taps[1]), flags, strict=True):
-            shapes += outline((int(r), int(c)), style, Pen(HIGHLIGHT, "solid" if real else "dot"))
+        boxes_of_taps = [
+            outline((int(r), int(c)), style, Pen(HIGHLIGHT, "solid" if real else "dot"))
+            for r, c, real in zip(np.ravel(taps[0]), np.ravel(taps[1]), flags, strict=True)
+        ]
+        # every halo first, then every line: a neighbour's halo drawn later would cover the
+        # shared edge of the tap before it and leave open, broken boxes
+        shapes += [halo for halo, _ in boxes_of_taps] + [line for _, line in boxes_of_taps]
     if pixel is not None:
         shapes += outline(pixel, style, Pen(READER))
     if starts is not None and len(starts[0]):
