@@ -35,6 +35,7 @@ from viz.style import (
     label_size,
     outline,
     scale_for,
+    title_layout,
 )
 
 if TYPE_CHECKING:  # the maps' records, read by attribute (viz imports no compute code)
@@ -200,7 +201,7 @@ def layout_base(title: str, style: Style, height: int, margin: dict) -> dict:
     sizes, vertical mode bar that never covers the title), built as a plain dict: one figure
     is then made and checked once, not updated piece by piece (many times faster)."""
     return dict(
-        title=dict(text=title, font=dict(size=style.title), x=0, xanchor="left", y=0.99, yanchor="top"),
+        title=title_layout(title, style, y=0.99),
         font=dict(size=style.font),
         height=int(height),
         margin=margin,

@@ -90,12 +90,29 @@ def axis_text(title: str, style: Style = NORMAL) -> dict:
     return dict(title=dict(text=title, font=dict(size=style.font)), tickfont=dict(size=style.tick))
 
 
+def title_layout(title: str, style: Style, y: float = 0.98) -> dict:
+    """A figure title at the top left, every line of it inside the figure. Plotly centres the
+    lines of a title on where its first line would sit, so a two-line title anchored at the top
+    pokes out above the figure by half a line (its first line was cut): pad.t moves it down by
+    that much (LINE_SPACING 1.3 em: 0.65 em per extra line, and a few px of the glyphs' ascent)."""
+    extra = title.count("<br>")
+    return dict(
+        text=title,
+        font=dict(size=style.title),
+        x=0,
+        xanchor="left",
+        y=y,
+        yanchor="top",
+        pad=dict(t=round((0.65 * style.title + 4) * extra)),
+    )
+
+
 def base_layout(title: str, height: int, style: Style = NORMAL) -> dict:
     """The figure-level settings every figure shares, as one dict: title, fonts, height, margins,
     and the mode bar vertical on the right, where it never covers the title. Figures built from
     dicts take it whole (one validation instead of `finish`'s property-by-property updates)."""
     return dict(
-        title=dict(text=title, font=dict(size=style.title), x=0, xanchor="left", y=0.98, yanchor="top"),
+        title=title_layout(title, style),
         font=dict(size=style.font),
         height=int(height * style.height_scale),
         margin=dict(
