@@ -347,14 +347,16 @@ class Direct:
                 f"{cell.col}); dotted: output {detail}, explained below"
             )
         pad_note = "mirrored cells" if conv.mode == "reflect" else "zeros"
-        title = f"Input: {W} x {H}, {C} channel{'s' if C > 1 else ''}"
+        out_title = self.output_title()  # two lines: the input's title takes two too, images aligned
+        joint = "<br>" if "<br>" in out_title else ", "
+        title = f"Input: {W} x {H}{joint}{C} channel{'s' if C > 1 else ''}"
         return [
             (
                 viz.input_figure(in_pixels, look, title, in_marks),
                 f"Click a pixel. {in_what}; blue band: padding ({pad_note}); dotted cyan: the close-up.",
             ),
             (
-                viz.output_figure(conv.out_pixels, look, self.output_title(), out_marks),
+                viz.output_figure(conv.out_pixels, look, out_title, out_marks),
                 f"Click a pixel. {out_what}. Shown as {conv.shown_as}.",
             ),
         ]
