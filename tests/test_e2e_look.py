@@ -9,6 +9,7 @@ import time
 import pytest
 
 from tests import browser as web
+from viz.style import HALO, HIGHLIGHT, HOVER
 
 pytestmark = pytest.mark.e2e
 
@@ -57,3 +58,18 @@ def test_a_two_line_title_stays_inside_its_figure(browser, server):
         )
         assert lines == 2 and title_top >= top, (top, title_top, lines)
         web.shot(page, "look_e2e_threads_1366")
+
+
+def test_the_hover_outline_is_magenta_never_the_pick_orange(browser, server):
+    """Hovering a weight outlines the cell it multiplies on the close-up: halo and magenta line,
+    while the taps and the pick keep their own colours."""
+    with web.reopened(browser, server + "/direct?cap=64") as page:
+        web.hover_cell(page, "dc_kernel", 1, 1)
+        deadline = time.time() + 5
+        while time.time() < deadline and not web.highlighted_cells(page, "dc_zoom"):
+            time.sleep(0.1)
+        shapes = web.shapes_of(page, "dc_zoom")
+        hover = {s["line"]["color"].lower() for s in shapes if s.get("name") == "hover-hl"}
+        others = {s.get("line", {}).get("color", "").lower() for s in shapes if s.get("name") != "hover-hl"}
+        assert hover == {HALO.lower(), HOVER.lower()}, hover
+        assert HOVER.lower() not in others and HIGHLIGHT.lower() in others
