@@ -18,13 +18,15 @@ _PLOT = "document.querySelector('.st-key-pick-{chart} .js-plotly-plot')"
 
 
 def _click_button(page, chart, text: str) -> None:
-    box = chart.locator(".updatemenu-button", has_text=text).first.bounding_box()
+    button = chart.locator(".updatemenu-button", has_text=text).first
+    button.scroll_into_view_if_needed()  # a tall figure's buttons may lie below the viewport
+    box = button.bounding_box()
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
 
 
-@pytest.mark.parametrize("size", [web.LAPTOP, web.PROJECTOR])
-def test_the_sliding_window_plays_from_the_pick_and_both_panels_stay_readable(browser, server, size):
-    with web.reopened(browser, server + BIG_WINDOW, size) as page:
+@pytest.mark.parametrize("size, mode", [(web.LAPTOP, "&pres=1"), (web.PROJECTOR, "")])
+def test_the_sliding_window_plays_from_the_pick_and_both_panels_stay_readable(browser, server, size, mode):
+    with web.reopened(browser, server + BIG_WINDOW + mode, size) as page:
         chart = page.locator(".st-key-pick-dc_window")
         chart.scroll_into_view_if_needed()
         gd = _PLOT.format(chart="dc_window")
@@ -38,7 +40,14 @@ def test_the_sliding_window_plays_from_the_pick_and_both_panels_stay_readable(br
             f"() => {{ const L = {gd}._fullLayout; return [L.xaxis._length, L.xaxis2._length, L.width]; }}"
         )
         assert min(widths[:2]) >= 0.25 * widths[2] and min(widths[:2]) > 150, widths
-        web.shot(page, f"look_e2e_sweep_{size[0]}")
+        # the panels' titles lie inside the figure (the output's was cut to "Output: g")
+        edges = page.evaluate(
+            f"""() => {{ const gd = {gd}; const r = gd.getBoundingClientRect();
+              return [...gd.querySelectorAll('.annotation-text')].map((a) => {{
+                const q = a.getBoundingClientRect(); return [q.left - r.left, r.right - q.right]; }}); }}"""
+        )
+        assert len(edges) == 2 and all(left >= 0 and right >= 0 for left, right in edges), edges
+        web.shot(page, f"look_e2e_sweep_{size[0]}{mode.replace('&', '_').replace('=', '')}")
         _click_button(page, chart, "Play")
         time.sleep(1.2)
         played = page.evaluate("() => window._played")

@@ -568,7 +568,7 @@ def test_both_sliding_window_panels_stay_readable_for_a_large_dilated_window():
     (a0, a1), (b0, b1) = layout["xaxis"]["domain"], layout["xaxis2"]["domain"]
     assert a1 - a0 >= 0.3 and b1 - b0 >= 0.3 and a1 < b0
     notes = [n["text"] for n in layout["annotations"]]
-    assert "Output (grey: not computed yet)" in notes
+    assert "Output (grey: not yet)" in notes
 
 
 @pytest.mark.parametrize("k, pad, arrows", [(3, 1, 5), (7, 3, 0)])

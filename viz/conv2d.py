@@ -47,7 +47,7 @@ BOX = Pen(SECOND)  # boxes: a region (the zoom, a tile), cyan
 DOTTED_BOX = Pen(SECOND, "dot")
 DASHED, DOTTED = Pen(dash="dash"), Pen(dash="dot")  # taps in the padding, the cells mirrored taps copy
 MIN_ROWS_PER_COLUMN = 3  # the thread figure shows at least one row per 3 columns (never a thin strip)
-MIN_PANEL = 0.32  # neither panel of the sliding window gets less of the figure's width (its title fits)
+MIN_PANEL = 0.32  # neither panel of the sliding window gets less of the plot's width (its title fits)
 MAX_ARROWS = 8  # more mirrored taps than this: no arrows (a tangle); hovering a padding cell shows its source
 
 
@@ -732,7 +732,7 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
             showarrow=False,
             font=dict(size=style.font),
         )
-        for text, x in (("Input: the window (orange)", 0), ("Output (grey: not computed yet)", split + gap))
+        for text, x in (("Input: the window (orange)", 0), ("Output (grey: not yet)", split + gap))
     ]
     return FramedFigure(traces, layout, raw_frames=frames, raw_layout=controls)
 
