@@ -56,7 +56,8 @@ ALGO = Param(
 PICK = Param("dc_pick", None, "Picked cell", choices=("out", "in"))
 CHANNEL = Param("dc_ch", 0, "Channel", "number", lo=0, hi=3, help=HELP["ch"])
 KERNEL = KernelParam("dc_kernel", None, "Custom kernel")
-PARAMS = [PRESET, K, STRIDE, PAD, SAME, MODE, DIL, MIX, ALGO, PICK, CHANNEL, KERNEL]
+SPEED = Param("dc_speed", 3, "Speed (steps per second)", "slider", lo=1, hi=12, help=view.SPEED_HELP)
+PARAMS = [PRESET, K, STRIDE, PAD, SAME, MODE, DIL, MIX, ALGO, PICK, CHANNEL, KERNEL, SPEED]
 
 state.use(PARAMS)
 image = st.session_state["image"]
@@ -171,13 +172,9 @@ def section_products(direct: Direct, detail: tuple[int, int], ch: int) -> None:
 
 def section_sliding_window(direct: Direct, detail: tuple[int, int], ch: int) -> None:
     st.subheader("The window sliding over your image")
-    fig, steps = direct.sweep(detail, ch, look)
-    show(
-        fig,
-        "dc_window",
-        f"{steps} steps, one per output, starting at the pick. {view.SWEEP_CAPTION}",
-        pickable=True,
-    )
+    speed = state.widget(SPEED, container=st.columns([1, 2])[0])
+    fig, steps = direct.sweep(detail, ch, look, speed)
+    show(fig, "dc_window", view.sweep_caption(steps, speed), pickable=True)
 
 
 def section_threads(direct: Direct, detail: tuple[int, int], ch: int) -> None:
