@@ -171,6 +171,16 @@ def output_kind(weights: np.ndarray, values: np.ndarray) -> str:
     return IMAGE if not finite.size or float(finite.max()) <= 1.0 else COUNT
 
 
+def data_kind(values: np.ndarray) -> str:
+    """The kind of values that may be an image or not (pooling's input and output): SIGNED when
+    one is negative, an IMAGE while they stay in [0, 1], else COUNT's scale from 0."""
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if finite.size and float(finite.min()) < 0:
+        return SIGNED
+    return IMAGE if not finite.size or float(finite.max()) <= 1.0 else COUNT
+
+
 def cell_colours(n: int) -> list[str]:
     """n light colours, one per input cell, that neighbours can tell apart (golden-angle hues,
     alternating lightness): dark text stays readable on every one of them."""
