@@ -25,6 +25,7 @@ RUN = Param(
     "Committed results (newest first)",
     "select",
     choices=tuple(GROUPS),
+    pinned=True,  # in the link even as the default: the newest run changes as results are committed
 )
 GPU = view.INFO.gpu
 SHAPE = Param(

@@ -12,7 +12,7 @@ import gpuops
 from gpuops import filters
 from gpuops.maps import conv2d as maps
 from ui import direct_view as view
-from ui import navigation, padding_view, picking, state
+from ui import kernel_editor, navigation, padding_view, picking, state
 from ui import precision_view as precision
 from ui.common import backend_name, compare, cuda_source, figure, lazy_expander, shown_errors, style
 from ui.direct_view import Direct
@@ -84,9 +84,11 @@ def upload_notice() -> None:
 
 def section_settings() -> tuple[str, int, int, int | str, str, int, bool, str]:
     """One compact row of settings above the images; K, padding and dilation follow the image."""
-    fixed = state.get(PRESET) in filters.FIXED_3X3
+    preset = state.get(PRESET)
+    size = 3 if preset in filters.FIXED_3X3 else kernel_editor.side(KERNEL) if preset == "custom" else None
+    fixed = size is not None  # K is the kernel's own: a 3 x 3 Sobel, a typed custom kernel
     if fixed:
-        state.put(K, 3)
+        state.put(K, size)
     limits = dict(max_k=K.hi, max_pad=PAD.hi, max_dil=DIL.hi)
     asked = (state.get(K), state.get(PAD), state.get(DIL), state.get(MODE))
     fitted, moved = view.fit_geometry(image, asked, limits, fixed)
@@ -107,11 +109,11 @@ def section_settings() -> tuple[str, int, int, int | str, str, int, bool, str]:
     dil = state.widget(DIL, container=cols[5], hi=lim.dil_hi)
     mix = state.widget(MIX, container=cols[6])
     algo = state.widget(ALGO, container=cols[7])
-    return preset, 3 if fixed else k, stride, pad, mode, dil, mix, algo
+    return preset, size if fixed else k, stride, pad, mode, dil, mix, algo
 
 
 def section_kernel(preset: str, k: int) -> np.ndarray | None:
-    """The preset's kernel, or the custom kernel's editor (collapsed unless just chosen)."""
+    """The preset's kernel, or the custom kernel's text editor (ui/kernel_editor.py)."""
     kernel = None
     with shown_errors("The kernel"):
         kernel = view.custom_kernel(KERNEL, k) if preset == "custom" else filters.preset_kernel(preset, k)
@@ -251,9 +253,10 @@ if conv is None:
 if pad == "same":
     st.caption(padding_view.same_note(conv.g))
 direct = Direct(image, conv)
-cell = picking.resolve(
-    PICK, picking.Rules(direct.fit, direct.clicked, direct.hover, keep_default=False), look
+rules = picking.Rules(
+    direct.fit, direct.clicked, direct.hover, keep_default=False, in_browser=direct.window_rules()
 )
+cell = picking.resolve(PICK, rules, look)
 detail = direct.detail_of(cell)
 zoom = direct.zoom(detail)
 ch = min(state.get(CHANNEL), C - 1) if conv.groups > 1 else 0

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 import pyarrow as pa
 import streamlit as st
@@ -20,10 +19,10 @@ import streamlit as st
 import gpuops
 from gpuops import filters
 from gpuops.maps import conv2d as maps
-from ui import budget, pick, state
+from ui import budget, kernel_editor, pick, state
 from ui.common import backend_name, session_cached
 from ui.images import png_bytes, to_display
-from ui.kernel_param import as_cells, fit_to
+from ui.kernel_param import KernelParam
 from ui.padding_view import padding_arg, pads_text
 from ui.records import Conv
 from ui.sidebar import CAP_OPTIONS, SourceImage
@@ -34,7 +33,7 @@ from viz.style import Style, output_kind
 
 CHARTS_OUT = ("conv_output", "dc_threads")  # a click on these picks an output pixel
 CHARTS_IN = ("conv_input", "dc_zoom", "dc_tile")  # and on these an input cell
-EDITOR, LAST_PRESET, CONV = "_dc_kernel_editor", "_dc_last_preset", "_dc_conv"  # session_state
+LAST_PRESET, CONV = "_dc_last_preset", "_dc_conv"  # session_state
 SPACES = ["output pixel", "input cell"]
 Region = tuple[int, int, int, int]
 UPLOAD_NOTICE = (
@@ -79,28 +78,12 @@ def fit_geometry(image: SourceImage, asked: tuple[int, int, int, str], limits: d
     return fitted, f"{why}{changes} to fit this {W} x {H} image."
 
 
-def custom_kernel(param: Param, k: int) -> np.ndarray:
-    """The custom kernel: an editable k x k grid, kept in the URL (param). The editor starts afresh
-    (a new key) whenever the kernel changes from outside it: a link, a new K; it opens when the
-    custom kernel was just chosen."""
-    cells = fit_to(state.get(param), k)
-    version, base, last = st.session_state.get(EDITOR, (0, None, None))
-    if cells != last:
-        version, base = version + 1, cells
-    just_chosen = st.session_state.get(LAST_PRESET, "custom") != "custom"
-    label = f"Edit the custom kernel: {k} x {k} weights (numbers; no empty cells)"
-    with st.expander(label, expanded=just_chosen):
-        edited = st.data_editor(
-            pd.DataFrame(np.asarray(base, dtype=np.float64), columns=[str(j) for j in range(k)]),
-            key=f"dc_kernel_editor_{version}",
-            column_config={
-                str(j): st.column_config.NumberColumn(format="%.3f", width="small") for j in range(k)
-            },
-        )
-    now = as_cells(edited.to_numpy(dtype=np.float64, na_value=np.nan))
-    state.put(param, now)
-    st.session_state[EDITOR] = (version, base, now)
-    return filters.check_custom_kernel(np.asarray(now))
+def custom_kernel(param: KernelParam, k: int) -> np.ndarray:
+    """The custom kernel: typed as text (ui/kernel_editor.py), kept in the URL (param); it starts
+    as the preset that was on screen."""
+    last = st.session_state.get(LAST_PRESET, "custom")
+    start = filters.preset_kernel(last, k) if last != "custom" else None
+    return kernel_editor.edit(param, k, start=start)
 
 
 def _suggested_size(image: SourceImage, weight_shape: tuple, args: tuple, algo: str) -> str:
@@ -311,6 +294,11 @@ class Direct:
                 )
         out = {"dc_kernel": pick.hover_map(kernel_map), "dc_zoom": pick.hover_map(zoom_map)}
         return out if pick.size_of(out) < 60_000 else {}
+
+    def window_rules(self) -> dict:
+        """Hovering either image outlines an output's window or an input cell's readers, computed
+        in the browser from the geometry (no rerun, any image size)."""
+        return pick.window_rules(self.g, self.conv.mode, outputs="conv_output", inputs="conv_input")
 
     def pick_inputs(self, params: tuple[Param, Param], cell: Cell) -> None:
         """The keyboard path: the pick as number inputs in sync with clicks, and the channel shown."""

@@ -1,5 +1,6 @@
 """What the Home page computes, kept out of the page script: each operation run on a small copy
-of the image, drawn as the cards' thumbnails (by page file; Benchmarks has none)."""
+of the image, drawn as the cards' thumbnails (by page file), and the Benchmarks card's bars from
+the committed results."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 import streamlit as st
 
 import gpuops
+from bench import reports
 from gpuops import filters, lenet
 from gpuops.maps.channels import ChannelLayout
 from ui.images import to_display
@@ -43,4 +45,19 @@ def thumbnails(key: str, _planes: np.ndarray) -> dict[str, np.ndarray]:
         "channels": home.identity_thumbnail(ChannelLayout(6, 16, 2, 5).connections()),
         "pool": home.rgb_thumbnail(to_display(pooled)),
         "lenet": home.rgb_thumbnail(to_display(np.asarray(digit, np.float32)[None])),
+        "benchmarks": home.bars_thumbnail(conv2d_speeds()),
     }
+
+
+@st.cache_data(max_entries=1, show_spinner=False)
+def conv2d_speeds() -> np.ndarray:
+    """Our conv2d kernels' speed relative to cuDNN on the first shape of the newest committed GPU
+    run (peer time / our time), for the Benchmarks card; empty without such a run."""
+    lease = reports.default_lease(reports.group_leases(reports.load_runs()))
+    if lease is None or not lease.first.gpu:
+        return np.zeros(0)
+    rows = [r for r in reports.compare([lease.first], "conv2d") if reports.is_ours(r.impl)]
+    shape = rows[0].shape if rows else None
+    peer = next((p for p in reports.peers([lease.first], "conv2d") if "cudnn" in p), None)
+    speeds = [r.vs.get(peer, (None,))[0] for r in rows if r.shape == shape]
+    return np.array([v for v in speeds if v is not None])

@@ -32,13 +32,36 @@ PAGES = (
     ("benchmarks", "Benchmarks", ":material/speed:"),
 )
 
+ICONS = {"" if i == 0 else stem: icon for i, (stem, _title, icon) in enumerate(PAGES)}  # by url_path
+_QUERIES = "_page_link_queries"  # session_state: url_path -> the query its links carry (this run)
 _inside = threading.local()  # set while app.py runs a page (in the script's own thread)
 
 
+def links(container, pages: list[st.Page], current: st.Page, queries: dict[str, dict[str, str]]) -> None:
+    """The page menu: one link per page, each carrying the query string its page will write
+    (ui/state.link_query), so a page visit is one history entry (Streamlit's own menu drops the
+    query string, and the page's first run then wrote it as a second entry). The current page's
+    link carries none: following it reruns the page as it is."""
+    st.session_state[_QUERIES] = queries
+    with container:
+        for p in pages:
+            query = None if p.url_path == current.url_path else queries[p.url_path]
+            st.page_link(p, label=p.title, icon=ICONS[p.url_path], query_params=query, width="stretch")
+
+
+def query_for(url_path: str) -> dict[str, str]:
+    """The query a link to that page carries (`links`' own): a page's st.page_link passes it, so
+    the visit is one history entry."""
+    return dict(st.session_state.get(_QUERIES, {}).get(url_path, {}))
+
+
 def pages() -> list[st.Page]:
+    """The pages, without icons: Streamlit makes a page's icon the tab's icon, fetched from
+    Google's CDN for a ":material/..." name; the menu (`links`) shows the icons from the bundled
+    font, and the tab keeps the app's own icon (assets/icon.png)."""
     return [
-        st.Page(f"pages/{stem}.py", title=title, icon=icon, url_path=stem, default=i == 0)
-        for i, (stem, title, icon) in enumerate(PAGES)
+        st.Page(f"pages/{stem}.py", title=title, url_path=stem, default=i == 0)
+        for i, (stem, title, _icon) in enumerate(PAGES)
     ]
 
 

@@ -95,12 +95,15 @@ class Rules:
     """How a page's one pick follows its figures. fit: the stored pick (None: none yet) moved
     inside the current geometry, or the page's default; clicked: the pick a click makes (None:
     not a cell of the page's); hover: the hover maps that go with a pick; keep_default: False
-    leaves a default pick out of the link (it follows the image until a cell is picked)."""
+    leaves a default pick out of the link (it follows the image until a cell is picked);
+    in_browser: hover computed in the browser from a geometry (`pick.window_rules`), for images of
+    any size; it does not follow the pick."""
 
     fit: Callable[[Cell | None], Cell]
     clicked: Callable[[pick.Click, Cell], Cell | None]
     hover: Callable[[Cell], pick.HoverMaps]
     keep_default: bool = True
+    in_browser: dict | None = None
 
 
 def resolve(param: Param, rules: Rules, look: Style) -> Cell:
@@ -114,7 +117,7 @@ def resolve(param: Param, rules: Rules, look: Style) -> Cell:
     moved = rules.clicked(peeked, cell) if peeked is not None else None
     cell = moved or cell
     hover = rules.hover(cell)
-    click = pick.bridge(hover=hover, style=look.outline_style())
+    click = pick.bridge(hover=hover, style=look.outline_style(), rules=rules.in_browser)
     if click is not None and peeked is None:
         late = rules.clicked(click, cell)
         if late is not None and late != cell:

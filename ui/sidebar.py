@@ -48,7 +48,9 @@ PRESENT = Param(
     False,
     "Presentation mode",
     "toggle",
-    help="Large text and thick highlights for a projector; kept in the link.",
+    help="Every text of the page and the figures sized for a projector, thick highlights; kept in the link. "
+    "On every page, in either mode: space plays or pauses the animation in view, the arrow keys (or a "
+    "presenter remote's Page Up / Page Down) step it.",
 )
 PARAMS = [SOURCE, SAMPLE, GREY, CAP, PRESENT]
 

@@ -1,28 +1,51 @@
 """Settings: one `Param` table per page gives every setting its widget, range and URL key.
 
 Values live in st.session_state (under the Param's key) and in the URL query string, so a
-shared link reproduces the view; app.py writes the URL once per run (`sync_query`). Values
-from the URL are untrusted text: each is parsed against its declared type and range,
-clamped or ignored with a notice, and never evaluated. A page:
+shared link reproduces the view. Values from the URL are untrusted text: each is parsed against
+its declared type and range, clamped or ignored with a notice, and never evaluated. A page:
 
     PARAMS = [Param("dc_k", 3, "Kernel size K", "slider", lo=1, hi=15), ...]
     state.use(PARAMS)                 # seed from the URL once, remember them for the URL sync
     k = state.widget(PARAMS[0], hi=7) # a widget bound to the setting; ranges may narrow per run
+
+The browser's history: every change of the query string is a new history entry (Streamlit
+pushes one), so app.py writes the URL once per run and only when it changed (`sync_query`), and
+a setting at its default is left out (a page opened with its defaults adds no entry of its own).
+The sidebar's page links carry the query their page will write (`link_query`), so a page visit
+is one entry. Back / Forward reruns the page with the query string of an older link this session
+wrote; `begin_run` notices it and the settings are restored from it. A request sent while a run
+was still under way (a quick second click) also carries an older query string, the one its
+browser had; but it carries a change (a widget's callback or a click has run: `note_change`),
+and it waits for that run and starts the moment it ends, where a person pressing Back has seen
+the page first: such a run restores nothing.
 """
 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
+
+from ui import pick
 
 _INT = re.compile(r"^-?\d{1,7}$")
 _CELL = re.compile(r"^([a-z]{1,8}):(\d{1,5}),(\d{1,5})$")
 MAX_RAW = 40  # longer query values are ignored unread
 PAGE_KEY = "_page_params"  # session_state: the current page's Params (for the URL sync)
 URL_EXTRAS = {"room"}  # query keys that are not settings but stay in the link (a classroom join code)
+_RESTORE = "_url_restore"  # session_state: this run restores an older link (Back / Forward)
+_WRITTEN = "_url_written"  # session_state: the (page, query) links this session's runs ended with
+_LAST = "_url_last"  # session_state: (page, query, monotonic time) the last run ended with
+_PAGE = "_url_page"  # session_state: the url_path of the page this run shows
+_CHANGED = "_url_changed"  # session_state: a widget or a click changed a setting before this run
+_VALUES = "_url_values"  # session_state: the plain values as the last run ended (`_widget_values`)
+MAX_WRITTEN = 200  # links remembered per session for Back / Forward
+SETTLE_S = 0.3  # a run this soon after the last one ended was asked for before the URL update arrived
+_PARAMS_BY_PAGE: dict[str, list[Param]] = {}  # url_path -> its Params, once any session ran it
 
 
 @dataclass(frozen=True)
@@ -54,6 +77,7 @@ class Param:
     hi: int | None = None
     choices: tuple[Any, ...] = ()
     help: str | None = None
+    pinned: bool = False  # written into the link even at its default (a default that changes over time)
 
     @property
     def is_cell(self) -> bool:
@@ -111,11 +135,65 @@ class Param:
         return "" if value is None else str(value)
 
 
-def init_params(params: list[Param]) -> list[str]:
-    """Seed session_state from the URL once per session; returns notices for bad URL values."""
+Link = tuple[str, tuple[tuple[str, str], ...]]  # (url_path, sorted query items)
+
+
+def _query_now() -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(st.query_params.to_dict().items()))
+
+
+def begin_run(url_path: str, now: Callable[[], float] = time.monotonic) -> None:
+    """Called by app.py first: notes the page, and whether the browser went Back or Forward to a
+    link this session wrote (its query string differs from the one the last run ended with, and
+    the person had time to see that run's page). `now`: the clock (tests inject one)."""
+    ss = st.session_state
+    link = (url_path, _query_now())
+    last = ss.get(_LAST)
+    ss[_PAGE] = url_path
+    before = ss.get(_VALUES, {})  # a value changed since the last run ended (widgets of a page not shown go)
+    moved = any(k in before and before[k] != v for k, v in _widget_values().items())
+    changed = ss.pop(_CHANGED, False) or pick.pending() is not None or moved
+    ss[_RESTORE] = is_history_move(link, last, ss.get(_WRITTEN, ()), changed=changed, at=now())
+
+
+_PLAIN = (bool, int, float, str, type(None), Cell, tuple)
+
+
+def _widget_values() -> dict[str, Any]:
+    """The plain values of st.session_state (widgets' and settings'; not the app's own entries,
+    which start with "_"): the request for a run changes them before it starts when it carries
+    a person's change (a widget moved, a button pressed), which Back / Forward does not."""
+    return {k: v for k, v in st.session_state.items() if not k.startswith("_") and isinstance(v, _PLAIN)}
+
+
+def is_history_move(
+    link: Link, last: tuple | None, written: Sequence[Link], *, changed: bool, at: float
+) -> bool:
+    """Whether a run's link (page, query) is Back / Forward to an older link of the session:
+    not the one the last run ended with (`last`: page, query, time), one it wrote before, no
+    setting changed by a person before the run, and not a run that started the moment the last
+    one ended (a request that waited for it)."""
+    if last is None or link == last[:2] or link not in written:
+        return False
+    return not changed and at - last[2] >= SETTLE_S
+
+
+def note_change() -> None:
+    """A widget's callback changed a setting: this run answers a person's action, not Back."""
+    st.session_state[_CHANGED] = True
+
+
+def restoring() -> bool:
+    """Whether this run shows an older link again (Back / Forward)."""
+    return bool(st.session_state.get(_RESTORE, False))
+
+
+def init_params(params: list[Param], restore: bool = False) -> list[str]:
+    """Seed session_state from the URL once per session (restore: from this run's URL again, a
+    setting missing there at its default); returns notices for bad URL values."""
     notices = []
     for p in params:
-        if p.key in st.session_state:
+        if p.key in st.session_state and not restore:
             continue
         raw = st.query_params.get(p.key)
         if raw is None or raw == "":
@@ -131,24 +209,45 @@ def init_params(params: list[Param]) -> list[str]:
 def use(params: list[Param]) -> None:
     """A page's first call: seed its settings from the URL (with notices for bad values) and
     remember them, so app.py writes exactly these (and the sidebar's) into the URL."""
-    show_notices(init_params(params))
+    show_notices(init_params(params, restore=restoring()))
     st.session_state[PAGE_KEY] = params
+    page = st.session_state.get(_PAGE)
+    if page is not None:
+        _PARAMS_BY_PAGE[page] = params
 
 
-def sync_query(sidebar: list[Param]) -> None:
+def _texts(params: list[Param], keep: set[str] | frozenset[str] = frozenset()) -> dict[str, str]:
+    """The settings as link text: those at their default left out, unless pinned or in `keep`."""
+    out = {}
+    for p in params:
+        text = p.text(st.session_state.get(p.key, p.default))
+        if text and (p.pinned or p.key in keep or text != p.text(p.default)):
+            out[p.key] = text
+    return out
+
+
+def link_query(url_path: str, sidebar: list[Param]) -> dict[str, str]:
+    """The query string a link to another page carries: what that page will write into the URL
+    (the sidebar's settings and that page's, as this session has them), so following the link
+    is one history entry."""
+    return _texts([*sidebar, *_PARAMS_BY_PAGE.get(url_path, [])])
+
+
+def sync_query(sidebar: list[Param], now: Callable[[], float] = time.monotonic) -> None:
     """Write the sidebar's and the current page's settings into the URL (once per run, from
-    app.py), so the address bar is always a shareable link of what is on screen."""
+    app.py), so the address bar is always a shareable link of what is on screen. One write, and
+    only when the link changed: each write is a history entry. A setting the URL names keeps its
+    place even at its default (a link someone wrote stays as written)."""
     params = [*sidebar, *st.session_state.get(PAGE_KEY, [])]
-    wanted = {p.key: p.text(st.session_state.get(p.key, p.default)) for p in params}
-    for key, text in wanted.items():
-        if not text:
-            if key in st.query_params:
-                del st.query_params[key]
-        elif st.query_params.get(key) != text:
-            st.query_params[key] = text
-    for key in list(st.query_params):  # settings of other pages do not belong in this link
-        if key not in wanted and key not in URL_EXTRAS:
-            del st.query_params[key]
+    wanted = _texts(params, keep=set(st.query_params))
+    wanted.update({k: st.query_params[k] for k in URL_EXTRAS if k in st.query_params})
+    if st.query_params.to_dict() != wanted:
+        st.query_params.from_dict(wanted)
+    ss = st.session_state
+    link = (ss.get(_PAGE, ""), _query_now())
+    ss[_WRITTEN] = [*[w for w in ss.get(_WRITTEN, []) if w != link][-MAX_WRITTEN + 1 :], link]
+    ss[_VALUES] = _widget_values()
+    ss[_LAST] = (*link, now())
 
 
 def show_notices(notices: list[str]) -> None:
@@ -175,10 +274,18 @@ def clamp(p: Param, lo: int, hi: int) -> int:
 
 def _copy(widget_key: str, key: str) -> None:
     st.session_state[key] = st.session_state[widget_key]
+    note_change()
 
 
-def widget(p: Param, *, container: Any = st, lo: int | None = None, hi: int | None = None,
-           label: str | None = None, **kwargs: Any) -> Any:  # fmt: skip
+def widget(
+    p: Param,
+    *,
+    container: Any = st,
+    lo: int | None = None,
+    hi: int | None = None,
+    label: str | None = None,
+    **kwargs: Any,
+) -> Any:
     """Render p's widget bound to its setting and return the value.
 
     Streamlit forgets a widget's state when a page that lacks it runs; the setting itself is

@@ -1,4 +1,4 @@
-"""Pictures for the Home page's operation cards: square RGB thumbnails of one size, so the four
+"""Pictures for the Home page's operation cards: square RGB thumbnails of one size, so the
 cards line up, following the colour policy of viz/style.py (a non-negative matrix on the
 sequential scale from 0; the original region of a padded image boxed in the highlight cyan).
 
@@ -142,3 +142,21 @@ def padded_thumbnail(padded: np.ndarray, pad: int, side: int = SIDE) -> np.ndarr
     left = (side - round(padded.shape[1] * scale)) // 2
     corner = (top + round(pad * scale), left + round(pad * scale))
     return boxed(thumb, corner, (round(H * scale), round(W * scale)))
+
+
+def bars_thumbnail(speeds: np.ndarray, side: int = SIDE) -> np.ndarray:
+    """Speeds relative to a reference (1 = as fast) as horizontal bars on a log scale from 1/8 to
+    8, with a dark line at 1: the Benchmarks card's picture of its chart. The faster, the further
+    along the sequential scale; an empty array draws the line alone."""
+    out = np.full((side, side, 3), 255, np.uint8)
+    speeds = np.asarray(speeds, dtype=np.float64)
+    ends = np.rint((np.log2(np.clip(np.append(speeds, 1.0), 1 / 8, 8)) + 3) / 6 * (side - 1)).astype(int)
+    one = ends[-1]
+    pitch = side / max(len(speeds), 1)
+    colours = sequential_rgb(np.argsort(np.argsort(speeds)).astype(np.float64))
+    for i, end in enumerate(ends[:-1]):
+        y0, y1 = int(i * pitch + pitch * 0.15), int((i + 1) * pitch - pitch * 0.15)
+        x0, x1 = min(one, end), max(one, end) + 1
+        out[y0:y1, x0:x1] = colours[i]
+    out[:, max(0, one - 1) : one + 2] = [int(HALO[k : k + 2], 16) for k in (1, 3, 5)]
+    return out

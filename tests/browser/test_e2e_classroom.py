@@ -159,7 +159,7 @@ def test_follow_break_away_rejoin_and_change_page(server, browser):
         no_exception(a)
         print("follower delays (s):", [round(d, 2) for d in delays])
         # a follower opening another page explores it on its own
-        a.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Unfold / Fold").click()
+        a.locator(".st-key-page_menu").get_by_role("link", name="Unfold / Fold").click()
         a.get_by_text("You opened another page").wait_for(timeout=30000)
         assert on_page(teacher, "Reflect padding") and on_page(b, "Reflect padding")
         assert not b.errors and not teacher.errors, b.errors + teacher.errors

@@ -49,8 +49,12 @@ def square_outline(r0: int, c0: int, n: int) -> set[tuple[float, float, float, f
     top, bottom, left, right = r0 - 0.5, r0 + n - 0.5, c0 - 0.5, c0 + n - 0.5
     edges = set()
     for i in range(n):
-        edges |= {(left + i, top, left + i + 1, top), (left + i, bottom, left + i + 1, bottom),
-                  (left, top + i, left, top + i + 1), (right, top + i, right, top + i + 1)}  # fmt: skip
+        edges |= {
+            (left + i, top, left + i + 1, top),
+            (left + i, bottom, left + i + 1, bottom),
+            (left, top + i, left, top + i + 1),
+            (right, top + i, right, top + i + 1),
+        }
     return edges
 
 

@@ -29,12 +29,16 @@ def taps(H, W, K, S, P, D):
 
 def outlined(page, chart: str, colour: str, axis: str) -> set[tuple[int, int]]:
     """Cells outlined in `colour` on subplot `axis`, as the browser draws them."""
-    return {(round((s["y0"] + s["y1"]) / 2), round((s["x0"] + s["x1"]) / 2)) for s in web.shapes_of(page, chart)
-            if s.get("xref") == axis and s.get("line", {}).get("color") == colour and s.get("name") != "hover-hl"}  # fmt: skip
+    return {
+        (round((s["y0"] + s["y1"]) / 2), round((s["x0"] + s["x1"]) / 2))
+        for s in web.shapes_of(page, chart)
+        if s.get("xref") == axis and s.get("line", {}).get("color") == colour and s.get("name") != "hover-hl"
+    }
 
 
 def pick_in_url(page) -> str:
-    return parse_qs(urlparse(page.url).query).get("bw_pick", [""])[0]
+    """The pick the address bar means: a setting at its default (dx:3,3) is left out of the link."""
+    return parse_qs(urlparse(page.url).query).get("bw_pick", ["dx:3,3"])[0]
 
 
 def play_the_animation(page) -> None:

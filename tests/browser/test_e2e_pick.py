@@ -43,8 +43,14 @@ def test_clicks_land_on_the_exact_cell_hover_needs_no_rerun_and_a_slider_keeps_t
     time.sleep(0.5)
     assert web.highlighted_cells(page, "panels") == []
     # clicks land on the exact cell of a heatmap, an image and a subplot
-    for chart, panel, row, col in [("grid", "x", 4, 1), ("grid", "x", 0, 5), ("image", "x", 17, 203),
-                                   ("image", "x", 250, 3), ("panels", "x", 3, 4), ("panels", "x2", 5, 0)]:  # fmt: skip
+    for chart, panel, row, col in [
+        ("grid", "x", 4, 1),
+        ("grid", "x", 0, 5),
+        ("image", "x", 17, 203),
+        ("image", "x", 250, 3),
+        ("panels", "x", 3, 4),
+        ("panels", "x2", 5, 0),
+    ]:
         web.click_cell(page, chart, row, col, panel)
         assert picked(page) == f"{chart} {panel} {row},{col}"
     # a slider's rerun keeps the pick

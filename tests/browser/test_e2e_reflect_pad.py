@@ -25,9 +25,11 @@ def outlined(page, chart: str, colour: str, panel: str = "x") -> set[tuple[int, 
     return {
         (round((s["y0"] + s["y1"]) / 2), round((s["x0"] + s["x1"]) / 2))
         for s in web.shapes_of(page, chart)
-        if s.get("line", {}).get("color") == colour and s.get("xref", "x") == panel and s.get("name") != "hover-hl"
+        if s.get("line", {}).get("color") == colour
+        and s.get("xref", "x") == panel
+        and s.get("name") != "hover-hl"
         and abs(s["x1"] - s["x0"] - 1) < 1e-6
-    }  # fmt: skip
+    }
 
 
 def body(page) -> str:

@@ -117,7 +117,7 @@ def test_followers_on_other_workers_follow_and_the_instructor_survives_its_worke
         )
 
     wait_idle(teacher)
-    teacher.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Reflect padding").click()
+    teacher.locator(".st-key-page_menu").get_by_role("link", name="Reflect padding").click()
     for f in (a, b):
         until(lambda f=f: title(f) == "Reflect padding", what="the page change")
         assert f"room={code}" in f.url and "/reflect" in f.url
@@ -130,7 +130,7 @@ def test_followers_on_other_workers_follow_and_the_instructor_survives_its_worke
         lambda: "resumed" in teacher.inner_text("body") or title(teacher) == "Reflect padding", 60, "resuming"
     )
     wait_idle(teacher)
-    teacher.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Direct convolution").click()
+    teacher.locator(".st-key-page_menu").get_by_role("link", name="Direct convolution").click()
     for f in (a, b):
         until(
             lambda f=f: title(f) == "Direct convolution", what="following after the instructor's worker died"

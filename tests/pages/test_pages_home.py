@@ -32,7 +32,7 @@ def test_home_badge_says_cpu_and_why():
 def test_a_card_opens_each_page_and_start_here_says_how():
     """One card per page of the navigation but Home, in its order: three cards a row on a laptop."""
     at = app()
-    links = [(el.proto.label.strip("*"), el.proto.page) for el in at.get("page_link")]
+    links = [(el.proto.label.strip("*"), el.proto.page) for el in at.main.get("page_link")]
     assert links == [
         ("Direct convolution", "direct"),
         ("im2col + GEMM", "im2col"),
@@ -46,7 +46,7 @@ def test_a_card_opens_each_page_and_start_here_says_how():
     ]
     assert [stem for stem, _, _ in navigation.PAGES[1:]] == [page for _, page in links]
     assert [round(c.proto.weight, 2) for c in at.main.columns] == [0.33] * 9  # 3 rows of 3 cards
-    assert len(at.main.get("image")) == 8  # every card but Benchmarks has a thumbnail
+    assert len(at.main.get("image")) == 9  # every card has a thumbnail
     steps = at.main.markdown[-1].value
     assert "Click a cell" in steps and "hovering a cell" in steps and "Presentation mode" in steps
     assert "address bar" in steps
@@ -115,3 +115,13 @@ def test_thumbnails_have_one_size_and_fit_any_image():
         assert (crop.shape[1] - k) % stride == 0 and (crop.shape[2] - k) % stride == 0
         thumb = home.rgb_thumbnail((small[:3].transpose(1, 2, 0) * 255).astype(np.uint8))
         assert thumb.shape == (home.SIDE, home.SIDE, 3)
+
+
+def test_bars_thumbnail_puts_speed_1_at_the_middle_on_a_log_scale():
+    rgb = home.bars_thumbnail(np.array([2.0, 0.5, 8.0]), side=97)  # log2 from -3 to 3 over 96 px
+    background = np.array([255, 255, 255])
+    dark = [c for c in range(97) if (rgb[:, c] < 40).all()]
+    assert 48 in dark  # the line at speed 1
+    row = lambda i: [c for c in range(97) if (rgb[int((i + 0.5) * 97 / 3), c] != background).any()]  # noqa: E731
+    assert max(row(0)) == 48 + 16 and min(row(1)) == 48 - 16  # 2x: one third of the half to the right
+    assert max(row(2)) == 96  # 8x: the right edge

@@ -219,7 +219,7 @@ def test_keyboard_path_and_the_pick_setting():
     at.radio(key="w_uf_mode").set_value("px").run()  # a patch becomes the pixel at its middle tap
     assert at.query_params["uf_pick"] == f"px:{(37 // Wo) * 2 - 1 + 1},{(37 % Wo) * 2 - 1 + 1}"
     at.number_input(key="w_uf_x").set_value(5).run()
-    assert at.query_params["uf_pick"].endswith(",5") and at.query_params["uf_k"] == "3"  # nothing else reset
+    assert at.query_params["uf_pick"].endswith(",5") and at.session_state["uf_k"] == 3  # nothing else reset
 
 
 def _fonts(node, path=""):

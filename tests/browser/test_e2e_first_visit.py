@@ -1,0 +1,90 @@
+"""A student's first minute in a real browser, each test on a freshly started server in a fresh
+browser context: the projector's deep link to each page opens that page with no "Page not found"
+dialog and the first click picks (the pick in the page and in the link); a visit to every page
+makes no request off the server (the tab icon and every font are the server's own).
+
+Expected picks are the clicked cells, in the page's own coordinates."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from tests.support import browser as web
+
+pytestmark = pytest.mark.e2e
+
+# page (with the link's query), its title, the first click (chart, row, col, subplot), the pick it makes
+DEEP_LINKS = [
+    ("direct", "Direct convolution", ("conv_output", 40, 60, "x"), ("dc_pick", "out:40,60")),
+    ("im2col", "im2col + GEMM", ("ymat", 1, 2, "x"), ("im_pick", "out:1,2")),
+    ("unfold?uf_pick=px:100,120", "Unfold / Fold", ("zoom", 103, 118, "x"), ("uf_pick", "px:103,118")),
+    ("reflect", "Reflect padding", ("reflect_grid", 1, 0, "x2"), ("rp_pick", "pad:1,0")),
+    ("backward", "Backward & transposed convolution", ("bw_dx", 4, 5, "x4"), ("bw_pick", "dx:4,5")),
+]
+PAGES = ["", "direct", "im2col", "unfold", "reflect", "backward", "benchmarks"]
+
+
+@pytest.fixture
+def fresh(playwright):
+    """A server started for this test alone and a browser that never saw it."""
+    port = web._free_port()
+    proc = web.start_server(port)
+    browser = playwright.chromium.launch(executable_path=web.chromium_path(), args=web.CHROMIUM_ARGS)
+    context = browser.new_context(viewport={"width": web.LAPTOP[0], "height": web.LAPTOP[1]})
+    try:
+        yield f"http://127.0.0.1:{port}", context
+    finally:
+        context.close()
+        browser.close()
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def query(page) -> dict[str, list[str]]:
+    return parse_qs(urlparse(web.current_url(page)).query)
+
+
+def no_page_not_found(page) -> None:
+    assert page.get_by_text("Page not found").count() == 0
+    assert page.locator('[data-testid="stDialog"], [role="dialog"]').count() == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "title", "click", "pick"), DEEP_LINKS, ids=[d[0].split("?")[0] for d in DEEP_LINKS]
+)
+def test_a_deep_link_on_a_fresh_server_opens_its_page_and_the_first_click_picks(
+    fresh, path, title, click, pick
+):
+    url, context = fresh
+    page = context.new_page()
+    page.goto(f"{url}/{path}")  # the server's very first request
+    web.wait_idle(page)
+    web.no_exception(page)
+    no_page_not_found(page)
+    assert page.locator("h1").first.inner_text().strip() == title
+    chart, row, col, panel = click
+    web.click_cell(page, chart, row, col, panel)
+    no_page_not_found(page)
+    key, value = pick
+    assert query(page)[key] == [value], "the first click picked"
+
+
+def test_a_visit_to_every_page_requests_nothing_off_the_server(fresh):
+    url, context = fresh
+    page = context.new_page()
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(url + "/")
+    web.wait_idle(page)
+    for stem in PAGES[1:]:
+        page.locator(f'.st-key-page_menu a[href^="{stem}"]').click()
+        web.wait_idle(page)
+        web.no_exception(page)
+        page.mouse.wheel(0, 20000)  # the whole page, down to its last figure
+        web.wait_idle(page)
+    assert len(requests) > 50, "the visit was recorded"
+    own = (url + "/", f"blob:{url}/", "data:")
+    off = sorted({r for r in requests if not r.startswith(own)})
+    assert not off, off

@@ -1,0 +1,90 @@
+// Conv Explorer: the JavaScript twin of gpuops/index_math.py (and of gpuops/kernels/index_math.cuh),
+// so the browser can answer a hover from the geometry without asking the server. Each formula is
+// written once here, as in the Python and CUDA files; tests/browser/test_e2e_index_math_js.py runs
+// these in Chromium against the Python ones. Plain script (no import / export): ui/pick.py puts it
+// in front of the pick bridge's module, and the test loads it as a script tag.
+//
+// A geometry `g` has the fields of gpuops.checks.WindowGeometry: H, W, KH, KW, stride_h, stride_w,
+// pad_top, pad_bottom, pad_left, pad_right, dil_h, dil_w (and H_out, W_out, computed here).
+const ConvIndexMath = (() => {
+  // floor((size + pads - dilation*(k-1) - 1) / stride) + 1: how many windows fit along one axis
+  const windowCount = (size, padBefore, padAfter, k, stride, dilation) =>
+    Math.floor((size + padBefore + padAfter - dilation * (k - 1) - 1) / stride) + 1;
+
+  // the input coordinate output o reads at tap k (may be padding)
+  const inputCoord = (o, stride, pad, k, dilation) => o * stride - pad + k * dilation;
+
+  // the output whose tap k reads input coordinate i, or -1: i = o*stride - pad + k*dilation solved
+  const outputCoord = (i, stride, pad, k, dilation, count) => {
+    const t = i + pad - k * dilation;
+    if (t < 0 || t % stride !== 0) return -1;
+    const o = t / stride;
+    return o < count ? o : -1;
+  };
+
+  // reflect i (at most size-1 outside) into [0, size) without repeating the edge
+  const reflectIndex = (i, size) => Math.abs(i) - Math.abs(i - (size - 1)) - i + (size - 1) + 0;
+
+  // the padded coordinates that copy input coordinate i: i always, -i and 2(size-1)-i where the
+  // padding reaches them; [[coordinate, present], ...] in that order
+  const reflectCopies = (i, size, padBefore, padAfter) => [
+    [i, true],
+    [-i + 0, i >= 1 && i <= padBefore],
+    [2 * (size - 1) - i, i <= size - 2 && i >= size - 1 - padAfter],
+  ];
+
+  const outputs = (g) => [
+    windowCount(g.H, g.pad_top, g.pad_bottom, g.KH, g.stride_h, g.dil_h),
+    windowCount(g.W, g.pad_left, g.pad_right, g.KW, g.stride_w, g.dil_w),
+  ];
+
+  // every (ki, kj, oh, ow) whose window reads input cell (ih, iw), in the kernels' loop order
+  const windowsCovering = (g, ih, iw) => {
+    const [Ho, Wo] = outputs(g), found = [];
+    for (let ki = 0; ki < g.KH; ki++) {
+      const oh = outputCoord(ih, g.stride_h, g.pad_top, ki, g.dil_h, Ho);
+      if (oh < 0) continue;
+      for (let kj = 0; kj < g.KW; kj++) {
+        const ow = outputCoord(iw, g.stride_w, g.pad_left, kj, g.dil_w, Wo);
+        if (ow >= 0) found.push([ki, kj, oh, ow]);
+      }
+    }
+    return found;
+  };
+
+  // the taps of output (oh, ow): [[row, col, sourceRow, sourceCol], ...] in tap order; row/col in
+  // padded coordinates, the source the cell the tap fetches (-1, -1: a zero of the padding)
+  const receptiveField = (g, oh, ow, mode) => {
+    const taps = [];
+    for (let ki = 0; ki < g.KH; ki++) {
+      const r = inputCoord(oh, g.stride_h, g.pad_top, ki, g.dil_h);
+      for (let kj = 0; kj < g.KW; kj++) {
+        const c = inputCoord(ow, g.stride_w, g.pad_left, kj, g.dil_w);
+        const inside = r >= 0 && r < g.H && c >= 0 && c < g.W;
+        if (mode === "reflect") taps.push([r, c, reflectIndex(r, g.H), reflectIndex(c, g.W)]);
+        else taps.push([r, c, inside ? r : -1, inside ? c : -1]);
+      }
+    }
+    return taps;
+  };
+
+  // every output that reads input cell (ih, iw), directly or (reflect) through a mirrored copy:
+  // [[oh, ow], ...] sorted, each once
+  const readers = (g, ih, iw, mode) => {
+    const copies = (i, size, before, after) =>
+      mode === "reflect" ? reflectCopies(i, size, before, after).filter(([, here]) => here).map(([v]) => v) : [i];
+    const seen = new Set(), found = [];
+    for (const vh of copies(ih, g.H, g.pad_top, g.pad_bottom))
+      for (const vw of copies(iw, g.W, g.pad_left, g.pad_right))
+        for (const [, , oh, ow] of windowsCovering(g, vh, vw)) {
+          const key = `${oh},${ow}`;
+          if (!seen.has(key)) {
+            seen.add(key);
+            found.push([oh, ow]);
+          }
+        }
+    return found.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  };
+
+  return { windowCount, inputCoord, outputCoord, reflectIndex, reflectCopies, windowsCovering, receptiveField, readers, outputs };
+})();
