@@ -19,7 +19,7 @@ import streamlit as st
 import gpuops
 from gpuops import filters
 from gpuops.maps import conv2d as maps
-from ui import budget, kernel_editor, pick, state
+from ui import budget, kernel_editor, padding_view, pick, state
 from ui.common import backend_name, session_cached
 from ui.images import png_bytes, to_display
 from ui.kernel_param import KernelParam
@@ -44,6 +44,16 @@ SWEEP_CAPTION = (
     "Play, pause, or drag the slider; grey outputs are not computed yet. A GPU computes them all at once, "
     "one thread each (below). Where you pause is the pick."
 )
+HELP = {
+    "k": "Sharpen, Laplacian, Sobel and emboss are defined as 3 x 3.",
+    "mode": "zeros: the padding reads 0. reflect: it copies the mirrored input cell.",
+    "mix": "Off: each colour channel is filtered on its own (groups = C). On: one filter spans all channels.",
+    "algo": "auto: on the GPU, the fastest for this shape (timed once, like cuDNN's benchmark mode); on the "
+    "CPU, direct.",
+    "ch": "The channel the close-up, the table and the animation show.",
+}
+ALGORITHMS = getattr(gpuops, "ALL_ALGORITHMS", gpuops.ALGORITHMS)  # fp32 ones, then tensor-core (TF32) ones
+PAD_HELP = f"Cells added on every side. same: {padding_view.HELP}"
 SPEED_HELP = "How many outputs the sliding window computes per second while it plays."
 NO_GPU = (
     "This machine has no GPU: the NumPy twin computed the output. The figure shows the launch "
