@@ -110,7 +110,7 @@ def cells(fig: dict, key: str) -> set[tuple[int, int]]:
     return {tuple(c) for c in fig["layout"].get("meta", {}).get(key, [])}
 
 
-# ---- moved from tests/pages/test_pages.py (checks kept) ---------------------------------------------------------
+# ---- moved from tests/pages/test_pages.py (checks kept) ----------------------------------------------------
 def test_direct_presets_and_sliders_at_extremes():
     """Every preset at three geometries (smallest, largest, odd): the output size the page shows is
     the independent count of window positions; reflect at the largest works on 64 px."""
