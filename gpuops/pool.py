@@ -474,7 +474,7 @@ def plan_avg_pool2d_backward(
     return PoolPlan(g, rule, shape, launch)
 
 
-# ---- the run stage ------------------------------------------------------------------------------------------
+# ---- the run stage -----------------------------------------------------------------------------------------
 def max_pool2d(
     x: Any,
     kernel_size: Any,

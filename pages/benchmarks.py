@@ -2,16 +2,13 @@
 precision ladder (fp32 / TF32 / bf16 / fp16 against cuDNN), and conv2d time vs image size with the
 spread of repeated runs."""
 
-import json
-
 import pandas as pd
 import streamlit as st
 
-import gpuops
 from bench import reports, suite
 from ui import benchmarks_view as view
-from ui import navigation, shared, state
-from ui.common import backend_name, figure, shown_errors, style
+from ui import navigation, state
+from ui.common import backend_name, figure, style
 from ui.state import Param
 from viz import benchmarks as viz
 from viz.precision import ladder_figure
@@ -169,28 +166,11 @@ def section_run_here() -> None:
                 icon=":material/timer:",
             )
         if st.button("Run the benchmark", type="primary", icon=":material/play_arrow:", disabled=not shapes):
-            run_benchmark(shapes, repeat, parts, estimate)
-
-
-def run_benchmark(shapes: list[suite.Shape], repeat: int, parts: str | None, estimate: float) -> None:
-    with shared.measuring() as ours:
-        if not ours:
-            st.warning(
-                "Another session is measuring on this server (one benchmark or sweep at "
-                "a time); try again in a moment.",
-                icon=":material/hourglass_top:",
-            )
-            return
-        bar = st.progress(0.0, text="starting")
-        extra = {} if parts is None else {"parts": view.PARTS if parts == "all" else (parts,)}
-        with shown_errors("The benchmark"):  # students' millisecond kernels run beside it
-            st.session_state[REPORT] = view.with_progress(
-                lambda progress: suite.run(shapes, repeat=repeat, progress=progress, **extra),
-                bar,
+            view.measure(
+                REPORT,
+                lambda progress: suite.run(shapes, repeat=repeat, progress=progress, **view.parts_arg(parts)),
                 estimate,
-                "measuring",
             )
-        bar.empty()
 
 
 def section_this_run() -> None:
@@ -209,21 +189,7 @@ def section_this_run() -> None:
     rows = view.records_frame(report)
     with st.expander("All records of this run", expanded=False):
         st.dataframe(rows, hide_index=True, key="table_here_all", placeholder=view.MISSING)
-    d1, d2 = st.columns(2)
-    d1.download_button(
-        "Download CSV",
-        rows.to_csv(index=False),
-        "conv_explorer_bench.csv",
-        "text/csv",
-        icon=":material/download:",
-    )
-    d2.download_button(
-        "Download JSON",
-        json.dumps(report, indent=1),
-        "conv_explorer_bench.json",
-        "application/json",
-        icon=":material/download:",
-    )
+    view.downloads(report, rows)
 
 
 def section_sweep() -> None:
@@ -232,20 +198,7 @@ def section_sweep() -> None:
     c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
     repeats = int(state.widget(SWEEP_REPEATS, container=c1))
     if c2.button("Run the size sweep", icon=":material/show_chart:"):
-        with shared.measuring() as ours:
-            if not ours:
-                st.warning("Another session is measuring on this server; try again in a moment.")
-            else:
-                bar = st.progress(0.0, text="sweeping")
-                with shown_errors("The size sweep"):
-                    st.session_state[SWEEP] = reports.size_sweep(
-                        view.SWEEP_SIZES,
-                        list(gpuops.ALGORITHMS),
-                        repeats,
-                        refuse=view.sweep_refusal,
-                        progress=lambda f, text: bar.progress(f, text=text),
-                    )
-                bar.empty()
+        view.sweep_now(SWEEP, repeats)
     sweep = st.session_state.get(SWEEP)
     if sweep is None:
         return

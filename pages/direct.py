@@ -21,31 +21,14 @@ from ui.kernel_param import KernelParam
 from ui.records import Conv
 from ui.state import Cell, Param
 from viz import conv2d as viz
-from viz.precision import ladder_figure
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
-HELP = {
-    "k": "Sharpen, Laplacian, Sobel and emboss are defined as 3 x 3.",
-    "mode": "zeros: the padding reads 0. reflect: it copies the mirrored input cell.",
-    "mix": "Off: each colour channel is filtered on its own (groups = C). On: one filter spans all channels.",
-    "algo": "auto: on the GPU, the fastest for this shape (timed once, like cuDNN's benchmark mode); on the "
-    "CPU, direct.",
-    "ch": "The channel the close-up, the table and the animation show.",
-}
-ALGORITHMS = getattr(gpuops, "ALL_ALGORITHMS", gpuops.ALGORITHMS)  # fp32 ones, then tensor-core (TF32) ones
+HELP, ALGORITHMS = view.HELP, view.ALGORITHMS
 PRESET = Param("dc_preset", "box blur", "Kernel", "select", choices=(*filters.PRESETS, "custom"))
 K = Param("dc_k", 3, "Size K", "slider", lo=1, hi=filters.MAX_KERNEL, help=HELP["k"])
 STRIDE = Param("dc_stride", 1, "Stride S", "slider", lo=1, hi=8)
-PAD = Param(
-    "dc_pad",
-    1,
-    "Padding P",
-    "slider",
-    lo=0,
-    hi=15,
-    help=f"Cells added on every side. same: {padding_view.HELP}",
-)
+PAD = Param("dc_pad", 1, "Padding P", "slider", lo=0, hi=15, help=view.PAD_HELP)
 SAME = Param("dc_same", False, "same", "toggle")  # explained in PAD's help: the column is narrow
 MODE = Param("dc_mode", "zeros", "Pad mode", "select", choices=("zeros", "reflect"), help=HELP["mode"])
 DIL = Param("dc_dil", 1, "Dilation D", "slider", lo=1, hi=5, help="Taps are D cells apart.")
@@ -56,7 +39,8 @@ ALGO = Param(
 PICK = Param("dc_pick", None, "Picked cell", choices=("out", "in"))
 CHANNEL = Param("dc_ch", 0, "Channel", "number", lo=0, hi=3, help=HELP["ch"])
 KERNEL = KernelParam("dc_kernel", None, "Custom kernel")
-PARAMS = [PRESET, K, STRIDE, PAD, SAME, MODE, DIL, MIX, ALGO, PICK, CHANNEL, KERNEL]
+SPEED = Param("dc_speed", 3, "Speed (steps per second)", "slider", lo=1, hi=12, help=view.SPEED_HELP)
+PARAMS = [PRESET, K, STRIDE, PAD, SAME, MODE, DIL, MIX, ALGO, PICK, CHANNEL, KERNEL, SPEED]
 
 state.use(PARAMS)
 image = st.session_state["image"]
@@ -173,13 +157,9 @@ def section_products(direct: Direct, detail: tuple[int, int], ch: int) -> None:
 
 def section_sliding_window(direct: Direct, detail: tuple[int, int], ch: int) -> None:
     st.subheader("The window sliding over your image")
-    fig, steps = direct.sweep(detail, ch, look)
-    show(
-        fig,
-        "dc_window",
-        f"{steps} steps, one per output, starting at the pick. {view.SWEEP_CAPTION}",
-        pickable=True,
-    )
+    speed = state.widget(SPEED, container=st.columns([1, 2])[0])
+    fig, steps = direct.sweep(detail, ch, look, speed)
+    show(fig, "dc_window", view.sweep_caption(steps, speed), pickable=True)
 
 
 def section_threads(direct: Direct, detail: tuple[int, int], ch: int) -> None:
@@ -217,17 +197,7 @@ def section_compare(direct: Direct) -> None:
 def section_precision(direct: Direct) -> None:
     """The layer in fp32 / TF32 / bf16 / fp16, timed only when asked (ui/precision_view.py)."""
     with st.expander("Precision ladder: this layer in fp32, TF32, bf16 and fp16 (time and error)"):
-        ladder = precision.compare_precisions(image.planes, direct.conv, ("dc_ladder", *direct.conv.key))
-        if ladder is None:
-            return
-        table = precision.styled(precision.table(ladder))
-        st.dataframe(table, hide_index=True, key="dc_ladder_table", placeholder=precision.MISSING)
-        rows = precision.rows(ladder, "this layer")
-        show(
-            ladder_figure(rows, peer="cuDNN", title="This layer in four precisions", style=look), "dc_ladder"
-        )
-        for text in precision.captions(ladder):
-            st.caption(text)
+        precision.show_ladder(image.planes, direct.conv, look, show)
 
 
 def section_source_and_downloads(conv: Conv) -> None:

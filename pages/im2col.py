@@ -45,7 +45,10 @@ def section_title() -> None:
 def section_settings() -> tuple[int, ...]:
     """The example's shape, one compact row; K and D ranges follow the padded input."""
     H, W, P = state.get(H_), state.get(W_), state.get(P_)
+    asked = state.get(K_)
     K = state.clamp(K_, 1, min(K_.hi, maps.max_kernel(H, W, P, state.get(D_))))
+    if asked > K:
+        st.info(view.shrunk_kernel(asked, K, f"{W} x {H} with padding {P}"), icon=":material/straighten:")
     d_hi = maps.max_dilation(H, W, P, K)
     cols = st.columns([1] * 8 + [1.3], vertical_alignment="bottom")
     values = [
@@ -105,7 +108,7 @@ def section_first_row(ex: view.Example, p: Cell) -> None:
         figure(
             viz.output_figure(ex.y_mat, maps.positions(g), st_style, output_marks),
             "ymat",
-            f"Row m reshaped to {g.H_out} × {g.W_out} is output map m. Click a cell: its sum.",
+            f"Row m reshaped to {g.W_out} × {g.H_out} (W x H) is output map m. Click a cell: its sum.",
             pickable=True,
         )
     with right:
@@ -187,7 +190,10 @@ def section_example() -> None:
 def section_expansion() -> None:
     st.header("How big X_unroll gets for your image")
     Ci, H, W = image.planes.shape
+    asked = state.get(IMG_K)
     k = state.widget(IMG_K, hi=min(IMG_K.hi, H, W))
+    if k < asked:
+        st.info(view.shrunk_kernel(asked, k, f"this {W} x {H} image"), icon=":material/straighten:")
     with shown_errors("The expansion ratio"):
         plan = view.image_plan(image, k)
         gi, in_bytes, unroll_bytes = plan.geometry, image.planes.nbytes, plan.x_unroll_bytes_per_sample

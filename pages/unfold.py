@@ -122,7 +122,7 @@ def section_matrix(cell: Cell, result: Folded) -> None:
         pickable=True,
     )
     st.markdown(
-        f"**{g.H_out} x {g.W_out} = {L:,} patches**, each of C·K·K = {C}·{k}·{k} = {ROWS} values: "
+        f"**{g.W_out} x {g.H_out} = {L:,} patches**, each of C·K·K = {C}·{k}·{k} = {ROWS} values: "
         f"unfold gives a **{ROWS:,} x {L:,}** matrix (PyTorch: `F.unfold(x, {k}, dilation={dil}, "
         f"padding={pad}, stride={stride})`)."
     )

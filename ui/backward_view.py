@@ -184,7 +184,7 @@ def output_padding_text(g: gpuops.WindowGeometry) -> str:
     if op_h == 0 and op_w == 0:
         return (
             f"**output_padding = 0 here.** The last window reaches the last padded row and column, so "
-            f"conv_transpose2d from {g.H_out} x {g.W_out} gives back exactly {g.H} x {g.W}."
+            f"conv_transpose2d from {g.W_out} x {g.H_out} gives back exactly {g.W} x {g.H}."
         )
     parts = [(op_h, "row", "bottom"), (op_w, "column", "right")]
     left_out = " and ".join(f"{n} {what}{'s' * (n != 1)}" for n, what, _ in parts if n)
@@ -192,8 +192,8 @@ def output_padding_text(g: gpuops.WindowGeometry) -> str:
     return (
         f"**output_padding = {pair((op_h, op_w))} matters here.** The last window stops short of the padded "
         f"input by {left_out} (the floor in the output-size formula), so inputs of several sizes give the "
-        f"same {g.H_out} x {g.W_out} output. From {g.H_out} x {g.W_out}, conv_transpose2d would give "
-        f"{g.H - op_h} x {g.W - op_w}; output_padding adds {added} to give back {g.H} x {g.W} "
+        f"same {g.W_out} x {g.H_out} output. From {g.W_out} x {g.H_out}, conv_transpose2d would give "
+        f"{g.W - op_w} x {g.H - op_h}; output_padding adds {added} to give back {g.W} x {g.H} "
         f"(it must be smaller than the stride or the dilation)."
     )
 
@@ -208,9 +208,10 @@ def adjoint(g: gpuops.WindowGeometry, seed: int) -> tuple[float, float, str]:
     arrays = (gpuops.asarray(x), gpuops.asarray(y), gpuops.asarray(w))
     lhs, rhs = gpuops.adjoint_identity(*arrays, stride=g.stride_h, padding=g.pad_top, dilation=g.dil_h)
     text = (
-        f"Random x ({C} x {g.H} x {g.W}), y ({M} x {g.H_out} x {g.W_out}) and w ({M} x {C} x {g.KH} x "
-        f"{g.KW}), the current kernel, stride, padding and dilation. Both sides add the same products x[c, "
-        f"ih, iw] · w[m, c, ki, kj] · y[m, oh, ow], one for every tap of every window, grouped once by "
+        f"Random x of shape (C, H, W) = ({C}, {g.H}, {g.W}), y ({M}, {g.H_out}, {g.W_out}) and w ({M}, "
+        f"{C}, {g.KH}, {g.KW}), the current kernel, stride, padding and dilation. Both sides add the same "
+        f"products x[c, ih, iw] · w[m, c, ki, kj] · y[m, oh, ow], one for every tap of every window, "
+        f"grouped once by "
         f"output and once by input. So conv_transpose2d is the transpose (the adjoint) of the convolution's "
         f"matrix, and by the chain rule dE/dX = Wᵀ · dE/dY: **the transposed convolution of dY IS the "
         f"backward pass of the convolution with respect to its input.**"

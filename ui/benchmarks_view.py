@@ -12,10 +12,12 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import pandas as pd
+import streamlit as st
 
 import gpuops
 from bench import reports, suite
-from ui import budget, tables
+from ui import budget, shared, tables
+from ui.common import shown_errors
 from viz.benchmarks import RatioRow
 from viz.precision import LadderRow, precision_label
 
@@ -396,4 +398,59 @@ def ladder_caption(run: reports.Run) -> str:
         "pipelined tensor-core kernels (the kernel the run recorded) against cuDNN in the same precision "
         "(allow_tf32; bf16 / fp16 tensors). Error: ||y − y64|| / ||y64|| against PyTorch in float64, where "
         "the run recorded it (— where not). ours ÷ cuDNN: > 1 means cuDNN is faster."
+    )
+
+
+# ---- measuring on this server ---------------------------------------------------------------------
+BUSY = (
+    "Another session is measuring on this server (one benchmark or sweep at a time); try again in a moment."
+)
+
+
+def parts_arg(parts: str | None) -> dict[str, Any]:
+    """suite.run's `parts` for the page's "Operations" choice (None: the suite's default)."""
+    return {} if parts is None else {"parts": PARTS if parts == "all" else (parts,)}
+
+
+def measure(key: str, run: Callable[[Callable], Any], estimate: float) -> None:
+    """Run the benchmark with a progress bar, one measurement at a time across the server's
+    workers (ui.shared.measuring); the report goes to session_state[key]."""
+    with shared.measuring() as ours:
+        if not ours:
+            st.warning(BUSY, icon=":material/hourglass_top:")
+            return
+        bar = st.progress(0.0, text="starting")
+        with shown_errors("The benchmark"):  # students' millisecond kernels run beside it
+            st.session_state[key] = with_progress(run, bar, estimate, "measuring")
+        bar.empty()
+
+
+def sweep_now(key: str, repeats: int) -> None:
+    """Time every algorithm at the sweep's sizes (one measurement at a time across workers)."""
+    with shared.measuring() as ours:
+        if not ours:
+            st.warning(BUSY, icon=":material/hourglass_top:")
+            return
+        bar = st.progress(0.0, text="sweeping")
+        with shown_errors("The size sweep"):
+            st.session_state[key] = reports.size_sweep(
+                SWEEP_SIZES,
+                list(gpuops.ALGORITHMS),
+                repeats,
+                refuse=sweep_refusal,
+                progress=lambda f, text: bar.progress(f, text=text),
+            )
+        bar.empty()
+
+
+def downloads(report: dict, rows: pd.DataFrame) -> None:
+    """This session's run as CSV and JSON files."""
+    d1, d2 = st.columns(2)
+    icon = ":material/download:"
+    d1.download_button(
+        "Download CSV", rows.to_csv(index=False), "conv_explorer_bench.csv", "text/csv", icon=icon
+    )
+    report_json = json.dumps(report, indent=1)
+    d2.download_button(
+        "Download JSON", report_json, "conv_explorer_bench.json", "application/json", icon=icon
     )

@@ -19,7 +19,7 @@ import streamlit as st
 import gpuops
 from gpuops import filters
 from gpuops.maps import conv2d as maps
-from ui import budget, kernel_editor, pick, state
+from ui import budget, kernel_editor, padding_view, pick, state
 from ui.common import backend_name, session_cached
 from ui.images import png_bytes, to_display
 from ui.kernel_param import KernelParam
@@ -29,7 +29,7 @@ from ui.sidebar import CAP_OPTIONS, SourceImage
 from ui.state import Cell, Param
 from viz import conv2d as viz
 from viz.images import signed_to_display
-from viz.style import Style
+from viz.style import Style, output_kind
 
 CHARTS_OUT = ("conv_output", "dc_threads")  # a click on these picks an output pixel
 CHARTS_IN = ("conv_input", "dc_zoom", "dc_tile")  # and on these an input cell
@@ -44,6 +44,17 @@ SWEEP_CAPTION = (
     "Play, pause, or drag the slider; grey outputs are not computed yet. A GPU computes them all at once, "
     "one thread each (below). Where you pause is the pick."
 )
+HELP = {
+    "k": "Sharpen, Laplacian, Sobel and emboss are defined as 3 x 3.",
+    "mode": "zeros: the padding reads 0. reflect: it copies the mirrored input cell.",
+    "mix": "Off: each colour channel is filtered on its own (groups = C). On: one filter spans all channels.",
+    "algo": "auto: on the GPU, the fastest for this shape (timed once, like cuDNN's benchmark mode); on the "
+    "CPU, direct.",
+    "ch": "The channel the close-up, the table and the animation show.",
+}
+ALGORITHMS = getattr(gpuops, "ALL_ALGORITHMS", gpuops.ALGORITHMS)  # fp32 ones, then tensor-core (TF32) ones
+PAD_HELP = f"Cells added on every side. same: {padding_view.HELP}"
+SPEED_HELP = "How many outputs the sliding window computes per second while it plays."
 NO_GPU = (
     "This machine has no GPU: the NumPy twin computed the output. The figure shows the launch "
     "the GPU makes for these settings"
@@ -162,6 +173,14 @@ def formula(image: SourceImage, args: tuple[int, int, int], kernel_shape: tuple,
         rf" + 1 = " + w_out,
     ]
     return label, lines
+
+
+def sweep_caption(steps: int, speed: int) -> str:
+    """What the sliding window shows, where Play starts, and how fast it goes."""
+    return (
+        f"{steps} steps, one per output; Play starts at the pick and runs {speed} step"
+        f"{'s' if speed != 1 else ''} per second. {SWEEP_CAPTION}"
+    )
 
 
 def _set_pick_from_inputs(param: Param) -> None:
@@ -330,17 +349,26 @@ class Direct:
                 f"{cell.col}); dotted: output {detail}, explained below"
             )
         pad_note = "mirrored cells" if conv.mode == "reflect" else "zeros"
-        title = f"Input: {W} x {H}, {C} channel{'s' if C > 1 else ''}"
+        out_title = self.output_title()  # two lines: the input's title takes two too, images aligned
+        joint = "<br>" if "<br>" in out_title else ", "
+        title = f"Input: {W} x {H}{joint}{C} channel{'s' if C > 1 else ''}"
         return [
             (
                 viz.input_figure(in_pixels, look, title, in_marks),
                 f"Click a pixel. {in_what}; blue band: padding ({pad_note}); dotted cyan: the close-up.",
             ),
             (
-                viz.output_figure(conv.out_pixels, look, f"Output: {g.W_out} x {g.H_out}", out_marks),
+                viz.output_figure(conv.out_pixels, look, out_title, out_marks),
                 f"Click a pixel. {out_what}. Shown as {conv.shown_as}.",
             ),
         ]
+
+    def output_title(self) -> str:
+        """The output image's title; with colour channels filtered one by one, it says so on the
+        figure (a Sobel edge of a red square on white comes out cyan: its green and blue change)."""
+        g, (C, _, _) = self.g, self.image.planes.shape
+        per_channel = "<br>each colour channel filtered on its own" if C > 1 and self.conv.groups > 1 else ""
+        return f"Output: {g.W_out} x {g.H_out}{per_channel}"
 
     def summary(self, cell: Cell, ch: int) -> str:
         """The pick in words: an output's value and its products, or which outputs read an input cell."""
@@ -363,8 +391,15 @@ class Direct:
         )
 
     def closeup_caption(self, cell: Cell) -> str:
-        """What the close-up outlines, and what its padding holds."""
-        mirrored = "copies of mirrored cells (arrows, or hover a padding cell: the cell it copies)"
+        """What the close-up outlines, and what its padding holds: arrows to the cells mirrored
+        taps copy only where the figure draws them (up to viz.MAX_ARROWS taps)."""
+        rf = maps.receptive_field(self.g, *self.detail_of(cell), self.conv.mode)
+        n_mirrored = int(np.sum(~rf.inside & (rf.source_rows >= 0)))
+        if 0 < n_mirrored <= viz.MAX_ARROWS:
+            how = "arrows from each mirrored tap; or hover a padding cell: the cell it copies is outlined"
+        else:
+            how = "hover a padding cell: the cell it copies is outlined"
+        mirrored = f"copies of mirrored cells ({how})"
         pad_note = mirrored if self.conv.mode == "reflect" else "zeros"
         picked = "; red: the picked input cell" if cell.space == "in" else ""
         return (
@@ -416,8 +451,9 @@ class Direct:
         ]
         return latex, table, terms.total, notes
 
-    def sweep(self, detail: tuple[int, int], ch: int, look: Style) -> tuple[go.Figure, int]:
-        """The sliding window over a crop around the detail output (within the budget), and its steps."""
+    def sweep(self, detail: tuple[int, int], ch: int, look: Style, speed: int = 3) -> tuple[go.Figure, int]:
+        """The sliding window over a crop around the detail output (within the budget), playing
+        `speed` steps per second from it, and its number of steps."""
         g, conv, m = self.g, self.conv, self.channel_of(ch)
         crop = maps.animation_crop(g, *detail)
         oh, ow = crop.outputs
@@ -436,9 +472,13 @@ class Direct:
             conv.out[m][oh, ow],
             crop.index_of(*detail),
             conv.weight.shape[1] * g.KH * g.KW,
+            output_kind(conv.kernel, conv.out[m]),
         )
-        title = f"Outputs {crop.out_r0}..{crop.out_r1 - 1} x {crop.out_c0}..{crop.out_c1 - 1}, channel {ch}"
-        return viz.sliding_window_figure(sweep, look, title), len(oh)
+        title = (
+            f"Output rows {crop.out_r0}..{crop.out_r1 - 1}, columns {crop.out_c0}..{crop.out_c1 - 1}, "
+            f"channel {ch}"
+        )
+        return viz.sliding_window_figure(sweep, look, title, ms=1000 // max(1, speed)), len(oh)
 
     def threads(self, detail: tuple[int, int], ch: int) -> tuple[maps.ThreadWork, str, str]:
         """Which block and thread computed the detail output: their work, a title and in words."""
@@ -446,7 +486,7 @@ class Direct:
         work = maps.computed_by(
             launch, self.g, *detail, self.channel_of(ch), channel=ch, C=self.image.planes.shape[0]
         )
-        title = f"{launch.kernel}: blockIdx {work.block}, threadIdx {work.thread}"
+        title = f"{launch.kernel}<br>blockIdx {work.block}, threadIdx {work.thread}"  # two lines: fits
         per_thread = len(work.thread_pixels)
         if conv.ran == "im2col":
             return (
@@ -480,7 +520,7 @@ class Direct:
         win = maps.padded_window(self.image.planes[ch], g, conv.mode, *region)
         taps = [maps.receptive_field(g, int(r), int(c), conv.mode) for r, c in work.thread_pixels]
         cells = np.concatenate([np.stack([t.rows.ravel(), t.cols.ravel()], axis=1) for t in taps])
-        title = f"Shared-memory tile: {r1 - r0} x {c1 - c0} input cells (tile + halo)"
+        title = f"Shared-memory tile: {c1 - c0} x {r1 - r0} input cells (tile + halo)"
         stage = dict(launch.args).get("cb_max", 1)  # v3 stages several channels per barrier; v2 and v6 one
         caption = (
             f"Cyan: the input tile the block copies to shared memory ({stage} channel(s) at a time, "

@@ -19,6 +19,7 @@ from ui import budget, pick, state
 from ui.sidebar import CAP_OPTIONS, SourceImage
 from ui.state import Cell, Param
 from viz import im2col as viz
+from viz.style import output_kind
 
 # PMPP ch. 16's worked example: 3 input maps of 3 x 3, 2 filters of 3 x 2 x 2, and the book's outputs.
 BOOK_X = [
@@ -57,6 +58,12 @@ class Example:
     @property
     def M(self) -> int:
         return self.w_mat.shape[0]
+
+
+def shrunk_kernel(asked: int, got: int, where: str) -> str:
+    """Why the kernel is smaller than the setting asked for (a K that no longer fits is reduced,
+    never silently)."""
+    return f"Kernel K {asked} -> {got}: K = {got} is the largest window that fits {where}."
 
 
 def reset(defaults: dict) -> None:
@@ -269,10 +276,11 @@ def first_row_marks(ex: Example, p: Cell, channel: int) -> tuple[viz.InputMarks,
     copies = maps.copy_counts(C, g)
     if p.space == "in":
         columns = tuple(int(v) for v in maps.columns_reading(C, g, channel, p.row, p.col))
-        return viz.InputMarks(copies, (), (channel, p.row, p.col)), viz.OutputMarks(columns=columns)
+        out_marks = viz.OutputMarks(columns=columns, kind=output_kind(ex.w_mat, ex.y_mat))
+        return viz.InputMarks(copies, (), (channel, p.row, p.col)), out_marks
     taps = tuple(zip(*maps.column_taps(C, g, p.col), strict=True))
     column, cell = (p.col, None) if p.space == "col" else (None, (p.row, p.col))
-    return viz.InputMarks(copies, taps), viz.OutputMarks(column, cell)
+    return viz.InputMarks(copies, taps), viz.OutputMarks(column, cell, kind=output_kind(ex.w_mat, ex.y_mat))
 
 
 def gemm_marks(ex: Example, p: Cell, channel: int) -> tuple[list, int | None, int | None]:
@@ -285,7 +293,8 @@ def gemm_marks(ex: Example, p: Cell, channel: int) -> tuple[list, int | None, in
 def steps_of(ex: Example) -> viz.Steps:
     """What the column-by-column animation steps through."""
     taps = tuple(maps.column_taps(ex.C, ex.g, col) for col in range(ex.g.L))
-    return viz.Steps(ex.x, maps.padded_ids(ex.C, ex.g), ex.x_unroll, ex.y_mat, taps)
+    kind = output_kind(ex.w_mat, ex.y_mat)
+    return viz.Steps(ex.x, maps.padded_ids(ex.C, ex.g), ex.x_unroll, ex.y_mat, taps, kind)
 
 
 # ---- the pick in words --------------------------------------------------------------------------------

@@ -41,8 +41,10 @@ export default function (component) {
   reg.data = data;
   reg.setTriggerValue = setTriggerValue;
   const PREFIX = "st-key-pick-";
-  const nameOf = (el) => { const c = [...el.classList].find((k) => k.startsWith(PREFIX)); return c ? c.slice(PREFIX.length) : null; };
-  const chartOf = (name) => [...document.querySelectorAll(`.${PREFIX}${name} .js-plotly-plot`)].find((g) => g._fullLayout);
+  const nameOf = (el) => { const c = [...el.classList]
+      .find((k) => k.startsWith(PREFIX)); return c ? c.slice(PREFIX.length) : null; };
+  const chartOf = (name) => [...document.querySelectorAll(`.${PREFIX}${name} .js-plotly-plot`)]
+      .find((g) => g._fullLayout);
   // the cell under the mouse, in the axes of the trace that was hit (subplots have their own axes)
   const cellAt = (gd, ev) => {
     const pt = (ev.points || [])[0] || {};
@@ -57,9 +59,10 @@ export default function (component) {
     const add = [];
     for (const [panel, r, c] of cells) {
       const yref = (gd._fullLayout[panel === "x" ? "xaxis" : "xaxis" + panel.slice(1)] || {}).anchor || "y";
-      for (const [color, width] of [[st.halo || "black", (st.width || 3) + 3], [st.color || "#ff7f0e", st.width || 3]])
-        add.push({ type: "rect", name: "hover-hl", xref: panel, yref, x0: c - 0.5, x1: c + 0.5, y0: r - 0.5, y1: r + 0.5,
-                   line: { color, width } });
+      const pens = [[st.halo || "black", (st.width || 3) + 3], [st.color || "#ff7f0e", st.width || 3]];
+      for (const [color, width] of pens)
+        add.push({ type: "rect", name: "hover-hl", xref: panel, yref,
+                   x0: c - 0.5, x1: c + 0.5, y0: r - 0.5, y1: r + 0.5, line: { color, width } });
     }
     window.Plotly.relayout(gd, { shapes: keep.concat(add) });
   };
@@ -123,7 +126,8 @@ export default function (component) {
       const i = steps.findIndex((s) => s.label === frame);
       if (i >= 0) reg.setTriggerValue("click", { chart: name, panel: "step", row: i, col: 0 });
     };
-    for (const ev of ["plotly_animationinterrupted", "plotly_animated", "plotly_sliderend"]) gd.on(ev, stepped);
+    for (const ev of ["plotly_animationinterrupted", "plotly_animated", "plotly_sliderend"])
+      gd.on(ev, stepped);
   };
   const scan = () => {
     for (const el of document.querySelectorAll(`[class*="${PREFIX}"]`)) {

@@ -30,7 +30,8 @@ from ui import budget, tables
 from ui.common import COMPARE_SHARE, RESULT_SLOTS, time_call
 from ui.padding_view import padding_arg
 from ui.records import Conv
-from viz.precision import LadderRow, precision_label
+from viz.precision import LadderRow, ladder_figure, precision_label
+from viz.style import Style
 
 TENSOR_CORE = {"tf32": "pipelined_tf32", "bf16": "pipelined_bf16", "fp16": "pipelined_fp16"}
 PRECISION_ORDER = ("fp32", "tf32", "bf16", "fp16")
@@ -375,3 +376,18 @@ def captions(ladder: Ladder) -> list[str]:
         if r.note
     ]
     return out
+
+
+def show_ladder(planes: Any, conv: Conv, look: Style, show: Callable[..., None]) -> None:
+    """The Direct page's ladder section: "Compare precisions", then the table, the figure (drawn
+    by the page's `show`) and what the numbers mean."""
+    ladder = compare_precisions(planes, conv, ("dc_ladder", *conv.key))
+    if ladder is None:
+        return
+    st.dataframe(styled(table(ladder)), hide_index=True, key="dc_ladder_table", placeholder=MISSING)
+    figure = ladder_figure(
+        rows(ladder, "this layer"), peer="cuDNN", title="This layer in four precisions", style=look
+    )
+    show(figure, "dc_ladder")
+    for text in captions(ladder):
+        st.caption(text)

@@ -21,7 +21,8 @@ class Controls:
     """Where and how the controls sit. y: where buttons and slider hang from, in plot fractions
     (0 = the plot's bottom edge, negative below it); buttons_pad / slider_pad: pixels further
     down (clear of tick labels and axis titles); slider_x: where the slider starts; active: the
-    step shown first; ms per frame when playing; prefix: names the current step above the
+    step shown first, where Play starts (then on to the last step and round to the one before
+    `active`); ms per frame when playing; prefix: names the current step above the
     slider; step_labels: False draws the steps' own labels transparent (many steps would crowd
     under the slider); current_right: the current step named at the slider's right end."""
 
@@ -39,13 +40,30 @@ class Controls:
 PLAIN = Controls()
 
 
+def play_order(labels: Sequence[str], active: int) -> list[str]:
+    """The frames Play runs through: from the step shown first to the last, then round from the
+    first to the one before it. Plotly's `fromcurrent` continues from a step paused or dragged to
+    within this list; before any step has been animated it has no current step and would start
+    at the first frame, away from the one on screen."""
+    labels = list(labels)
+    if not labels:
+        return []
+    active = min(max(active, 0), len(labels) - 1)
+    return labels[active:] + labels[:active]
+
+
+def steps_per_second(ms: int) -> float:
+    """The playing speed of `ms` per frame, in steps per second."""
+    return 1000 / max(1, ms)
+
+
 def controls(labels: Sequence[str], style: Style, how: Controls = PLAIN) -> dict:
     """Layout entries (updatemenus, sliders) for frames named `labels`."""
     play = dict(
         label="▶ Play",
         method="animate",
         args=[
-            None,
+            play_order(labels, how.active),
             dict(frame=dict(duration=how.ms, redraw=True), fromcurrent=True, transition=dict(duration=0)),
         ],
     )

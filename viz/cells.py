@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.style import NORMAL, Style, cell_colours, label_size, value_scale
+from viz.style import NORMAL, SIGNED, Style, cell_colours, label_size, scale_for
 
 NOMINAL_WIDTH = 560  # px a half-width figure gets at 1366 x 768 with the sidebar open
 
@@ -24,14 +24,16 @@ def _labels(values: np.ndarray, fmt: str) -> np.ndarray:
 class GridLook:
     """How a grid's cells are drawn: the hover's word for a value, the labels' number format, the
     width (px) the grid is drawn across (labels are sized to fit it), the number of colours of an
-    identity grid (one per input cell; None: as many as its ids), and a value grid's colour scale
-    (None: the style's value policy for its values)."""
+    identity grid (one per input cell; None: as many as its ids), the kind of data a value grid
+    shows (viz.style.scale_for: image, signed or count) and a colour scale shared with another
+    grid (None: the kind's scale for these values)."""
 
     name: str = "value"
     fmt: str = ".3g"
     width_px: int = NOMINAL_WIDTH
     n_cells: int | None = None
     scale: dict | None = None
+    kind: str = SIGNED
 
 
 GRID = GridLook()
@@ -41,7 +43,7 @@ def value_grid(
     values: np.ndarray, style: Style = NORMAL, *, origin: tuple[int, int] = (0, 0), look: GridLook = GRID
 ) -> go.Heatmap:
     """A heatmap whose cell centres sit at integer (row, col) from origin (row0, col0), coloured by
-    the style's value policy (sequential from 0, or diverging at 0 for signed data), with each
+    the colour policy for the kind of data it shows (look.kind, viz.style.scale_for), with each
     value written in its cell when the cell is large enough to read it."""
     (row0, col0), fmt = origin, look.fmt
     h, w = values.shape
@@ -61,7 +63,7 @@ def value_grid(
         textfont=dict(size=size) if labelled else None,
         hovertemplate=f"row %{{y}}, col %{{x}}<br>{look.name} %{{z:.4g}}<extra></extra>",
         showscale=False,
-        **(look.scale or value_scale(values)),
+        **(look.scale or scale_for(look.kind, values)),
     )
 
 

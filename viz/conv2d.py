@@ -25,27 +25,29 @@ from viz.memo import figure_memo
 from viz.style import (
     HALO,
     HIGHLIGHT,
+    IMAGE,
     PADDING_COLOUR,
     PEN,
     READER,
     SECOND,
-    SEQUENTIAL,
     Pen,
     Style,
     axis_text,
     base_layout,
-    value_scale,
+    scale_for,
 )
 
 IMAGE_WIDTH = 460  # px of an image column at 1366 x 768 with the sidebar open (two columns)
 GRID_WIDTH = 520  # px a cell grid is drawn for (labels are sized for it)
-PIXEL_SCALE = dict(colorscale=SEQUENTIAL, zmin=0.0, zmax=1.0)  # input values are intensities in [0, 1]
+PIXEL_SCALE = scale_for(IMAGE)  # input values are intensities in [0, 1]
 PIXEL_GRID = GridLook(fmt=".2f", width_px=GRID_WIDTH, scale=PIXEL_SCALE)
 COVER = "rgba(236,236,236,1)"  # outputs the window has not reached yet
 MIRROR = "#5b2a86"  # arrows from a mirrored padding tap to the cell it copies
 BOX = Pen(SECOND)  # boxes: a region (the zoom, a tile), cyan
 DOTTED_BOX = Pen(SECOND, "dot")
 DASHED, DOTTED = Pen(dash="dash"), Pen(dash="dot")  # taps in the padding, the cells mirrored taps copy
+MIN_ROWS_PER_COLUMN = 3  # the thread figure shows at least one row per 3 columns (never a thin strip)
+MIN_PANEL = 0.32  # neither panel of the sliding window gets less of the plot's width (its title fits)
 MAX_ARROWS = 8  # more mirrored taps than this: no arrows (a tangle); hovering a padding cell shows its source
 
 
@@ -111,7 +113,8 @@ class Closeup:
 class Sweep:
     """The sliding window over a crop: the input region it reads (window), the outputs out_rows x
     out_cols with their values, each output's taps (tap_rows, tap_cols: (n, KH, KW), raster order)
-    and value (sums: (n,), each the sum of `terms` products), and the frame shown first (start)."""
+    and value (sums: (n,), each the sum of `terms` products), the frame shown first (start), and
+    the kind of data the outputs are (viz.style.output_kind: signed when a weight is negative)."""
 
     window: Window
     out_rows: np.ndarray
@@ -122,6 +125,7 @@ class Sweep:
     sums: np.ndarray
     start: int
     terms: int
+    out_kind: str = IMAGE
 
 
 # ---- one-shot layouts ---------------------------------------------------------------------------------
@@ -239,17 +243,21 @@ def _meta(**cells: Any) -> dict[str, list[list[int]]]:
 
 
 # ---- the two images ---------------------------------------------------------------------------------
-def _margins(style: Style) -> dict[str, int]:
-    """Image panels: room for the title, the tick labels and the axis titles, nothing more."""
+def _margins(style: Style, title: str = "") -> dict[str, int]:
+    """Image panels: room for the title (every line of it), the tick labels and the axis titles."""
+    lines = 1 + title.count("<br>")
     return dict(
-        l=3 * style.tick // 2 + style.font + 24, r=34, t=style.title + 24, b=style.tick + style.font + 28
+        l=3 * style.tick // 2 + style.font + 24,
+        r=34,
+        t=lines * (style.title + 6) + 18,
+        b=style.tick + style.font + 28,
     )
 
 
-def _image_height(rows: int, cols: int, style: Style, width: int = IMAGE_WIDTH) -> int:
+def _image_height(rows: int, cols: int, style: Style, width: int = IMAGE_WIDTH, title: str = "") -> int:
     """Height (before the style's scale) that lets an image of rows x cols fill a column `width`
     px wide, plus its title and axes."""
-    m = _margins(style)
+    m = _margins(style, title)
     plot_w = width - m["l"] - m["r"]
     plot_h = min(int(plot_w * rows / max(1, cols)), int(1.15 * plot_w))
     return int((max(plot_h, 60) + m["t"] + m["b"]) / style.height_scale)
@@ -265,10 +273,9 @@ def _image_layout(
 ) -> dict:
     """An image panel's layout: axes in true pixel coordinates over extent (r0, r1, c0, c1)."""
     r0, r1, c0, c1 = extent
-    layout = _layout(
-        title, f"{axis} column", f"{axis} row", _image_height(r1 - r0, c1 - c0, style, width), style, **extra
-    )
-    layout["margin"] = _margins(style)
+    height = _image_height(r1 - r0, c1 - c0, style, width, title)
+    layout = _layout(title, f"{axis} column", f"{axis} row", height, style, **extra)
+    layout["margin"] = _margins(style, title)
     plain = dict(autorange=False, constrain="domain", showgrid=False, zeroline=False)
     return _merge(
         layout,
@@ -579,10 +586,19 @@ def _box(r0: float, r1: float, c0: float, c1: float) -> tuple[list, list]:
     return [left, right, right, left, left], [top, top, bottom, bottom, top]
 
 
+def panel_split(in_cols: int, out_cols: int, gap: float) -> float:
+    """Where the input panel ends (a fraction of the width): shared in proportion to the cells
+    across, but neither panel below MIN_PANEL (a few outputs of a large dilated window would
+    otherwise get ~30 px, their title cut)."""
+    raw = (1 - gap) * in_cols / max(1, in_cols + out_cols)
+    return min(max(raw, MIN_PANEL), 1 - gap - MIN_PANEL)
+
+
 @figure_memo
 def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 350) -> FramedFigure:
     """The window moving over a region of the input (left), the output filling in (right), one
-    frame per output in raster order, played in the browser (Play / Pause / a step slider)."""
+    frame per output in raster order, played in the browser (Play / Pause / a step slider), ms
+    per step; Play starts at sweep.start (the pick)."""
     win, out_rows, out_cols, out_values = sweep.window, sweep.out_rows, sweep.out_cols, sweep.out_values
     in_rows, in_cols, in_values = win.rows, win.cols, win.values
     in_padding = ~win.inside & np.isfinite(win.values)
@@ -596,11 +612,11 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
     n, nr, nc = len(sums), len(out_rows), len(out_cols)
     ni, nj = len(in_rows), len(in_cols)
     gap = 0.08
-    split = (1 - gap) * nj / (nj + nc)
+    split = panel_split(nj, nc, gap)
     in_look = GridLook(fmt=".2f", width_px=int(2 * GRID_WIDTH * split), scale=PIXEL_SCALE)
     in_grid = value_grid(in_values, style, origin=(int(in_rows[0]), int(in_cols[0])), look=in_look)
     in_grid.update(hovertemplate="input row %{y}, col %{x}<br>value %{z:.4f}<extra></extra>")
-    out_look = GridLook("output", ".2f", int(2 * GRID_WIDTH * (1 - gap - split)))
+    out_look = GridLook("output", ".2f", int(2 * GRID_WIDTH * (1 - gap - split)), kind=sweep.out_kind)
     out_grid = value_grid(out_values, style, origin=(int(out_rows[0]), int(out_cols[0])), look=out_look)
     out_grid.update(
         hovertemplate="output row %{y}, col %{x}<br>value %{z:.4f}<extra></extra>", xaxis="x2", yaxis="y2"
@@ -688,7 +704,8 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
         current_right=True,
     )
     controls = animation.controls(labels, style, how)
-    height = int(2 * GRID_WIDTH * split * max(ni / nj, nr / nc)) + 200
+    in_px, out_px = 2 * GRID_WIDTH * split, 2 * GRID_WIDTH * (1 - gap - split)
+    height = int(max(in_px * ni / nj, out_px * nr / nc)) + 200
     layout = _layout(caption(start), "input column", "input row", height, style)
     layout["margin"] = dict(l=70, r=30, t=2 * style.title + 60, b=style.font * 3 + 90)
     left = _square(in_rows.tolist(), in_cols.tolist(), style, int(2 * GRID_WIDTH * split))
@@ -715,7 +732,7 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
             showarrow=False,
             font=dict(size=style.font),
         )
-        for text, x in (("Input: the window (orange)", 0), ("Output: grey = not computed yet", split + gap))
+        for text, x in (("Input: the window (orange)", 0), ("Output (grey: not yet)", split + gap))
     ]
     return FramedFigure(traces, layout, raw_frames=frames, raw_layout=controls)
 
@@ -740,10 +757,10 @@ def thread_figure(
     H, W = out_pixels.shape[:2]
     cells = np.concatenate([_as_cells(block_pixels), _as_cells(thread_pixels), _as_cells([picked])])
     r0, r1, c0, c1 = _bbox(cells, 4, H, W)
-    grow_r, grow_c = (
-        max(0, 12 - (r1 - r0)) // 2,
-        max(0, 24 - (c1 - c0)) // 2,
-    )  # some context around a thin block
+    # some context around a thin block: at least 24 columns, and rows a third of the columns (a
+    # 256-pixel row of im2col's unfold was drawn 9 rows high: a squashed strip)
+    grow_c = max(0, 24 - (c1 - c0)) // 2
+    grow_r = max(0, max(12, (c1 - c0 + 2 * grow_c) // MIN_ROWS_PER_COLUMN) - (r1 - r0)) // 2
     r0, r1, c0, c1 = max(0, r0 - grow_r), min(H, r1 + grow_r), max(0, c0 - grow_c), min(W, c1 + grow_c)
     shapes = highlight(block_pixels, style, "block", Pen(SECOND))
     shapes += highlight(thread_pixels, style, "thread", Pen(width=max(2, style.line - 1)), union=False)
@@ -832,6 +849,5 @@ __all__ = [
     "shared_tile_figure",
     "sliding_window_figure",
     "thread_figure",
-    "value_scale",
     "weights_figure",
 ]

@@ -21,17 +21,21 @@ import plotly.graph_objects as go
 from viz.animation import Controls, controls
 from viz.memo import figure_memo
 from viz.style import (
+    COUNT,
     HALO,
     HIGHLIGHT,
+    IMAGE,
     NORMAL,
     PADDING_COLOUR,
     READER,
     SECOND,
+    SIGNED,
     Pen,
     Style,
     label_size,
     outline,
-    value_scale,
+    scale_for,
+    title_layout,
 )
 
 if TYPE_CHECKING:  # the maps' records, read by attribute (viz imports no compute code)
@@ -68,7 +72,8 @@ class Panel:
     row0: int = 0
     col0: int = 0
     fmt: str = ".3g"
-    scale: dict | None = None  # a colour scale shared with another panel (value_scale otherwise)
+    scale: dict | None = None  # a colour scale shared with another panel (else the kind's, for values)
+    kind: str = SIGNED  # the kind of data (viz.style.scale_for): gradients and weights are signed
     wash: np.ndarray | None = None  # bool (h, w): cells drawn washed (padding, cropped)
     wash_text: str = "padding"
 
@@ -196,7 +201,7 @@ def layout_base(title: str, style: Style, height: int, margin: dict) -> dict:
     sizes, vertical mode bar that never covers the title), built as a plain dict: one figure
     is then made and checked once, not updated piece by piece (many times faster)."""
     return dict(
-        title=dict(text=title, font=dict(size=style.title), x=0, xanchor="left", y=0.99, yanchor="top"),
+        title=title_layout(title, style, y=0.99),
         font=dict(size=style.font),
         height=int(height),
         margin=margin,
@@ -267,7 +272,7 @@ def panels_figure(
     x0 = 0.0
     for k, p in enumerate(panels):
         h, w = p.values.shape
-        scale = p.scale or value_scale(p.values)
+        scale = p.scale or scale_for(p.kind, p.values)
         text, size = _tagged(
             p, tags_at.get(k, {}) if tagged else {}, sizes[k], cell, style
         )  # never None untagged
@@ -393,8 +398,14 @@ def _ref(axis: str, panel: int) -> str:
 
 
 def shared_scale(*arrays: np.ndarray) -> dict:
-    """One colour scale for several arrays (diverging at 0 when any value is negative)."""
-    return value_scale(np.concatenate([np.ravel(a) for a in arrays]))
+    """One diverging colour scale, centred at 0, for several arrays of signed data."""
+    return scale_for(SIGNED, np.concatenate([np.ravel(a) for a in arrays]))
+
+
+def input_kind(x: np.ndarray) -> str:
+    """An input crop of the image is an IMAGE (fixed [0, 1]); the small integer examples are
+    non-negative amounts (COUNT's scale, from 0)."""
+    return IMAGE if x.size and float(x.min()) >= 0 and float(x.max()) <= 1 else COUNT
 
 
 def tags_for(n: int) -> list[str]:
@@ -417,11 +428,11 @@ def grad_input_figure(ex: Example, style: Style, *, picked: tuple[str, int, int]
     outputs, taps, flipped, inputs = links.outputs, links.taps, links.flipped, links.inputs
     scale_w = shared_scale(w)
     panels = [
-        Panel(dy, f"dY {dy.shape[0]} x {dy.shape[1]}", "dY", "ow", "oh", fmt=fmt),
+        Panel(dy, f"dY {dy.shape[1]} x {dy.shape[0]}", "dY", "ow", "oh", fmt=fmt),
         # the kernels name their rows in the title: a row title would crowd the narrow gap before them
         Panel(w, "w[ki, kj]", "w", "kj", "", fmt=fmt, scale=scale_w),
         Panel(w_flipped, "w flipped[a, b]", "w flipped", "b", "", fmt=fmt, scale=scale_w),
-        Panel(dx, f"dX = grad_input {dx.shape[0]} x {dx.shape[1]}", "dX", "iw", "ih", fmt=fmt),
+        Panel(dx, f"dX = grad_input {dx.shape[1]} x {dx.shape[0]}", "dX", "iw", "ih", fmt=fmt),
     ]
     tags = tags_for(len(taps))
     if space == "dx":
@@ -603,11 +614,11 @@ def stamp_animation(
     cropped = (rr < 0) | (rr >= H_out) | (cc < 0) | (cc >= W_out)
     blank = np.zeros_like(stamps[0])
     panels = [
-        Panel(x, f"input {x_name} {H_in} x {W_in}", x_name, "col j", "row i", fmt=fmt),
+        Panel(x, f"input {x_name} {W_in} x {H_in}", x_name, "col j", "row i", fmt=fmt),
         Panel(blank, f"stamp {x_name}[i, j] · w[ki, kj]", "stamp", "kj", "", fmt=fmt, scale=scale),
         Panel(
             sums[0],
-            f"output {H_out} x {W_out}",
+            f"output {W_out} x {H_out}",
             "output",
             "column",
             "row",
@@ -700,7 +711,13 @@ def overlap_figure(
     the picked cell outlined."""
     H, W = counts.shape
     panel = Panel(
-        counts.astype(np.float64), f"output {H} x {W}", "stamps on", "output column", "output row", fmt=".0f"
+        counts.astype(np.float64),
+        f"output {W} x {H}",
+        "stamps on",
+        "output column",
+        "output row",
+        fmt=".0f",
+        kind=COUNT,
     )
     marks = Marks(picked=(0, *picked) if picked else None)
     fig = panels_figure([panel], "Stamps per output cell", style, marks, Framing(plot_width))
@@ -729,8 +746,8 @@ def grad_weight_figure(
     space, r, c = picked
     x, dy, dw, fmt, dw_fmt = ex.x, ex.dy, ex.dw, ex.fmt, ".3g"
     panels = [
-        Panel(x, f"x {x.shape[0]} x {x.shape[1]}", "x", "iw", "ih", fmt=fmt),
-        Panel(dy, f"dY {dy.shape[0]} x {dy.shape[1]}", "dY", "ow", "oh", fmt=fmt),
+        Panel(x, f"x {x.shape[1]} x {x.shape[0]}", "x", "iw", "ih", fmt=fmt, kind=input_kind(x)),
+        Panel(dy, f"dY {dy.shape[1]} x {dy.shape[0]}", "dY", "ow", "oh", fmt=fmt),
         Panel(dw, "dW[ki, kj] = grad_weight", "dW", "kj", "", fmt=dw_fmt),
     ]
     tags = tags_for(len(pairs))
@@ -782,13 +799,13 @@ def reflect_backward_figure(
     panels = [
         Panel(
             dy,
-            f"dY of the padded grid {dy.shape[0]} x {dy.shape[1]}",
+            f"dY of the padded grid {dy.shape[1]} x {dy.shape[0]}",
             "dY",
             "padded column",
             "padded row",
             fmt=".3g",
         ),
-        Panel(counts.astype(np.float64), "gradients summed", "count", "x", "y", fmt=".0f"),
+        Panel(counts.astype(np.float64), "gradients summed", "count", "x", "y", fmt=".0f", kind=COUNT),
         Panel(dx, "dX = reflect_pad_backward", "dX", "x", "y", fmt=".3g"),
     ]
     space, r, c = picked

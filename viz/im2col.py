@@ -22,7 +22,20 @@ import plotly.graph_objects as go
 from viz.animation import Controls, controls
 from viz.cells import GridLook, identity_grid, value_grid
 from viz.memo import figure_memo
-from viz.style import HALO, HIGHLIGHT, NORMAL, PEN, READER, SECOND, Pen, Style, finish, label_size, outline
+from viz.style import (
+    HALO,
+    HIGHLIGHT,
+    NORMAL,
+    PEN,
+    READER,
+    SECOND,
+    SIGNED,
+    Pen,
+    Style,
+    finish,
+    label_size,
+    outline,
+)
 
 FULL_WIDTH = 820  # px of plot area a full-width figure gets at 1366 x 768 with the sidebar open
 LEFT_WIDTH = 470  # the input maps' column (left of Y) at that size
@@ -57,6 +70,7 @@ class Steps:
     x_unroll: np.ndarray
     y_mat: np.ndarray
     taps: tuple[tuple[np.ndarray, ...], ...]
+    y_kind: str = SIGNED  # Y's colours: viz.style.output_kind of W and Y
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,7 @@ class OutputMarks:
     column: int | None = None
     cell: tuple[int, int] | None = None
     columns: tuple[int, ...] = ()
+    kind: str = SIGNED  # Y's colours: viz.style.output_kind of W and Y (signed when a weight is < 0)
 
 
 NO_INPUT_MARKS, NO_OUTPUT_MARKS = InputMarks(), OutputMarks()
@@ -494,16 +509,16 @@ def x_unroll_figure(
 
 
 def _filter_rows(
-    mat: np.ndarray, hover: tuple[str, np.ndarray, str], style: Style, width_px: int, row_base: float
+    mat: np.ndarray, hover: tuple[str, np.ndarray, str, str], style: Style, width_px: int, row_base: float
 ) -> tuple[list[dict], float, float, float]:
     """The trace of a matrix with one row per filter (W, Y): its values as labels; hover: the word
-    for a value, each column's text, and the hover template. Returns (data, plot fraction, column
-    px, row px)."""
-    name, column_text, hover = hover
+    for a value, each column's text, the hover template and the kind of data (its colours).
+    Returns (data, plot fraction, column px, row px)."""
+    name, column_text, hover, kind = hover
     M, n = mat.shape
     frac, col_px = _plot_width(n, width_px)
     row_px = float(max(style.tick + 14, min(MAX_CELL, row_base * style.height_scale)))
-    trace = value_grid(mat, style, look=GridLook(name, "g", int(frac * width_px)))
+    trace = value_grid(mat, style, look=GridLook(name, "g", int(frac * width_px), kind=kind))
     labels = label_props(_text(mat), frac * width_px, row_px, style, dark=False)
     return (
         [_dict(trace, customdata=np.broadcast_to(column_text, (M, n)), hovertemplate=hover, **labels)],
@@ -542,7 +557,7 @@ def filter_figure(
     M, R = w_mat.shape
     rl = np.array([row_label(t) for t in labels])
     hover = "filter m = %{y}, column r = %{x} = (c,ki,kj) %{customdata}<br>weight %{z:.4g}<extra></extra>"
-    data, frac, col_px, row_px = _filter_rows(w_mat, ("weight", rl, hover), style, width_px, 40)
+    data, frac, col_px, row_px = _filter_rows(w_mat, ("weight", rl, hover, SIGNED), style, width_px, 40)
     wide = text_px(rl[-1], style.tick) + 8
     vertical = col_px < wide
     idx, text, step = _thin(list(rl), col_px, style.tick + 4 if vertical else wide)
@@ -569,7 +584,7 @@ def output_figure(
         "filter m = %{y}, column l = %{x}<br>output pixel (oh, ow) = "
         "%{customdata}<br>Y = %{z:.4g}<extra></extra>"
     )
-    data, frac, col_px, row_px = _filter_rows(y_mat, ("Y", pos, hover), style, width_px, 44)
+    data, frac, col_px, row_px = _filter_rows(y_mat, ("Y", pos, hover, marks.kind), style, width_px, 44)
     xt, step = column_ticks(positions, col_px, style)
     shapes: list[dict] = []
     for first, count in runs(columns):
@@ -682,7 +697,7 @@ def column_animation(steps: Steps, unroll: Unroll, style: Style = NORMAL) -> go.
     xk, yk, xr, yr = _axis_ids(C + 2)
     data.append(
         _dict(
-            value_grid(y_mat, style, look=GridLook("Y", "g")),
+            value_grid(y_mat, style, look=GridLook("Y", "g", kind=steps.y_kind)),
             xaxis=xr,
             yaxis=yr,
             **label_props(_text(y_mat), frac * width_px, y_row_px, style, dark=False),

@@ -17,12 +17,13 @@ from viz.style import (
     NORMAL,
     READER,
     SECOND,
+    SIGNED,
     Pen,
     Style,
     axis_text,
     base_layout,
     outline,
-    value_scale,
+    scale_for,
 )
 
 MAPS_PER_ROW = 8
@@ -145,7 +146,7 @@ def maps_figure(
     C = maps.shape[0]
     cols = min(C, MAPS_PER_ROW)
     rows = -(-C // cols)
-    scale = value_scale(maps)
+    scale = scale_for(SIGNED, maps)  # activations and pre-activations: diverging at 0
     fig = make_subplots(
         rows=rows,
         cols=cols,
@@ -238,7 +239,7 @@ def dense_figure(hidden: np.ndarray, logits: np.ndarray, style: Style = NORMAL) 
                 z=values[None, :],
                 showscale=False,
                 xgap=1,
-                **value_scale(values),
+                **scale_for(SIGNED, values),
                 hovertemplate=f"{name} %{{x}}: %{{z:.3f}}<extra></extra>",
             ),
             row,

@@ -17,11 +17,13 @@ from viz.style import (
     PADDING_COLOUR,
     READER,
     SECOND,
+    SIGNED,
     Pen,
     Style,
     base_layout,
+    data_kind,
     outline,
-    value_scale,
+    scale_for,
 )
 
 Cells = Sequence[tuple[int, int]]
@@ -73,7 +75,8 @@ def pool_figure(grids: PoolGrids, style: Style = NORMAL, marks: PoolMarks = Pool
         horizontal_spacing=0.08,
         subplot_titles=(f"input {H} x {W} (padding: {padding_text})", f"output {y.shape[0]} x {y.shape[1]}"),
     )
-    scale = value_scale(np.concatenate([x.ravel(), y.ravel()]))
+    both = np.concatenate([x.ravel(), y.ravel()])
+    scale = scale_for(data_kind(both), both)
     for k, (values, row0, col0, blank, name) in enumerate(
         ((grid, -top, -left, padding_text, "input"), (y, 0, 0, "", "output")), start=1
     ):
@@ -155,7 +158,7 @@ def gradient_figure(
             xgap=1,
             ygap=1,
             hovertemplate="input row %{y}, col %{x}<br>gradient %{z:.3g}<extra></extra>",
-            **value_scale(dx),
+            **scale_for(SIGNED, dx),  # a gradient: diverging at 0 whatever its signs
         )
     )
     shapes = outline(picked, style, Pen(HIGHLIGHT)) if picked is not None else []

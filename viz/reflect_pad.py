@@ -173,7 +173,7 @@ def grid_figure(
         )
         fig.add_trace(trace, row=1, col=k)
     finish(fig, "Same colour = same source", ("column", "row"), 300, style)
-    _panel_titles(fig, (f"input {H} x {W}", f"padded {H_out} x {W_out}"), style)
+    _panel_titles(fig, (f"input {W} x {H}", f"padded {W_out} x {H_out}"), style)
     margin = _margins(style, subplot_titles=True)
     fig.update_layout(margin=margin, height=int(H_out * cell_px + margin["t"] + margin["b"] + 4))
     step = _tick_step(cell_px, style)
@@ -261,7 +261,7 @@ def padded_image_figure(
     for marked in (source, cell):
         if marked is not None:
             shapes += outline(marked, style, Pen(HIGHLIGHT))
-    finish(fig, f"Padded by {top}: {Hp} x {Wp}", ("padded column", "padded row"), 300, style)
+    finish(fig, f"Padded by {top}: {Wp} x {Hp}", ("padded column", "padded row"), 300, style)
     margin = _margins(style)
     plot_h = min(max_height, plot_width * Hp / max(Wp, 1))
     fig.update_layout(shapes=shapes, margin=margin, height=int(plot_h + margin["t"] + margin["b"]))

@@ -21,19 +21,20 @@ from viz.animation import Controls, controls
 from viz.images import image_trace
 from viz.memo import figure_memo
 from viz.style import (
+    COUNT,
     HALO,
     HIGHLIGHT,
+    IMAGE,
     NORMAL,
     PADDING_COLOUR,
     PEN,
     READER,
     SECOND,
-    SEQUENTIAL,
     Pen,
     Style,
     finish,
     outline,
-    value_scale,
+    scale_for,
 )
 
 Box = tuple[int, int, int, int]  # (top, bottom, left, right), inclusive cell coordinates
@@ -316,8 +317,13 @@ def patch_view(zoom: Zoom, title: str, style: Style = NORMAL, marks: Marks = NO_
         shapes += _box_shapes(box, style, Pen(SECOND), halo=False)
     if taps is not None:
         flags = np.ones(taps[0].size, bool) if tap_inside is None else np.ravel(tap_inside)
-        for r, c, real in zip(np.ravel(taps[0]), np.ravel(taps[1]), flags, strict=True):
-            shapes += outline((int(r), int(c)), style, Pen(HIGHLIGHT, "solid" if real else "dot"))
+        boxes_of_taps = [
+            outline((int(r), int(c)), style, Pen(HIGHLIGHT, "solid" if real else "dot"))
+            for r, c, real in zip(np.ravel(taps[0]), np.ravel(taps[1]), flags, strict=True)
+        ]
+        # every halo first, then every line: a neighbour's halo drawn later would cover the
+        # shared edge of the tap before it and leave open, broken boxes
+        shapes += [halo for halo, _ in boxes_of_taps] + [line for _, line in boxes_of_taps]
     if pixel is not None:
         shapes += outline(pixel, style, Pen(READER))
     if starts is not None and len(starts[0]):
@@ -358,7 +364,7 @@ def matrix_view(
     picked, copies, marked = marks.picked, marks.copies, marks.marked
     rows, L = shape
     n = len(window_cols)
-    scale = value_scale(np.concatenate([overview.ravel(), window.ravel()]))
+    scale = scale_for(IMAGE)  # an image's values, copied: the image's fixed scale
     panel_h = int(min(max(14 * rows, 170), 340) * style.height_scale)
     over_h = int(110 * style.height_scale)
     aggregated = fy > 1 or fx > 1
@@ -486,9 +492,7 @@ def count_map(
             z=counts.astype(np.uint8 if most < 256 else np.int32),
             x=np.arange(left, left + w),
             y=np.arange(top, top + h),
-            colorscale=SEQUENTIAL,
-            zmin=0,
-            zmax=max(1, most),
+            **scale_for(COUNT, counts),
             colorbar=_colorbar(style, "patches", tickvals=list(range(0, most + 1, step))),
             hovertemplate="row %{y}, col %{x}<br>covered by %{z} patches<extra></extra>",
         )
@@ -534,7 +538,7 @@ def patch_animation(patches: PatchFrames, title: str, style: Style = NORMAL) -> 
         subplot_titles=("Patch l: its taps outlined", "Column l"),
     )
     size = _label_size((h, w), (plot_h, width_px * 0.75), style, chars=4)
-    scale = value_scale(values)
+    scale = scale_for(IMAGE)
     fig.add_trace(
         go.Heatmap(
             z=values,

@@ -27,7 +27,8 @@ def meta(page, chart: str) -> dict:
     """The cells behind a chart's highlights (layout.meta), as the browser holds them."""
     return page.evaluate(
         """(chart) => {
-      const gd = [...document.querySelectorAll(`.st-key-pick-${chart} .js-plotly-plot`)].find((g) => g._fullLayout);
+      const gd = [...document.querySelectorAll(`.st-key-pick-${chart} .js-plotly-plot`)]
+          .find((g) => g._fullLayout);
       return gd ? (gd.layout.meta || {}) : null;
     }""",
         chart,

@@ -51,7 +51,8 @@ def play_the_animation(page) -> None:
     web.press_play(page, chart, label, "no stamp yet")
     assert "stamped" in label.text_content(), label.text_content()
     drawn = page.evaluate("""() => {
-      const gd = [...document.querySelectorAll('.st-key-pick-bw_anim .js-plotly-plot')].find((g) => g._fullLayout);
+      const gd = [...document.querySelectorAll('.st-key-pick-bw_anim .js-plotly-plot')]
+          .find((g) => g._fullLayout);
       const moved = gd._transitionData._frames[0].traces;  // the traces the frames replace
       return moved.filter((i) => gd.data[i].type === 'heatmap').map((i) => Array.isArray(gd.data[i].z));
     }""")

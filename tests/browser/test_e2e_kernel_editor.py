@@ -13,7 +13,8 @@ from tests.support import browser as web
 pytestmark = pytest.mark.e2e
 
 WEIGHTS = """() => {
-  const gd = [...document.querySelectorAll('.st-key-pick-dc_kernel .js-plotly-plot')].find((g) => g._fullData);
+  const gd = [...document.querySelectorAll('.st-key-pick-dc_kernel .js-plotly-plot')]
+      .find((g) => g._fullData);
   return gd ? Array.from(gd._fullData[0].z, (row) => Array.from(row)) : null;
 }"""
 

@@ -35,7 +35,10 @@ TEXT_SIZES = """() => {
     const r = el.getBoundingClientRect();
     if (r.width <= 1 || r.height <= 1) continue;
     const testid = (el.closest("[data-testid]") || {}).dataset.testid;
-    const control = el.closest('[data-testid="stWidgetLabel"], [data-testid="stCaptionContainer"], button, summary, label, [role="tab"]');
+    const control = el.closest(
+      '[data-testid="stWidgetLabel"], [data-testid="stCaptionContainer"], ' +
+        'button, summary, label, [role="tab"]'
+    );
     out.push([text.slice(0, 60), parseFloat(cs.fontSize), el.tagName, testid, control ? "control" : "body"]);
   }
   return out;

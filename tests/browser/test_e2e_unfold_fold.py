@@ -38,15 +38,20 @@ def outlines(page, chart: str, colour: str, xref: str = "x") -> set[tuple[float,
 def window_columns(page) -> list[int]:
     """The true column index of every position of the matrix window, as the browser holds it."""
     return page.evaluate("""() => {
-      const gd = [...document.querySelectorAll('.st-key-pick-matrix .js-plotly-plot')].find((g) => g._fullLayout);
+      const gd = [...document.querySelectorAll('.st-key-pick-matrix .js-plotly-plot')]
+          .find((g) => g._fullLayout);
       return Array.from(gd._fullData[1].customdata[0], Number);
     }""")
 
 
 ANIMATION_STATE = """() => {
-  const gd = [...document.querySelectorAll('.st-key-pick-animation .js-plotly-plot')].find((g) => g._fullLayout);
+  const gd = [...document.querySelectorAll('.st-key-pick-animation .js-plotly-plot')]
+      .find((g) => g._fullLayout);
   const n = gd.data.length;  // the tap outline, then the column strip, are the last traces
-  return { x: Array.from(gd.data[n - 2].x).slice(0, 10), z: Array.from(gd.data[n - 1].z, (r) => Array.from(r)[0]) };
+  return {
+    x: Array.from(gd.data[n - 2].x).slice(0, 10),
+    z: Array.from(gd.data[n - 1].z, (r) => Array.from(r)[0]),
+  };
 }"""
 
 
@@ -114,8 +119,10 @@ def test_clicks_both_ways_hover_the_animation_and_a_shared_link(server, browser)
     # the step-by-step animation runs in the browser: frame 3 moves the taps and refills the column
     before = page.evaluate(ANIMATION_STATE)
     page.evaluate("""async () => {
-      const gd = [...document.querySelectorAll('.st-key-pick-animation .js-plotly-plot')].find((g) => g._fullLayout);
-      await window.Plotly.animate(gd, [gd._transitionData._frames[3].name], {frame: {duration: 0, redraw: true}, mode: "immediate"});
+      const gd = [...document.querySelectorAll('.st-key-pick-animation .js-plotly-plot')]
+          .find((g) => g._fullLayout);
+      const frame = gd._transitionData._frames[3].name;
+      await window.Plotly.animate(gd, [frame], {frame: {duration: 0, redraw: true}, mode: "immediate"});
     }""")
     after = page.evaluate(ANIMATION_STATE)
     assert after["x"] != before["x"] and after["z"] != before["z"] and all(v is not None for v in after["z"])

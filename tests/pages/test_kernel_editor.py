@@ -80,7 +80,7 @@ def test_normalise_and_flip():
     assert flipped(from_typed("1 2 3; 4 5 6; 7 8 9")) == ((9, 8, 7), (6, 5, 4), (3, 2, 1))
 
 
-# ---- a link's kernel ----------------------------------------------------------------------------------------
+# ---- a link's kernel ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("raw", "reason"),
     [
@@ -95,7 +95,7 @@ def test_a_link_kernel_that_does_not_fit_is_refused_with_a_notice(raw, reason):
     assert value is None and reason in notice and "ignored" in notice
 
 
-# ---- the editor on the Direct page --------------------------------------------------------------------------
+# ---- the editor on the Direct page -------------------------------------------------------------------------
 def editor_text(at) -> str:
     return at.text_area(key="w_dc_kernel_text").value
 

@@ -329,7 +329,8 @@ def write_run(folder: Path, name: str, when: str, records: list[dict], gpu: bool
 
 
 def test_auto_that_missed_the_fastest_says_why_and_new_ops_appear(tmp_path, monkeypatch):
-    """Two synthetic runs of one sitting: auto chose tiled while im2col measured faster (flagged with the reason),
+    """Two synthetic runs of one sitting: auto chose tiled while im2col measured faster (flagged with the
+    reason),
     and an op the page has never heard of is shown like any other (records are read generically)."""
     from bench import reports
 

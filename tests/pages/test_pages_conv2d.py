@@ -110,7 +110,7 @@ def cells(fig: dict, key: str) -> set[tuple[int, int]]:
     return {tuple(c) for c in fig["layout"].get("meta", {}).get(key, [])}
 
 
-# ---- moved from tests/pages/test_pages.py (checks kept) ---------------------------------------------------------
+# ---- moved from tests/pages/test_pages.py (checks kept) ----------------------------------------------------
 def test_direct_presets_and_sliders_at_extremes():
     """Every preset at three geometries (smallest, largest, odd): the output size the page shows is
     the independent count of window positions; reflect at the largest works on 64 px."""
@@ -377,9 +377,9 @@ def test_font_sizes_colour_scales_and_true_axes(pres):
             assert layout[axis]["tickfont"]["size"] >= tick_min, (name, axis)
             assert layout[axis]["title"]["font"]["size"] >= (20 if pres else 14), (name, axis)
         assert layout["modebar"]["orientation"] == "v", name
-    # colours: input values (min >= 0) sequential from 0; signed Sobel weights diverging at 0
+    # colours: input values on the fixed [0, 1] image scale; signed Sobel weights diverging at 0
     zoom = figs["dc_zoom"]["data"][0]
-    assert zoom["zmin"] == 0 and "zmid" not in zoom
+    assert zoom["zmin"] == 0 and zoom["zmax"] == 1 and "zmid" not in zoom
     kernel = figs["dc_kernel"]["data"][0]
     assert kernel.get("zmid") == 0 and kernel["zmin"] == -kernel["zmax"]
     # true axes: the input shows its padding band, the close-up the true rows and columns around (3, 40)
@@ -389,10 +389,12 @@ def test_font_sizes_colour_scales_and_true_axes(pres):
     assert x0 < 39 and x1 > 41 and y0 < 2 and y1 > 4 and y0 >= -1.5  # padding rows at most
 
 
-def test_box_blur_weights_use_a_sequential_scale():
+def test_box_blur_weights_stay_diverging_at_zero():
+    """Weights are signed data: a filter whose weights happen to be all positive keeps the
+    diverging scale centred at 0 (a preset switch never changes the palette's meaning)."""
     at = app(state=dict(cap=32, dc_preset="box blur", dc_k=5))
     kernel = figures(at)["dc_kernel"]["data"][0]
-    assert kernel["zmin"] == 0 and "zmid" not in kernel
+    assert kernel["zmid"] == 0 and kernel["zmin"] == -kernel["zmax"] == pytest.approx(-1 / 25)
 
 
 def test_the_animation_crop_changes_for_a_large_kernel_and_downloads_work_offline():
@@ -539,3 +541,54 @@ def test_sessions_with_the_same_settings_share_the_figures_and_a_change_builds_a
     rerun(second, dc_stride=1)
     assert memo.stats["misses"] > misses
     assert figures(second)["conv_output"] != figures(first)["conv_output"]
+
+
+def test_the_sliding_window_plays_from_the_pick_at_the_chosen_speed():
+    """Play's frame list starts at the picked output (the step on screen) and wraps round; the
+    speed setting sets each frame's duration; the caption says both."""
+    at = app(state=dict(cap=32, dc_pick=Cell("out", 7, 9), dc_speed=5))
+    layout = figures(at)["dc_window"]["layout"]
+    slider, [play, _pause] = layout["sliders"][0], layout["updatemenus"][0]["buttons"]
+    labels = [s["label"] for s in slider["steps"]]
+    assert labels[slider["active"]] == "7,9"
+    order, options = play["args"]
+    assert order[0] == "7,9" and sorted(order) == sorted(labels)
+    i = labels.index("7,9")
+    assert order == labels[i:] + labels[:i]
+    assert options["frame"]["duration"] == 200 and options["fromcurrent"] is True
+    assert "Play starts at the pick and runs 5 steps per second" in captions(at)
+
+
+def test_both_sliding_window_panels_stay_readable_for_a_large_dilated_window():
+    """K = 15, S = 8, P = 15, D = 5: few outputs under a large input region. Each panel keeps at
+    least 0.3 of the width, so the output panel and its title stay readable."""
+    at = app(state=dict(cap=128, dc_k=15, dc_dil=5, dc_stride=8, dc_pad=15, dc_pick=Cell("out", 2, 2)))
+    assert not errors(at)
+    layout = figures(at)["dc_window"]["layout"]
+    (a0, a1), (b0, b1) = layout["xaxis"]["domain"], layout["xaxis2"]["domain"]
+    assert a1 - a0 >= 0.3 and b1 - b0 >= 0.3 and a1 < b0
+    notes = [n["text"] for n in layout["annotations"]]
+    assert "Output (grey: not yet)" in notes
+
+
+@pytest.mark.parametrize("k, pad, arrows", [(3, 1, 5), (7, 3, 0)])
+def test_the_reflect_closeup_caption_promises_arrows_only_when_drawn(k, pad, arrows):
+    """Output (0, 0) with reflect padding: 5 of a 3 x 3 window's taps are mirrored (arrows drawn),
+    33 of a 7 x 7 window's (too many: no arrows, and the caption says hover instead)."""
+    at = app(state=dict(cap=32, dc_mode="reflect", dc_k=k, dc_pad=pad, dc_pick=Cell("out", 0, 0)))
+    drawn = [a for a in figures(at)["dc_zoom"]["layout"].get("annotations", []) if a.get("showarrow")]
+    assert len(drawn) == arrows
+    text = captions(at)
+    assert ("arrows from each mirrored tap" in text) == (arrows > 0)
+    assert "hover a padding cell" in text
+
+
+def test_the_thread_figure_is_never_a_thin_strip_and_its_title_has_two_lines():
+    """im2col's unfold thread covers a long row: the figure shows rows at least a third of its
+    columns (it was 9 rows by 128 columns), and the title puts blockIdx/threadIdx on a line of its own."""
+    at = app(state=dict(cap=128, dc_algo="im2col", dc_pick=Cell("out", 80, 90)))
+    layout = figures(at)["dc_threads"]["layout"]
+    (c0, c1), (r1, r0) = layout["xaxis"]["range"], layout["yaxis"]["range"]
+    assert (r1 - r0) * 3 >= (c1 - c0) - 3
+    title = layout["title"]["text"]
+    assert title.startswith("unfold_v1<br>blockIdx (") and "threadIdx (" in title

@@ -253,13 +253,16 @@ def test_presentation_mode_text_is_20_px_and_normal_mode_is_readable():
         assert all(s >= 12 for s in sizes["label"]), title
 
 
-def test_values_on_a_sequential_scale_unless_signed_and_identity_colours_follow_the_cell():
+def test_weights_diverge_at_zero_sums_of_positive_weights_run_from_zero_identity_follows_the_cell():
+    """The colour policy: weights are signed data (diverging at 0 even when all are positive, as in
+    PMPP's example); Y of non-negative weights cannot be negative: sequential from 0."""
     at = app()
-    for name in ("Y = W", "Filter matrix W"):
-        trace = figure(at, name)["data"][0]
-        viridis = go.Figure(go.Heatmap(colorscale=SEQUENTIAL)).data[0].colorscale
-        assert np.min(trace["z"]) >= 0 and trace["zmin"] == 0
-        assert [c for _, c in trace["colorscale"]] == [c for _, c in viridis]
+    viridis = go.Figure(go.Heatmap(colorscale=SEQUENTIAL)).data[0].colorscale
+    y = figure(at, "Y = W")["data"][0]
+    assert np.min(y["z"]) >= 0 and y["zmin"] == 0 and "zmid" not in y
+    assert [c for _, c in y["colorscale"]] == [c for _, c in viridis]
+    w = figure(at, "Filter matrix W")["data"][0]
+    assert np.min(w["z"]) >= 0 and w["zmid"] == 0 and w["zmin"] == -w["zmax"]
     # identity: every X_unroll entry has the colour id of the input cell it copies (the brute force)
     xu = figure(at, "X_unroll")["data"][0]
     inputs = figure(at, "Input maps")["data"]
@@ -394,3 +397,13 @@ def test_styles_of_both_modes_build_every_figure_without_labels_smaller_than_all
         go.Figure(fig.to_dict())
         assert fig.data[0].texttemplate in ("", None) or fig.data[0].textfont.size >= style.label
         assert "labelled" in fig.layout.xaxis.title.text  # thinned, and it says so
+
+
+def test_a_kernel_shrunk_to_fit_says_so():
+    """K = 4 asked of a 3 x 3 input without padding: K becomes 3, and a notice says why."""
+    at = app(state=settings(1, 3, 3, 4, 1, 1, 0, 1))
+    assert at.session_state["im_k"] == 3
+    notices = " ".join(i.value for i in at.info)
+    assert "Kernel K 4 -> 3" in notices and "3 x 3 with padding 0" in notices
+    at.run()  # the notice belongs to the run that shrank K
+    assert "Kernel K 4 -> 3" not in " ".join(i.value for i in at.info)

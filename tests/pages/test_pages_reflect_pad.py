@@ -100,7 +100,7 @@ def grid_state(h: int, w: int, pads: tuple[int, int, int, int], pick: Cell, **mo
     return dict(rp_h=h, rp_w=w, rp_left=l, rp_right=r, rp_top=t, rp_bottom=b, rp_pick=pick, cap=32, **more)
 
 
-# ---- moved from tests/pages/test_pages.py ---------------------------------------------------------------------
+# ---- moved from tests/pages/test_pages.py ------------------------------------------------------------------
 @pytest.mark.parametrize("h,w,pads", [(1, 1, (0, 0, 0, 0)), (8, 8, (7, 7, 7, 7)), (4, 5, (4, 2, 2, 1))])
 def test_reflect_page_grid_extremes(h, w, pads):
     at = app(state=grid_state(h, w, pads, Cell("pad", 0, 0), rp_img_pad=256))
