@@ -246,4 +246,4 @@ with shown_errors("The settings"):
     with shown_errors("The digit"):
         section_digit(cfg, run)
     if more:
-        st.rerun()  # the next chunk of training: every figure above showed this one's result
+        state.rerun()  # the next chunk of training: every figure above showed this one's result

@@ -387,13 +387,13 @@ def _publish(page: Any, sidebar: Sequence[Param]) -> None:
             ss[SHARE_KEY] = False
             _note("warning", f"Your image is not shared: {exc}.")
             registry().publish(code, secret, {**fields, "image": None})
-            st.rerun()
+            state.rerun()
     except StoreUnavailable as exc:  # the room is not lost: the next run publishes again
         _note("warning", f"{str(exc)[0].upper()}{str(exc)[1:]}.")
     except RoomError as exc:
         ss.pop(_TEACH, None)
         _note("warning", f"{exc}.")
-        st.rerun()
+        state.rerun()
 
 
 # ---- following -------------------------------------------------------------------------------------------
@@ -586,7 +586,7 @@ def _sidebar(page: Any) -> None:
 def _following_line(code: str, titles: dict[str, str]) -> None:
     ss = _ss()
     if ss.get(_FOLLOW) != code:
-        st.rerun()
+        state.rerun()
     try:
         snap = _poll(code)
     except StoreUnavailable as exc:
@@ -594,9 +594,9 @@ def _following_line(code: str, titles: dict[str, str]) -> None:
         return
     except RoomError as exc:
         _stop_following(code, f"{exc}. You are exploring on your own.", ended=isinstance(exc, RoomEnded))
-        st.rerun()
+        state.rerun()
     if snap is not None and snap.version != ss.get(_VERSION):
-        st.rerun()  # the instructor changed something: the whole app follows
+        state.rerun()  # the instructor changed something: the whole app follows
     baseline = ss.get(_BASELINE)
     if _fragment_run() and baseline is not None and not ss.get(_SETTLING):
         _undo_stale_widgets(baseline[1])
@@ -630,7 +630,7 @@ def _heartbeat(code: str) -> None:
     ss = _ss()
     teach = ss.get(_TEACH)
     if not teach or teach[0] != code:
-        st.rerun()
+        state.rerun()
     try:
         status = registry().heartbeat(*teach)
     except StoreUnavailable as exc:
@@ -639,7 +639,7 @@ def _heartbeat(code: str) -> None:
     except RoomError as exc:
         ss.pop(_TEACH, None)
         _note("warning", f"{exc}.")
-        st.rerun()
+        state.rerun()
     n = status.followers
     st.markdown(
         f":material/co_present: **Instructing room {code}** with {n} follower{'' if n == 1 else 's'}: "
@@ -769,4 +769,4 @@ def _after(page: Any, sidebar: Sequence[Param]) -> None:
     changed = next((k for k in texts if texts[k] != baseline[1].get(k)), None)
     what = f"changed “{labels.get(changed, changed)}”" if changed else "changed a setting"
     _break_away(code, what)
-    st.rerun()
+    state.rerun()

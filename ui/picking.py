@@ -124,7 +124,7 @@ def resolve(param: Param, rules: Rules, look: Style) -> Cell:
             moved, cell = late, late
             if rules.hover(cell) != hover:
                 state.put(param, cell)
-                st.rerun()
+                state.rerun()
     if stored is not None or moved is not None or rules.keep_default:
         state.put(param, cell)
     return cell

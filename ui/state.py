@@ -26,7 +26,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import streamlit as st
 
@@ -43,6 +43,7 @@ _LAST = "_url_last"  # session_state: (page, query, monotonic time) the last run
 _PAGE = "_url_page"  # session_state: the url_path of the page this run shows
 _CHANGED = "_url_changed"  # session_state: a widget or a click changed a setting before this run
 _VALUES = "_url_values"  # session_state: the plain values as the last run ended (`_widget_values`)
+OWN_RERUN = "_url_own_rerun"  # session_state: the app itself asked for the next run (`rerun`)
 MAX_WRITTEN = 200  # links remembered per session for Back / Forward
 SETTLE_S = 0.3  # a run this soon after the last one ended was asked for before the URL update arrived
 _PARAMS_BY_PAGE: dict[str, list[Param]] = {}  # url_path -> its Params, once any session ran it
@@ -152,7 +153,8 @@ def begin_run(url_path: str, now: Callable[[], float] = time.monotonic) -> None:
     ss[_PAGE] = url_path
     before = ss.get(_VALUES, {})  # a value changed since the last run ended (widgets of a page not shown go)
     moved = any(k in before and before[k] != v for k, v in _widget_values().items())
-    changed = ss.pop(_CHANGED, False) or pick.pending() is not None or moved
+    own = ss.pop(OWN_RERUN, False)
+    changed = ss.pop(_CHANGED, False) or own or pick.pending() is not None or moved
     ss[_RESTORE] = is_history_move(link, last, ss.get(_WRITTEN, ()), changed=changed, at=now())
 
 
@@ -176,6 +178,17 @@ def is_history_move(
     if last is None or link == last[:2] or link not in written:
         return False
     return not changed and at - last[2] >= SETTLE_S
+
+
+def rerun() -> NoReturn:
+    """st.rerun for the app's own reasons: the run it starts is never Back / Forward.
+
+    Streamlit folds a request the browser sent meanwhile into that run, with the query string
+    the browser held when it sent it. A classroom follower's poll was seen (under load) to carry
+    the link before the newest one: taken for Back, it restored the older settings over the
+    instructor's newest ones, and a pick was lost."""
+    st.session_state[OWN_RERUN] = True
+    st.rerun()
 
 
 def note_change() -> None:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.support.apptest import open_page
-from ui.state import SETTLE_S, is_history_move
+from ui.state import OWN_RERUN, SETTLE_S, is_history_move
 
 pytestmark = pytest.mark.usefixtures("numpy_backend")
 
@@ -79,3 +79,21 @@ def test_back_restores_but_a_change_sent_with_an_older_link_is_kept():
     at.number_input(key="w_dc_pick_row").set_value(7).run()
     assert at.session_state["dc_k"] == 5, "nothing undone"
     assert at.session_state["dc_pick"].row == 7
+
+
+def test_a_run_the_app_asked_for_restores_nothing():
+    """A classroom follower's poll carries the link its browser held when the poll's fragment was
+    drawn; folded into a rerun the app asked for (ui.state.rerun), it is not Back. The same older
+    link without that request is Back (the test above): the flag alone makes the difference."""
+    at = open_page("direct")
+    at.session_state["dc_k"] = 5
+    at.run()
+    time.sleep(SETTLE_S)
+    at.query_params.clear()  # the older link, as a poll drawn before the newest run carries it
+    at.session_state[OWN_RERUN] = True  # what state.rerun() leaves for the run it starts
+    at.run()
+    assert at.session_state["dc_k"] == 5 and link_of(at) == {"dc_k": "5"}
+    time.sleep(SETTLE_S)
+    at.query_params.clear()
+    at.run()
+    assert at.session_state["dc_k"] == 3, "Back, now that no rerun was asked for"
