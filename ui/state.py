@@ -4,7 +4,7 @@ Values live in st.session_state (under the Param's key) and in the URL query str
 shared link reproduces the view. Values from the URL are untrusted text: each is parsed against
 its declared type and range, clamped or ignored with a notice, and never evaluated. A page:
 
-    PARAMS = [Param("dc_k", 3, "Kernel size K", "slider", lo=1, hi=15), ...]
+    PARAMS = [Param("direct_k", 3, "Kernel size K", "slider", lo=1, hi=15), ...]
     state.use(PARAMS)                 # seed from the URL once, remember them for the URL sync
     k = state.widget(PARAMS[0], hi=7) # a widget bound to the setting; ranges may narrow per run
 
@@ -46,6 +46,19 @@ _VALUES = "_url_values"  # session_state: the plain values as the last run ended
 OWN_RERUN = "_url_own_rerun"  # session_state: the app itself asked for the next run (`rerun`)
 MAX_WRITTEN = 200  # links remembered per session for Back / Forward
 SETTLE_S = 0.3  # a run this soon after the last one ended was asked for before the URL update arrived
+# Each setting's key starts with its page's URL path; links written when the prefixes were
+# abbreviations (dc_k=5 for direct_k=5) still open the same view, and the next write drops them.
+OLD_PREFIXES = {
+    "direct_": "dc_",
+    "backward_": "bw_",
+    "benchmarks_": "bm_",
+    "channels_": "ch_",
+    "im2col_": "im_",
+    "lenet_": "ln_",
+    "pool_": "pl_",
+    "reflect_": "rp_",
+    "unfold_": "uf_",
+}
 _PARAMS_BY_PAGE: dict[str, list[Param]] = {}  # url_path -> its Params, once any session ran it
 
 
@@ -201,6 +214,15 @@ def restoring() -> bool:
     return bool(st.session_state.get(_RESTORE, False))
 
 
+def _from_url(key: str) -> str | None:
+    """The URL's text for a setting, under its key or under the key it had before (OLD_PREFIXES)."""
+    raw = st.query_params.get(key)
+    if raw is not None:
+        return raw
+    new = next((n for n in OLD_PREFIXES if key.startswith(n)), None)
+    return None if new is None else st.query_params.get(OLD_PREFIXES[new] + key[len(new) :])
+
+
 def init_params(params: list[Param], restore: bool = False) -> list[str]:
     """Seed session_state from the URL once per session (restore: from this run's URL again, a
     setting missing there at its default); returns notices for bad URL values."""
@@ -208,7 +230,7 @@ def init_params(params: list[Param], restore: bool = False) -> list[str]:
     for p in params:
         if p.key in st.session_state and not restore:
             continue
-        raw = st.query_params.get(p.key)
+        raw = _from_url(p.key)
         if raw is None or raw == "":
             st.session_state[p.key] = p.default
             continue
