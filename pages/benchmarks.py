@@ -7,7 +7,7 @@ import streamlit as st
 
 from bench import reports, suite
 from ui import benchmarks_view as view
-from ui import navigation, state
+from ui import navigation, state, tables
 from ui.common import backend_name, figure, style
 from ui.state import Param
 from viz import benchmarks as viz
@@ -61,7 +61,7 @@ def section_auto(runs: list[reports.Run], op: str) -> None:
         return
     for kind, text in view.auto_notes(checks, op, runs):
         (st.warning if kind == "warning" else st.caption)(text)
-    st.dataframe(view.styled(view.auto_frame(checks, runs)), hide_index=True, placeholder=view.MISSING)
+    tables.show(view.styled(view.auto_frame(checks, runs)), presentation=sty.presentation)
 
 
 def section_op(runs: list[reports.Run], op: str, key: str) -> None:
@@ -79,12 +79,11 @@ def section_op(runs: list[reports.Run], op: str, key: str) -> None:
     ratio_to = f" and the ratio to {peers[0]} (its time ÷ this time)" if peers else ""
     with st.expander(f"Table: {op}, median ms, rates{ratio_to}", expanded=not peers):
         table = pd.DataFrame(reports.table_rows(runs, op, peers[:1]))
-        st.dataframe(
+        tables.show(
             view.styled(table),
-            hide_index=True,
+            presentation=sty.presentation,
             key=f"table_{key}_{op}",
             column_config=view.column_config(table),
-            placeholder=view.MISSING,
         )
         if "of copy · run 1" in table.columns and view.copy_caption(runs):
             st.caption(view.copy_caption(runs))
@@ -138,12 +137,7 @@ def section_ladder(runs: list[reports.Run]) -> None:
     )
     figure(fig, "bench_ladder", view.ladder_caption(run))
     with st.expander("Table: the precision ladder, per shape"):
-        st.dataframe(
-            view.styled(view.ladder_table(rungs)),
-            hide_index=True,
-            key="table_ladder",
-            placeholder=view.MISSING,
-        )
+        tables.show(view.styled(view.ladder_table(rungs)), presentation=sty.presentation, key="table_ladder")
 
 
 def section_run_here() -> None:
@@ -192,7 +186,7 @@ def section_this_run() -> None:
     section_runs([run], "here")
     rows = view.records_frame(report)
     with st.expander("All records of this run", expanded=False):
-        st.dataframe(rows, hide_index=True, key="table_here_all", placeholder=view.MISSING)
+        tables.show(rows, presentation=sty.presentation, key="table_here_all")
     view.downloads(report, rows)
 
 
@@ -217,12 +211,7 @@ def section_sweep() -> None:
     for (a, s), why in sweep.skipped.items():
         st.caption(f"Not measured: {a} at {s} px. {why}")
     with st.expander("Table: every point's runs"):
-        st.dataframe(
-            pd.DataFrame(reports.sweep_rows(sweep)),
-            hide_index=True,
-            key="table_sweep",
-            placeholder=view.MISSING,
-        )
+        tables.show(pd.DataFrame(reports.sweep_rows(sweep)), presentation=sty.presentation, key="table_sweep")
 
 
 if sty.presentation:  # fewer sections per screen: one column

@@ -12,7 +12,7 @@ import gpuops
 from gpuops import filters
 from gpuops.maps import conv2d as maps
 from ui import direct_view as view
-from ui import kernel_editor, navigation, padding_view, picking, state
+from ui import kernel_editor, navigation, padding_view, picking, state, tables
 from ui import precision_view as precision
 from ui.common import backend_name, compare, cuda_source, figure, lazy_expander, shown_errors, style
 from ui.direct_view import Direct
@@ -148,7 +148,7 @@ def section_products(direct: Direct, detail: tuple[int, int], ch: int) -> None:
     a, b = st.columns([2.2, 1])
     with a:
         st.markdown(title)
-        st.dataframe(table, hide_index=True, height=260)
+        tables.show(table, presentation=look.presentation, height=260)
     with b:
         st.metric("Sum of products", f"{total:.5f}", help="Equals the output value the kernel wrote.")
         st.caption(wrote)

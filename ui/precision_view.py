@@ -384,7 +384,7 @@ def show_ladder(planes: Any, conv: Conv, look: Style, show: Callable[..., None])
     ladder = compare_precisions(planes, conv, ("direct_ladder", *conv.key))
     if ladder is None:
         return
-    st.dataframe(styled(table(ladder)), hide_index=True, key="direct_ladder_table", placeholder=MISSING)
+    tables.show(styled(table(ladder)), presentation=look.presentation, key="direct_ladder_table")
     figure = ladder_figure(
         rows(ladder, "this layer"), peer="cuDNN", title="This layer in four precisions", style=look
     )
