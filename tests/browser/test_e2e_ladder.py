@@ -106,9 +106,9 @@ def test_direct_compare_precisions_and_same_padding(server, browser):
     no_exception(page)
     text = page.inner_text("body")
     assert "the times are those of the NumPy twins on this CPU" in text
-    figure = page.locator(".st-key-pick-direct_ladder, .st-key-fig_dc_ladder").first
+    figure = page.locator(".st-key-pick-direct_ladder, .st-key-fig_direct_ladder").first
     figure.scroll_into_view_if_needed()
-    check_fits(page, ".st-key-fig_dc_ladder")  # the other figures of the page are not this file's
+    check_fits(page, ".st-key-fig_direct_ladder")  # the other figures of the page are not this file's
     shot(page, "ladder_direct_1366x768")
     page.set_viewport_size({"width": PROJECTOR[0], "height": PROJECTOR[1]})
     figure.scroll_into_view_if_needed()
