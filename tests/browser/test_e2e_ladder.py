@@ -12,8 +12,8 @@ from tests.support.browser import LAPTOP, PROJECTOR, no_exception, shot, wait_id
 
 pytestmark = pytest.mark.e2e
 
-# every dataframe's grid: how wide its content is against the room it has
-TABLE_WIDTHS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')]
+# every table (a dataframe's grid; presentation mode's HTML tables): its content's width against its room
+TABLE_WIDTHS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"], [data-testid="stTable"]')]
   .filter((d) => d.offsetParent !== null)
   .map((d) => {
     const scroller = d.querySelector('.dvn-scroller') || d;
