@@ -57,9 +57,18 @@ def check_fits(page, within: str = "") -> None:
         assert not over, f"the title {text!r} lies over tick labels"
 
 
-@pytest.mark.parametrize("size", [LAPTOP, PROJECTOR], ids=["1366x768", "1920x1080"])
-def test_benchmarks_tables_fit_titles_are_whole_and_auto_is_explained_once(server, browser, size):
-    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+def at_both_sizes(page, check, name: str) -> None:
+    """`check` at 1366x768, then at 1920x1080 in the same page (one load: charts and tables reflow
+    on a resize, Streamlit does not rerun), with a screenshot at each size."""
+    for width, height in (LAPTOP, PROJECTOR):
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(500)  # Plotly's and the grid's resize handlers
+        check()
+        shot(page, f"{name}_{width}x{height}")
+
+
+def test_benchmarks_tables_fit_titles_are_whole_and_auto_is_explained_once(server, browser):
+    page = browser.new_page(viewport={"width": LAPTOP[0], "height": LAPTOP[1]})
     page.goto(server + "/benchmarks")
     wait_idle(page)
     no_exception(page)
@@ -68,27 +77,29 @@ def test_benchmarks_tables_fit_titles_are_whole_and_auto_is_explained_once(serve
     assert text.count("never runs implicit_gemm_tf32") == 1, "what auto compares, said once"
     assert "auto did not run the fastest" not in text, "the newest run's auto ran its fastest fp32 candidate"
     assert "Precision ladder" in text
-    shot(page, f"ladder_benchmarks_{size[0]}x{size[1]}")
+    at_both_sizes(page, lambda: None, "ladder_benchmarks")
     open_expanders(page, "Table:")
     text = page.inner_text("body")
     assert "None" not in text and "nan" not in text.split()
-    check_fits(page)
-    page.locator("summary", has_text="Table: the precision ladder").scroll_into_view_if_needed()
-    shot(page, f"ladder_benchmarks_tables_{size[0]}x{size[1]}")
+    ladder = page.locator("summary", has_text="Table: the precision ladder")
+
+    def fits_with_the_ladder_in_view() -> None:
+        check_fits(page)
+        ladder.scroll_into_view_if_needed()
+
+    at_both_sizes(page, fits_with_the_ladder_in_view, "ladder_benchmarks_tables")
     # an older pair of runs: more columns (two runs, the spread), still within the page
     page.goto(server + "/benchmarks?benchmarks_run=h100_final_run1")
     wait_idle(page)
     open_expanders(page, "Table:")
-    check_fits(page)
+    at_both_sizes(page, lambda: check_fits(page), "ladder_benchmarks_older")
     assert "lease" not in page.inner_text("body").lower()
     # presentation mode: larger text, the same promises
     page.goto(server + "/benchmarks?pres=1")
     wait_idle(page)
     no_exception(page)
     open_expanders(page, "Table:")
-    check_fits(page)
-    page.locator("summary", has_text="Table: the precision ladder").scroll_into_view_if_needed()
-    shot(page, f"ladder_benchmarks_pres_{size[0]}x{size[1]}")
+    at_both_sizes(page, fits_with_the_ladder_in_view, "ladder_benchmarks_pres")
     page.close()
 
 
