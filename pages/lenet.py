@@ -6,6 +6,7 @@ import streamlit as st
 
 from gpuops import lenet
 from ui import lenet as training
+from ui import lenet_room as room
 from ui import lenet_view as view
 from ui import navigation, pick, state
 from ui.common import backend_name, figure, lazy_expander, shown_errors, style
@@ -68,9 +69,11 @@ def settings() -> tuple[lenet.LeNetConfig, lenet.TrainSettings]:
 
 
 def section_train(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> bool:
-    """The Train / Stop / Reset buttons, one chunk of training when a goal is set, the curves.
-    Returns whether another chunk should follow (the page reruns at its end)."""
+    """The Train / Stop / Reset buttons, one chunk of training when a goal is set, the curves (a
+    classroom follower: the instructor's network). Returns whether another chunk should follow
+    (the page reruns at its end)."""
     st.subheader("Train")
+    note = room.room_note(cfg, run)
     a, b, c, d = st.columns([1.4, 0.7, 0.7, 2.2], vertical_alignment="bottom")
     epochs = state.widget(EPOCHS, container=a)
     if b.button("Train", type="primary", icon=":material/play_arrow:", key="lenet_train"):
@@ -83,6 +86,10 @@ def section_train(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> bool:
     if training.goal_of(cfg, run) is not None:
         bar = st.progress(0.0, text="training")
         more = training.train_chunk(cfg, run, bar)
+    if note is not None:
+        getattr(st, note.kind)(note.text)
+        if note.instructors:
+            return more
     net = training.current_state(cfg, run)
     for col, (label, value) in zip(st.columns(4), view.metrics(net).items(), strict=True):
         col.metric(label, value)

@@ -18,8 +18,9 @@ a follower on any worker follows an instructor on any other:
   between (the instructor's worker restarted, the tab reconnected) carries on with the same code.
 - Limits, all per client address and shared by every process: failed joins (code guessing),
   room creations, wrong passphrases, and live rooms per address, so that no single client can
-  fill the server's room limit. Shared images live beside the room with the same lifetime, capped
-  in size.
+  fill the server's room limit. Shared images and networks live beside the room with the same
+  lifetime, capped in size, named by a hash of their bytes: they are written once when they change
+  (not at every publish), and a follower fetches one only when the snapshot names a new one.
 
 Codes: 6 characters of `CODE_ALPHABET` (31 symbols without 0/O/1/I/L: 31**6 = 887,503,681
 codes); secrets: `secrets.token_urlsafe(32)` (256 bits), compared by hash in constant time. With
@@ -46,11 +47,12 @@ from typing import Any, Protocol
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: readable from a projector
 CODE_LENGTH = 6
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+NPZ_SIGNATURE = b"PK\x03\x04"  # an .npz is a zip file (numpy.savez)
 
 MAX_SETTINGS = 256  # keys in one snapshot
 MAX_TEXT = 4096  # characters in a str setting value (a custom 15 x 15 kernel as URL text: up to 3150)
 MAX_INT = 2**31  # |int setting| < MAX_INT
-MAX_NAME = 80  # characters in a shared image's name
+MAX_NAME = 80  # characters in a shared image's or network's name
 ENDED_KEEP_S = 6 * 3600.0  # how long "room X ended" is remembered (instead of "no room X")
 FOLLOWER_TIMEOUT_S = 30.0  # a follower that has not polled for this long is not counted
 KEY_PREFIX = "ce:"  # every key this store writes (one Redis may serve other things too)
@@ -58,7 +60,7 @@ KEY_PREFIX = "ce:"  # every key this store writes (one Redis may serve other thi
 _PAGE = re.compile(r"^[A-Za-z0-9_\-]{0,64}$")
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_FIELDS = frozenset({"page", "settings", "image"})
+_FIELDS = frozenset({"page", "settings", "image", "network"})
 
 # ------------------------------------------------------------------------------------- errors
 
@@ -141,6 +143,10 @@ class ImageTooLarge(InvalidSnapshot):
     pass
 
 
+class NetworkTooLarge(InvalidSnapshot):
+    pass
+
+
 class ConfigError(ValueError):
     """An environment variable has a value the classroom mode cannot use."""
 
@@ -163,19 +169,54 @@ class SharedImage:
             object.__setattr__(self, "png", png)
         if not isinstance(png, bytes) or not png.startswith(PNG_SIGNATURE):
             raise InvalidSnapshot("the shared image must be PNG bytes (re-encode the working image)")
-        if not isinstance(self.name, str):
-            raise InvalidSnapshot(f"the shared image's name must be text, not {type(self.name).__name__}")
-        object.__setattr__(self, "name", _CONTROL.sub(" ", self.name)[:MAX_NAME])
-        object.__setattr__(self, "key", hashlib.sha256(png).hexdigest()[:32])
+        object.__setattr__(self, "name", _shared_name(self.name, "image"))
+        object.__setattr__(self, "key", _content_key(png))
 
     @property
     def nbytes(self) -> int:
         return len(self.png)
 
 
+def _content_key(data: bytes) -> str:
+    """The name of shared bytes in the store: a hash of the bytes, so equal bytes are one entry."""
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+def _shared_name(name: object, what: str) -> str:
+    if not isinstance(name, str):
+        raise InvalidSnapshot(f"the shared {what}'s name must be text, not {type(name).__name__}")
+    return _CONTROL.sub(" ", name)[:MAX_NAME]
+
+
+@dataclass(frozen=True)
+class SharedNetwork:
+    """A trained network the instructor shares: its weights as .npz bytes and a display name (e.g.
+    "epoch 3, step 36"); `key` identifies the bytes. The store checks only that they look like an
+    .npz: what the weights mean is the page's business, and a follower checks them on loading."""
+
+    npz: bytes = field(repr=False)
+    name: str
+    key: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        npz = self.npz
+        if isinstance(npz, bytearray | memoryview):
+            npz = bytes(npz)
+            object.__setattr__(self, "npz", npz)
+        if not isinstance(npz, bytes) or not npz.startswith(NPZ_SIGNATURE):
+            raise InvalidSnapshot("the shared network must be the .npz bytes of its weights")
+        object.__setattr__(self, "name", _shared_name(self.name, "network"))
+        object.__setattr__(self, "key", _content_key(npz))
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.npz)
+
+
 @dataclass(frozen=True)
 class Snapshot:
-    """What followers mirror (immutable). The image is named by key; `RoomStore.image` has its bytes."""
+    """What followers mirror (immutable). The image and the network are named by key;
+    `RoomStore.image` and `RoomStore.network` have their bytes."""
 
     page: str  # url_path of the page, e.g. "direct" ("" for the home page)
     settings: Mapping[str, str | int | bool]  # a read-only MappingProxyType
@@ -183,6 +224,8 @@ class Snapshot:
     image_name: str
     version: int  # 1, 2, ... per room, bumped only when the content changes
     instructor_here: bool  # False once the instructor's heartbeat is overdue (the room goes on a while)
+    network_key: str | None = None
+    network_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -382,6 +425,7 @@ ENV_VARS = (
     _Var("CONV_EXPLORER_MAX_FOLLOWERS", 400, 1, 5000, True, 1, "max_followers"),
     _Var("CONV_EXPLORER_ROOM_END_MINUTES", 3, 0.1, 1440, False, 60, "end_after_s"),
     _Var("CONV_EXPLORER_ROOM_IMAGE_MB", 8, 0, 64, False, 1024 * 1024, "max_image_bytes"),
+    _Var("CONV_EXPLORER_ROOM_NETWORK_MB", 1, 0, 16, False, 1024 * 1024, "max_network_bytes"),
 )
 REDIS_ENV = "CONV_EXPLORER_REDIS_URL"
 _WHOLE = re.compile(r"^\d{1,7}$")
@@ -414,7 +458,7 @@ def config_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
                     f"(default {var.default:g})"
                 )
         scaled = value * var.scale
-        kwargs[var.kwarg] = int(scaled) if var.whole or var.kwarg == "max_image_bytes" else float(scaled)
+        kwargs[var.kwarg] = int(scaled) if var.whole or var.kwarg.endswith("_bytes") else float(scaled)
     return kwargs
 
 
@@ -525,6 +569,7 @@ class RoomStore:
         end_after_s: float = 180.0,
         left_after_s: float = 20.0,
         max_image_bytes: int = 8 * 1024 * 1024,
+        max_network_bytes: int = 1024 * 1024,
         failed_joins: Limit = Limit(30, 60.0),
         creations: Limit = Limit(6, 600.0),
         wrong_passphrases: Limit = Limit(5, 60.0),
@@ -534,6 +579,7 @@ class RoomStore:
         _checked("max_rooms_per_client", max_rooms_per_client, 1, whole=True)
         _checked("max_followers", max_followers, 1, whole=True)
         _checked("max_image_bytes", max_image_bytes, 0, whole=True)
+        _checked("max_network_bytes", max_network_bytes, 0, whole=True)
         _checked("end_after_s", end_after_s, 0, whole=False)
         _checked("left_after_s", left_after_s, 0, whole=False)
         if not callable(clock):
@@ -545,6 +591,7 @@ class RoomStore:
         self.end_after_s = float(end_after_s)
         self.left_after_s = min(float(left_after_s), self.end_after_s / 2)
         self.max_image_bytes = max_image_bytes
+        self.max_network_bytes = max_network_bytes
         self.limits = {
             "failed joins": failed_joins,
             "new rooms": creations,
@@ -569,6 +616,15 @@ class RoomStore:
     @staticmethod
     def _image_key(key: str) -> str:
         return f"{KEY_PREFIX}image:{key}"
+
+    @staticmethod
+    def _network_key(key: str) -> str:
+        return f"{KEY_PREFIX}network:{key}"
+
+    @property
+    def _blob_ttl_s(self) -> float:
+        """Shared images and networks outlive their room's end by a minute (a last follower's read)."""
+        return self.end_after_s + 60
 
     @staticmethod
     def _live_key(client: str | None = None) -> str:
@@ -619,6 +675,7 @@ class RoomStore:
             "page": "",
             "settings": {},
             "image": None,
+            "network": None,
         }
         while True:
             code = _random_code()
@@ -629,28 +686,43 @@ class RoomStore:
         return code, secret
 
     def publish(self, code: str, secret: str, fields: Mapping[str, Any]) -> int:
-        """Publish {"page": str, "settings": {name: value}, "image": SharedImage | None}.
+        """Publish {"page": str, "settings": {name: value}, "image": SharedImage | None,
+        "network": SharedNetwork | None} (image and network may be left out: None).
 
-        Returns the room's version: bumped only when page, settings or image differ from the last
-        publish. A publish is also a heartbeat."""
-        page, settings, image = self._fields(fields)
+        Returns the room's version: bumped only when page, settings, image or network differ from
+        the last publish. Shared bytes are written only when the room names new ones (a rerun that
+        changed a setting sends no image or network again). A publish is also a heartbeat."""
+        page, settings, image, network = self._fields(fields)
         room, record = self._instructor_record(code, secret)
-        content = hashlib.sha256(
-            json.dumps([page, settings, None if image is None else [image.key, image.name]]).encode()
-        ).hexdigest()
+        named = {
+            "image": None if image is None else [image.key, image.name],
+            "network": None if network is None else [network.key, network.name],
+        }
+        content = hashlib.sha256(json.dumps([page, settings, named["image"], named["network"]]).encode())
         now = self._clock()
         if image is not None:
-            self.backend.put(self._image_key(image.key), image.png, self.end_after_s + 60)
-        if content != record["content"]:
+            self._keep_blob(self._image_key(image.key), image.png, named["image"] == record["image"])
+        if network is not None:
+            self._keep_blob(
+                self._network_key(network.key), network.npz, named["network"] == record.get("network")
+            )
+        if content.hexdigest() != record["content"]:
             record.update(
                 version=record["version"] + 1,
-                content=content,
+                content=content.hexdigest(),
                 page=page,
                 settings=settings,
-                image=None if image is None else [image.key, image.name],
+                **named,
             )
         self._beat(room, record, now)
         return record["version"]
+
+    def _keep_blob(self, store_key: str, data: bytes, named_already: bool) -> None:
+        """Write shared bytes the room does not name yet; renew the lifetime of those it names."""
+        if named_already:
+            self.backend.expire(store_key, self._blob_ttl_s)
+        else:
+            self.backend.put(store_key, data, self._blob_ttl_s)
 
     def heartbeat(self, code: str, secret: str) -> RoomStatus:
         """The instructor's open tab: keeps the room (and its image) alive; counts the followers.
@@ -659,7 +731,9 @@ class RoomStore:
         now = self._clock()
         self._beat(room, record, now)
         if record["image"]:
-            self.backend.expire(self._image_key(record["image"][0]), self.end_after_s + 60)
+            self.backend.expire(self._image_key(record["image"][0]), self._blob_ttl_s)
+        if record.get("network"):
+            self.backend.expire(self._network_key(record["network"][0]), self._blob_ttl_s)
         followers = self.backend.count_since(self._followers_key(room), now - FOLLOWER_TIMEOUT_S)
         return RoomStatus(room, record["version"], followers)
 
@@ -695,6 +769,7 @@ class RoomStore:
         if record["version"] == 0:
             return None
         image = record["image"] or (None, "")
+        network = record.get("network") or (None, "")
         return Snapshot(
             page=record["page"],
             settings=MappingProxyType(record["settings"]),
@@ -702,6 +777,8 @@ class RoomStore:
             image_name=image[1],
             version=record["version"],
             instructor_here=now - record["beat"] < self.left_after_s,
+            network_key=network[0],
+            network_name=network[1],
         )
 
     def leave(self, code: str, follower_id: str) -> None:
@@ -716,18 +793,37 @@ class RoomStore:
             return None
         return self.backend.get(self._image_key(key))
 
+    def network(self, key: str) -> bytes:
+        """A shared network's .npz bytes, checked: ValueError (a message for people) when it is gone,
+        over this server's cap, or not the bytes its key names (a damaged entry of the store)."""
+        if not isinstance(key, str) or not re.fullmatch(r"[0-9a-f]{32}", key):
+            raise ValueError("the instructor's network has no valid name")
+        data = self.backend.get(self._network_key(key))
+        if data is None:
+            raise ValueError("the instructor's network is no longer in the room (the room ended?)")
+        if len(data) > self.max_network_bytes:
+            raise ValueError(
+                f"the instructor's network is {len(data) / 2**10:.0f} KB, over this server's "
+                f"{self.max_network_bytes / 2**10:.0f} KB (CONV_EXPLORER_ROOM_NETWORK_MB)"
+            )
+        if _content_key(data) != key:
+            raise ValueError("the instructor's network arrived damaged (its bytes do not match its name)")
+        return data
+
     def live_rooms(self) -> int:
         return self.backend.count_since(self._live_key(), self._clock() - self.end_after_s)
 
     # --------------------------------------------------- internals
-    def _fields(self, fields: Mapping[str, Any]) -> tuple[str, dict, SharedImage | None]:
+    def _fields(
+        self, fields: Mapping[str, Any]
+    ) -> tuple[str, dict, SharedImage | None, SharedNetwork | None]:
         """Validate what the instructor publishes."""
         if not isinstance(fields, Mapping):
             raise InvalidSnapshot(f"publish takes a mapping of snapshot fields, not {type(fields).__name__}")
         unknown = set(fields) - _FIELDS
         if unknown:
             raise InvalidSnapshot(
-                f"unknown snapshot fields {sorted(map(str, unknown))}; known: page, settings, image"
+                f"unknown snapshot fields {sorted(map(str, unknown))}; known: page, settings, image, network"
             )
         if "page" not in fields or "settings" not in fields:
             raise InvalidSnapshot("a snapshot needs 'page' and 'settings'")
@@ -749,7 +845,23 @@ class RoomStore:
                     f"{self.max_image_bytes / 2**20:.1f} MB (CONV_EXPLORER_ROOM_IMAGE_MB): "
                     "share a smaller working size"
                 )
-        return page, settings, image
+        return page, settings, image, self._network_of(fields.get("network"))
+
+    def _network_of(self, network: object) -> SharedNetwork | None:
+        if network is None:
+            return None
+        if not isinstance(network, SharedNetwork):
+            raise InvalidSnapshot(f"network must be a SharedNetwork or None, not {type(network).__name__}")
+        if network.nbytes > self.max_network_bytes:
+            if self.max_network_bytes == 0:
+                raise NetworkTooLarge(
+                    "sharing networks is off on this server (CONV_EXPLORER_ROOM_NETWORK_MB=0)"
+                )
+            raise NetworkTooLarge(
+                f"the network's weights are {network.nbytes / 2**10:.0f} KB; a room holds at most "
+                f"{self.max_network_bytes / 2**10:.0f} KB (CONV_EXPLORER_ROOM_NETWORK_MB)"
+            )
+        return network
 
     def _record(self, code: object) -> tuple[str, dict]:
         """The live room's record; RoomNotFound / RoomEnded otherwise."""

@@ -23,6 +23,9 @@ Limits count per client address (`client_address`): st.context.ip_address, or be
 proxy that `scripts/dev.py serve` starts (CONV_EXPLORER_TRUST_PROXY=1) the address it forwards.
 Images: a student's upload never leaves their session; the instructor's upload reaches followers
 only if "Share my image" is ticked, as a PNG re-encoded from the working-size pixels.
+Networks: a page with a trained network (LeNet) offers it for the instructor's publish
+(`offer_network`); a follower's page reads what the room shares (`room_network`) and loads it. A
+page's buttons that change no setting (Train) break a follower away through `own_action`.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -47,11 +51,13 @@ import streamlit as st
 from ui import state
 from ui.classroom import (
     ConfigError,
-    InvalidSnapshot,
+    ImageTooLarge,
+    NetworkTooLarge,
     RoomEnded,
     RoomError,
     RoomStore,
     SharedImage,
+    SharedNetwork,
     Snapshot,
     StoreUnavailable,
     TooManyAttempts,
@@ -90,6 +96,9 @@ _COOKIE = "_room_cookie"  # the resume cookie's value this session last wrote ("
 _TRIED = "_room_tried_cookie"  # this session has looked at the resume cookie
 _TURN = "_room_turn"  # this run holds one of the process's follow turns
 _PNG = "_room_png"  # (image key, SharedImage): the instructor's re-encoded working image
+_OFFER = "_room_offer"  # this run's page offers a network to publish: a function giving it (or None)
+_REFUSED = "_room_refused"  # key of the instructor's network the store refused (over its cap)
+_NETWORK = "_room_network"  # (key, name) of the network the followed room shares, as of the last poll
 _SIDEBAR: list[Param] = []  # the sidebar's Params (the same for every session), for the poll
 SHARE_KEY = "room_share"  # the instructor's "Share my image" checkbox
 CODE_KEY = "room_code_typed"  # the student's "Room code" text input
@@ -119,6 +128,13 @@ def _shared_pixels(key: str, cap: int) -> np.ndarray | None:
     pixels = decode_image(png, cap).pixels
     pixels.setflags(write=False)
     return pixels
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _network_bytes(key: str) -> bytes:
+    """A shared network's .npz bytes, read once per process (every follower loads the same);
+    errors (gone, damaged, the store not answering) are not kept: the next run asks again."""
+    return registry().network(key)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -298,6 +314,7 @@ def _on_start() -> None:
     ss[_TEACH] = (code, secret)
     ss.pop(_LEFT, None)
     ss.pop(_PNG, None)
+    ss.pop(_REFUSED, None)
     _note(
         "success",
         f"Room {code} started. Show the QR code or the code; students who open the link "
@@ -370,6 +387,14 @@ def _shared_image(image: Any) -> SharedImage | None:
     return cached[1]
 
 
+def _offered_network() -> SharedNetwork | None:
+    """The network this run's page offers (offer_network), unless the store refused it before."""
+    ss = _ss()
+    offer = ss.get(_OFFER)
+    network = offer() if offer is not None else None
+    return None if network is None or network.key == ss.get(_REFUSED) else network
+
+
 def _publish(page: Any, sidebar: Sequence[Param]) -> None:
     ss = _ss()
     code, secret = ss[_TEACH]
@@ -377,17 +402,23 @@ def _publish(page: Any, sidebar: Sequence[Param]) -> None:
         "page": page.url_path,
         "settings": _texts(_current_params(sidebar)),
         "image": _shared_image(ss.get("image")),
+        "network": _offered_network(),
     }
+    refused = False
     try:
-        try:
-            registry().publish(code, secret, fields)
-        except InvalidSnapshot as exc:  # e.g. the shared image is over the server's cap: share settings only
-            if fields["image"] is None:
-                raise
-            ss[SHARE_KEY] = False
-            _note("warning", f"Your image is not shared: {exc}.")
-            registry().publish(code, secret, {**fields, "image": None})
-            state.rerun()
+        while True:  # what is over the server's caps is left out, the rest is shared (at most 3 tries)
+            try:
+                registry().publish(code, secret, fields)
+                break
+            except ImageTooLarge as exc:
+                ss[SHARE_KEY], fields["image"] = False, None
+                _note("warning", f"Your image is not shared: {exc}.")
+            except NetworkTooLarge as exc:
+                ss[_REFUSED], fields["network"] = fields["network"].key, None
+                _note("warning", f"Your network is not shared: {exc}.")
+            refused = True
+        if refused:
+            state.rerun()  # the notice, and the unticked box, now
     except StoreUnavailable as exc:  # the room is not lost: the next run publishes again
         _note("warning", f"{str(exc)[0].upper()}{str(exc)[1:]}.")
     except RoomError as exc:
@@ -444,6 +475,7 @@ def _follow(page: Any, pages: Sequence[Any], sidebar: Sequence[Param]) -> Snapsh
         return None
     if st.query_params.get("room") != code:
         st.query_params["room"] = code  # the address bar is the join link while following
+    ss[_NETWORK] = None if snap is None or snap.network_key is None else (snap.network_key, snap.network_name)
     if snap is None:
         return None
     unknown: dict[str, str] = {}
@@ -480,6 +512,56 @@ def _shared_source(snap: Snapshot | None) -> Callable[[int], tuple[np.ndarray, s
         return pixels, SHARED_NAME, ()
 
     return load
+
+
+# ---- a page's network ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RoomNetwork:
+    """The trained network the followed room shares: `name` to show (e.g. "epoch 3, step 36"),
+    `key` names its bytes (a new key: new weights)."""
+
+    key: str
+    name: str
+
+    def npz(self) -> bytes:
+        """The weights' .npz bytes: ValueError when they are gone, damaged or over the server's cap,
+        StoreUnavailable when the store does not answer (the follower keeps what it has)."""
+        return _network_bytes(self.key)
+
+
+def offer_network(network: Callable[[], SharedNetwork | None]) -> str | None:
+    """A page with a trained network offers it to the room (`network()` is asked when this run
+    publishes, after the page has finished: the state it ends with). Returns the room's code while
+    instructing, else None (the offer is then ignored)."""
+    teach = _ss().get(_TEACH)
+    if not teach:
+        return None
+    _ss()[_OFFER] = network
+    return teach[0]
+
+
+def network_refused(key: str) -> bool:
+    """The store refused this network of the instructor (over its cap): it is not shared."""
+    return _ss().get(_REFUSED) == key
+
+
+def room_network() -> RoomNetwork | None:
+    """For a follower: the network its room shares as of this run's poll (None when it shares
+    none). While the store does not answer this stays what the last poll saw."""
+    if mode() != "following":
+        return None
+    named = _ss().get(_NETWORK)
+    return None if named is None else RoomNetwork(*named)
+
+
+def own_action(what: str) -> None:
+    """A follower's own action that changes no setting (a page's Train button) breaks it away, as
+    a changed setting does ("You {what}, so you are exploring on your own now"), and the app reruns
+    at once: call it after the action has left its result in session_state."""
+    code = _ss().get(_FOLLOW)
+    if code:
+        _break_away(code, what)
+        state.rerun()
 
 
 # ---- what the page shows ---------------------------------------------------------------------------------
@@ -691,6 +773,7 @@ def before_page(page: Any, pages: Sequence[Any], sidebar: Sequence[Param]) -> Ca
         st.sidebar.error(f"Classroom mode is off: {exc}", icon=":material/school:")
         return None
     ss[_IN_RUN] = True
+    ss.pop(_OFFER, None)  # a page offers its network anew in each run
     _resume_from_cookie()
     ss["_room_url_path"] = page.url_path
     _SIDEBAR[:] = sidebar

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import time
+import zipfile
 from typing import Any
 
 import numpy as np
@@ -108,16 +109,25 @@ def current_state(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings) -> lene
     return states[key]
 
 
+def replace_state(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, state: lenet.TrainState) -> None:
+    """This session's network for these settings is `state` from now on (training toward a goal stops)."""
+    st.session_state.setdefault(STATES, {})[_key(cfg, settings)] = state
+    stop()
+
+
 def reset(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings) -> None:
-    st.session_state.setdefault(STATES, {})[_key(cfg, settings)] = lenet.new_state(cfg, settings)
-    st.session_state.pop(GOAL, None)
+    """The Reset button: back to the seeded start (a classroom follower explores on its own from here)."""
+    replace_state(cfg, settings, lenet.new_state(cfg, settings))
+    classroom_ui.own_action("reset the network")
 
 
 def set_goal(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, epochs: int) -> None:
-    """Train `epochs` more epochs from where this network is (one chunk per rerun)."""
+    """Train `epochs` more epochs from where this network is (one chunk per rerun). A classroom
+    follower explores on its own from here: it trains the network it holds, the instructor's."""
     state = current_state(cfg, settings)
     per_epoch = lenet.steps_per_epoch(len(digits(cfg.size, settings.seed).y_train), settings.batch)
     st.session_state[GOAL] = (_key(cfg, settings), state.step, (state.epoch + epochs) * per_epoch)
+    classroom_ui.own_action("pressed Train")
 
 
 def stop() -> None:
@@ -186,12 +196,11 @@ def load_weights(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, data: by
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
         raise ValueError(f"the file is not an .npz of weights ({type(exc).__name__})") from None
     params = lenet.check_params(cfg, arrays)
     state = lenet.TrainState(cfg, params, {k: np.zeros_like(v) for k, v in params.items()}, settings.seed)
-    st.session_state.setdefault(STATES, {})[_key(cfg, settings)] = state
-    stop()
+    replace_state(cfg, settings, state)
 
 
 LOADED = "_ln_loaded"  # the file id of the last weights file loaded (a rerun must not load it again)
@@ -203,6 +212,7 @@ def load_upload(cfg: lenet.LeNetConfig, settings: lenet.TrainSettings, upload: A
         return False
     load_weights(cfg, settings, upload.getvalue())
     st.session_state[LOADED] = upload.file_id
+    classroom_ui.own_action("loaded a weights file")
     return True
 
 

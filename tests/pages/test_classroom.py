@@ -20,6 +20,7 @@ from ui.classroom import (
     InvalidSnapshot,
     Limit,
     MemoryBackend,
+    NetworkTooLarge,
     NotInstructor,
     RedisBackend,
     RoomClosed,
@@ -29,6 +30,7 @@ from ui.classroom import (
     RoomNotFound,
     RoomStore,
     SharedImage,
+    SharedNetwork,
     StoreUnavailable,
     TooManyAttempts,
     TooManyRooms,
@@ -38,6 +40,7 @@ from ui.classroom import (
 )
 
 PNG = b"\x89PNG\r\n\x1a\n"
+NPZ = b"PK\x03\x04"
 
 
 class FakeClock:
@@ -76,6 +79,25 @@ def make(backend, clock):
 
 def fields(page: str = "direct", image: SharedImage | None = None, **settings) -> dict:
     return {"page": page, "settings": settings or {"direct_k": 3}, "image": image}
+
+
+def npz(n: int, salt: bytes = b"") -> bytes:
+    """n bytes that start like an .npz (a zip file): the store checks the signature only."""
+    return NPZ + (salt + b"w" * n)[: n - len(NPZ)]
+
+
+class CountedPuts:
+    """A backend that counts the writes of each kind of key (image, network, room, ...)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.puts = inner, []
+
+    def put(self, key, value, ttl_s, *, only_new=False):
+        self.puts.append(key.split(":")[1])
+        return self.inner.put(key, value, ttl_s, only_new=only_new)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
 
 
 def png(n: int, salt: bytes = b"") -> bytes:
@@ -181,6 +203,61 @@ def test_images_are_shared_by_key_capped_and_png_only(make):
     code2, secret2 = off.create_room("10.0.0.9")
     with pytest.raises(ImageTooLarge, match="sharing images is off"):
         off.publish(code2, secret2, fields(image=a))
+
+
+def test_networks_are_shared_by_key_written_once_capped_and_checked_on_reading(backend, clock):
+    counted = CountedPuts(backend)
+    store = RoomStore(counted, clock=clock, max_network_bytes=1000)
+    code, secret = store.create_room("10.0.0.1")
+    a = SharedNetwork(npz(600, b"a"), "epoch 1, step 12")
+    assert store.publish(code, secret, {**fields(), "network": a}) == 1
+    snap = store.snapshot(code)
+    assert (snap.network_key, snap.network_name) == (a.key, "epoch 1, step 12")
+    assert store.network(a.key) == a.npz
+    # unchanged bytes are not written again, whatever else changes; new bytes are
+    assert store.publish(code, secret, {**fields(direct_k=5), "network": SharedNetwork(a.npz, a.name)}) == 2
+    assert counted.puts.count("network") == 1
+    b = SharedNetwork(npz(600, b"b"), "epoch 2, step 24")
+    assert store.publish(code, secret, {**fields(direct_k=5), "network": b}) == 3
+    assert counted.puts.count("network") == 2 and store.network(b.key) == b.npz
+    # it lives as long as its room: the heartbeat renews it past the blobs' own lifetime
+    for _ in range(3):
+        clock.advance(store.end_after_s / 2)
+        store.heartbeat(code, secret)
+    assert store.network(b.key) == b.npz and store.snapshot(code).network_key == b.key
+    assert store.publish(code, secret, fields(direct_k=5)) == 4  # left out: none
+    assert store.snapshot(code).network_key is None
+
+    with pytest.raises(NetworkTooLarge, match=re.escape("a room holds at most 1 KB")):
+        store.publish(code, secret, {**fields(), "network": SharedNetwork(npz(1001), "big")})
+    with pytest.raises(InvalidSnapshot, match=re.escape("must be the .npz bytes")):
+        SharedNetwork(b"\x93NUMPY", "a lone .npy")
+    with pytest.raises(InvalidSnapshot, match="must be a SharedNetwork"):
+        store.publish(code, secret, {**fields(), "network": a.npz})
+    off = RoomStore(backend, clock=clock, max_network_bytes=0)
+    code2, secret2 = off.create_room("10.0.0.9")
+    with pytest.raises(NetworkTooLarge, match="sharing networks is off"):
+        off.publish(code2, secret2, {**fields(), "network": a})
+
+    # reading checks what the store holds: a name, presence, the cap, the bytes against their hash
+    for bad in ("../../etc/passwd", "0" * 32, None):
+        with pytest.raises(ValueError, match=r"no valid name|no longer in the room"):
+            store.network(bad)
+    backend.put(f"ce:network:{b.key}", b.npz[:-1] + b"!", 60)
+    with pytest.raises(ValueError, match="arrived damaged"):
+        store.network(b.key)
+    backend.put(f"ce:network:{b.key}", npz(2000), 60)
+    with pytest.raises(ValueError, match="over this server's 1 KB"):
+        store.network(b.key)
+
+
+def test_an_unchanged_image_is_written_once(backend, clock):
+    counted = CountedPuts(backend)
+    store = RoomStore(counted, clock=clock)
+    code, secret = store.create_room("10.0.0.1")
+    for k in (3, 5, 7):
+        store.publish(code, secret, fields(image=SharedImage(png(500, b"a"), "x"), direct_k=k))
+    assert counted.puts.count("image") == 1 and store.snapshot(code).version == 3
 
 
 @pytest.mark.parametrize(
@@ -365,6 +442,7 @@ def test_defaults_and_environment_configuration():
         "max_followers": 400,
         "end_after_s": 180.0,
         "max_image_bytes": 8 * 2**20,
+        "max_network_bytes": 2**20,
     }
     env = {
         "CONV_EXPLORER_MAX_ROOMS": " 5 ",
@@ -402,6 +480,7 @@ def test_defaults_and_environment_configuration():
         ("CONV_EXPLORER_ROOM_END_MINUTES", "nan", "is not a number"),
         ("CONV_EXPLORER_ROOM_END_MINUTES", "0", "out of range: allowed 0.1 to 1440"),
         ("CONV_EXPLORER_ROOM_IMAGE_MB", "8MB; rm -rf /" * 3, "'8MB??rm?-rf??8MB??rm…' is not a number"),
+        ("CONV_EXPLORER_ROOM_NETWORK_MB", "17", "out of range: allowed 0 to 16 (default 1)"),
         ("CONV_EXPLORER_REDIS_URL", "http://x", "must be a redis://, rediss:// or unix:// URL"),
     ],
 )
@@ -417,6 +496,7 @@ def test_bad_environment_values_are_refused_with_name_value_and_range(name, valu
         ({"max_followers": 2.5}, "max_followers=2.5"),
         ({"max_rooms_per_client": True}, "max_rooms_per_client=True"),
         ({"max_image_bytes": -1}, "max_image_bytes=-1"),
+        ({"max_network_bytes": 0.5}, "max_network_bytes=0.5"),
         ({"end_after_s": 0}, "end_after_s=0 must be a number of seconds above 0"),
         ({"left_after_s": float("inf")}, "left_after_s=inf"),
         ({"clock": 5}, "clock must be a function"),
