@@ -69,9 +69,8 @@ def settings() -> tuple[lenet.LeNetConfig, lenet.TrainSettings]:
 
 
 def section_train(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> bool:
-    """The Train / Stop / Reset buttons, one chunk of training when a goal is set, the curves (a
-    classroom follower: the instructor's network). Returns whether another chunk should follow
-    (the page reruns at its end)."""
+    """Train / Stop / Reset, a chunk of training when a goal is set, the curves (a follower: the
+    instructor's network). Returns whether another chunk should follow (the page reruns)."""
     st.subheader("Train")
     note = room.room_note(cfg, run)
     a, b, c, d = st.columns([1.4, 0.7, 0.7, 2.2], vertical_alignment="bottom")
@@ -100,11 +99,7 @@ def section_train(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> bool:
             "Accuracy on the training batches as they were seen, and on the held-out fifth after each epoch.",
         )
     elif not more:
-        st.info(
-            "Press **Train**: each rerun trains a chunk of steps, so the page stays responsive; "
-            "it resumes where it stopped.",
-            icon=":material/school:",
-        )
+        st.info(view.TRAIN_HINT, icon=":material/school:")
     return more
 
 
@@ -120,12 +115,7 @@ def section_weights(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
         on_click="ignore",
         key="lenet_weights",
     )
-    with (
-        right,
-        lazy_expander(
-            "Load weights (.npz): an instructor's network, shared as a file", "lenet_load_box"
-        ) as shown,
-    ):
+    with right, lazy_expander("Load weights (.npz): a network shared as a file", "lenet_load_box") as shown:
         if not shown:
             return
         upload = st.file_uploader("Weights file", type=["npz"], key="lenet_upload")

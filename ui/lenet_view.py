@@ -22,6 +22,11 @@ STAGES = (  # the feature maps drawn, with their titles
     ("pool2", "pool2: 16 maps, 2 x 2"),
 )
 
+TRAIN_HINT = (
+    "Press **Train**: each rerun trains a chunk of steps, so the page stays responsive; "
+    "it resumes where it stopped."
+)
+
 
 def metrics(net: lenet.TrainState) -> dict[str, str | int]:
     """Epoch, step, the last test accuracy and loss (or what stands in for them before training)."""
