@@ -115,8 +115,8 @@ class Session(threading.Thread):
         page, query = {
             "light": ("direct", ""),
             "explorer": ("direct", ""),
-            "direct_heavy": ("direct", "cap=1024&dc_k=15&dc_mode=reflect"),
-            "unfold_heavy": ("unfold", "cap=1024&uf_k=9&uf_stride=1"),
+            "direct_heavy": ("direct", "cap=1024&direct_k=15&direct_mode=reflect"),
+            "unfold_heavy": ("unfold", "cap=1024&unfold_k=9&unfold_stride=1"),
             "benchmark": ("benchmarks", ""),
             "uploader": ("direct", "cap=1024"),
             "rapid": ("direct", "cap=1024"),

@@ -19,34 +19,34 @@ from viz import conv_backward as viz
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
-H = Param("bw_h", 7, "Input H", "slider", lo=2, hi=10)
-W = Param("bw_w", 8, "Input W", "slider", lo=2, hi=10)
-K = Param("bw_k", 3, "Kernel K", "slider", lo=1, hi=5)
-S = Param("bw_stride", 2, "Stride S", "slider", lo=1, hi=4)
-P = Param("bw_pad", 1, "Padding P", "slider", lo=0, hi=3, help="Zeros; at most D x (K - 1).")
-D = Param("bw_dil", 1, "Dilation D", "slider", lo=1, hi=3)
+H = Param("backward_h", 7, "Input H", "slider", lo=2, hi=10)
+W = Param("backward_w", 8, "Input W", "slider", lo=2, hi=10)
+K = Param("backward_k", 3, "Kernel K", "slider", lo=1, hi=5)
+S = Param("backward_stride", 2, "Stride S", "slider", lo=1, hi=4)
+P = Param("backward_pad", 1, "Padding P", "slider", lo=0, hi=3, help="Zeros; at most D x (K - 1).")
+D = Param("backward_dil", 1, "Dilation D", "slider", lo=1, hi=3)
 CROPPED = (
     "Small whole numbers (seeded), or x cropped from your image with dY = y = conv(x, w), the gradient of "
 )
 CROPPED += "L = ½ Σ y²."
-NUMBERS = Param("bw_nums", "integers", "Numbers", "select", choices=("integers", "image"), help=CROPPED)
-SEED = Param("bw_seed", 1, "Seed", "number", lo=0, hi=999, help="Another seed draws other numbers.")
-ALG = Param("bw_alg", "gather", "grad_input kernel", "radio", choices=gpuops.GRAD_INPUT_ALGORITHMS)
-WALG = Param("bw_walg", "direct", "grad_weight kernel", "radio", choices=gpuops.GRAD_WEIGHT_ALGORITHMS)
-PICK = Param("bw_pick", Cell("dx", 3, 3), choices=("dx", "dy"))  # in the URL as dx:3,3 or dy:1,2
-WPICK = Param("bw_wpick", Cell("w", 1, 1), choices=("w", "x"))
-RP_H = Param("bw_rp_h", 4, "Grid H", "slider", lo=1, hi=8)
-RP_W = Param("bw_rp_w", 5, "Grid W", "slider", lo=1, hi=8)
-RP_L = Param("bw_rp_left", 2, "Left pad", "slider", lo=0, hi=7, help="At most W - 1.")
-RP_R = Param("bw_rp_right", 1, "Right pad", "slider", lo=0, hi=7, help="At most W - 1.")
-RP_T = Param("bw_rp_top", 1, "Top pad", "slider", lo=0, hi=7, help="At most H - 1.")
-RP_B = Param("bw_rp_bottom", 2, "Bottom pad", "slider", lo=0, hi=7, help="At most H - 1.")
+NUMBERS = Param("backward_nums", "integers", "Numbers", "select", choices=("integers", "image"), help=CROPPED)
+SEED = Param("backward_seed", 1, "Seed", "number", lo=0, hi=999, help="Another seed draws other numbers.")
+ALG = Param("backward_alg", "gather", "grad_input kernel", "radio", choices=gpuops.GRAD_INPUT_ALGORITHMS)
+WALG = Param("backward_walg", "direct", "grad_weight kernel", "radio", choices=gpuops.GRAD_WEIGHT_ALGORITHMS)
+PICK = Param("backward_pick", Cell("dx", 3, 3), choices=("dx", "dy"))  # in the URL as dx:3,3 or dy:1,2
+WPICK = Param("backward_wpick", Cell("w", 1, 1), choices=("w", "x"))
+RP_H = Param("backward_rp_h", 4, "Grid H", "slider", lo=1, hi=8)
+RP_W = Param("backward_rp_w", 5, "Grid W", "slider", lo=1, hi=8)
+RP_L = Param("backward_rp_left", 2, "Left pad", "slider", lo=0, hi=7, help="At most W - 1.")
+RP_R = Param("backward_rp_right", 1, "Right pad", "slider", lo=0, hi=7, help="At most W - 1.")
+RP_T = Param("backward_rp_top", 1, "Top pad", "slider", lo=0, hi=7, help="At most H - 1.")
+RP_B = Param("backward_rp_bottom", 2, "Bottom pad", "slider", lo=0, hi=7, help="At most H - 1.")
 RALGS = gpuops.REFLECT_BACKWARD_ALGORITHMS
-RALG = Param("bw_ralg", "scatter", "reflect_pad_backward kernel", "radio", choices=RALGS)
-RP_PICK = Param("bw_rp_pick", Cell("in", 1, 1), choices=("in", "pad"))
+RALG = Param("backward_ralg", "scatter", "reflect_pad_backward kernel", "radio", choices=RALGS)
+RP_PICK = Param("backward_rp_pick", Cell("in", 1, 1), choices=("in", "pad"))
 EXAMPLE = [H, W, K, S, P, D, NUMBERS, SEED, ALG, WALG, PICK, WPICK]
 PARAMS = [*EXAMPLE, RP_H, RP_W, RP_L, RP_R, RP_T, RP_B, RALG, RP_PICK]
-CHARTS = ("bw_dx", "bw_anim", "bw_count", "bw_dw", "bw_reflect")
+CHARTS = ("backward_dx", "backward_anim", "backward_count", "backward_dw", "backward_reflect")
 DX_CHART, ANIM_CHART, COUNT_CHART, DW_CHART, RP_CHART = CHARTS
 NAMES = view.ALG_NAMES
 
@@ -131,7 +131,9 @@ def section_transposed(ex: Example) -> None:
     """conv_transpose2d as stamps, with the overlap count (checkerboard) and output_padding."""
     g, width = ex.g, viz.FULL_WIDTH[sty.name]
     st.subheader("The transposed convolution is the backward pass: stamp the kernel at each input cell")
-    fig = session_cached(("bw_anim", ex.key, sty.name), lambda: view.stamps(ex, sty))  # one for every pick
+    fig = session_cached(
+        ("backward_anim", ex.key, sty.name), lambda: view.stamps(ex, sty)
+    )  # one for every pick
     figure(fig, ANIM_CHART, view.stamps_caption(g), pickable=True)
     left, right = (st.container(), st.container()) if sty.presentation else st.columns([1, 1.5], gap="medium")
     counts = maps.overlap_count(maps.transposed_of(g))
@@ -211,12 +213,12 @@ def section_runtimes(g: gpuops.WindowGeometry, pads: tuple[int, int, int, int]) 
     with shown_errors("Timing"):
         groups = view.runtime_groups(image, g, pads)
         candidates = {f"{op} · {name}": fn for op, fns in groups.items() for name, fn in fns.items()}
-        key = ("bw_compare", image.key, g.KH, g.stride_h, g.pad_top, g.dil_h, pads, backend_name())
+        key = ("backward_compare", image.key, g.KH, g.stride_h, g.pad_top, g.dil_h, pads, backend_name())
         st.caption(view.runtimes_caption(image, g))
         timings = compare(key, candidates, "Compare: time scatter, gather and GEMM")
         if timings:
             found = view.by_operation(groups, timings)
-            figure(viz.runtime_groups(found, backend_name(), sty), "bw_times", download=False)
+            figure(viz.runtime_groups(found, backend_name(), sty), "backward_times", download=False)
     st.markdown(view.BENCHMARK_NOTE)
     st.page_link("pages/benchmarks.py", label="Benchmarks", icon=":material/speed:")
 
@@ -225,7 +227,7 @@ g = settings()
 rp_h, rp_w = int(state.get(RP_H)), int(state.get(RP_W))
 rp_pads = tuple(int(state.get(p)) for p in (RP_L, RP_R, RP_T, RP_B))
 hover = session_cached(
-    ("bw_hover", g, rp_h, rp_w, rp_pads), lambda: view.hover_maps(g, (rp_h, rp_w), rp_pads, CHARTS)
+    ("backward_hover", g, rp_h, rp_w, rp_pads), lambda: view.hover_maps(g, (rp_h, rp_w), rp_pads, CHARTS)
 )
 rp_shapes = {"in": (rp_h, rp_w), "pad": maps.padded_shape(rp_h, rp_w, rp_pads)}
 grids = view.click_grids(g, rp_shapes, (PICK, WPICK, RP_PICK), CHARTS)

@@ -20,7 +20,7 @@ GROUPS = {group.id: group for group in reports.group_leases(reports.load_runs())
 NEWEST_GPU = reports.default_lease(list(GROUPS.values()))
 
 RUN = Param(
-    "bm_run",
+    "benchmarks_run",
     NEWEST_GPU.id if NEWEST_GPU else "",
     "Committed results (newest first)",
     "select",
@@ -29,20 +29,24 @@ RUN = Param(
 )
 GPU = view.INFO.gpu
 SHAPE = Param(
-    "bm_shape", "standard" if GPU else suite.CPU_SHAPES[0].name, "Shapes", "select", choices=tuple(SHAPES)
+    "benchmarks_shape",
+    "standard" if GPU else suite.CPU_SHAPES[0].name,
+    "Shapes",
+    "select",
+    choices=tuple(SHAPES),
 )
 WHICH = Param(
-    "bm_parts",
+    "benchmarks_parts",
     "all" if GPU else (view.PARTS or ("all",))[0],
     "Operations",
     "select",
     choices=("all", *view.PARTS),
 )
-REPEAT = Param("bm_repeat", 20 if GPU else 5, "Timed runs per measurement", "slider", lo=3, hi=50)
+REPEAT = Param("benchmarks_repeat", 20 if GPU else 5, "Timed runs per measurement", "slider", lo=3, hi=50)
 SPREAD = "Each point is the median of these runs; its bar goes from the fastest to the slowest."
-SWEEP_REPEATS = Param("bm_reps", 5, "Repeats per size", "slider", lo=3, hi=9, help=SPREAD)
+SWEEP_REPEATS = Param("benchmarks_reps", 5, "Repeats per size", "slider", lo=3, hi=9, help=SPREAD)
 PARAMS = [RUN, SHAPE, REPEAT, SWEEP_REPEATS, *([WHICH] if view.PARTS else [])]
-REPORT, SWEEP = "bench_report", "bm_sweep_result"  # session_state: this session's measurements
+REPORT, SWEEP = "bench_report", "benchmarks_sweep_result"  # session_state: this session's measurements
 
 state.use(PARAMS)
 sty = style()

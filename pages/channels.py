@@ -12,18 +12,18 @@ from viz import channels as viz
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
-C_IN = Param("ch_in", 6, "Input channels C_in", "slider", lo=1, hi=12)
-C_OUT = Param("ch_out", 16, "Filters = output maps C_out", "slider", lo=1, hi=16)
+C_IN = Param("channels_in", 6, "Input channels C_in", "slider", lo=1, hi=12)
+C_OUT = Param("channels_out", 16, "Filters = output maps C_out", "slider", lo=1, hi=16)
 GROUPS = Param(
-    "ch_groups",
+    "channels_groups",
     1,
     "groups",
     "select_slider",
     choices=tuple(range(1, 13)),
     help="Must divide C_in and C_out; groups = C_in = C_out is depthwise.",
 )
-KERNEL = Param("ch_k", 5, "Kernel size K", "slider", lo=1, hi=7)
-PICK = Param("ch_pick", Cell("out", 0, 0), choices=("out", "in"))
+KERNEL = Param("channels_k", 5, "Kernel size K", "slider", lo=1, hi=7)
+PICK = Param("channels_pick", Cell("out", 0, 0), choices=("out", "in"))
 PARAMS = [C_IN, C_OUT, GROUPS, KERNEL, PICK]
 CHART = "channels"
 
@@ -47,14 +47,14 @@ def settings() -> ChannelLayout:
     if state.get(GROUPS) not in allowed:
         state.put(GROUPS, view.nearest_groups(state.get(GROUPS), allowed))
     if len(allowed) > 1:  # the choices follow C_in and C_out, so the widget is built here
-        st.session_state["w_ch_groups"] = state.get(GROUPS)
+        st.session_state["w_channels_groups"] = state.get(GROUPS)
         groups = int(
             c.select_slider(
                 GROUPS.label,
                 options=allowed,
-                key="w_ch_groups",
+                key="w_channels_groups",
                 help=GROUPS.help,
-                on_change=lambda: state.put(GROUPS, st.session_state["w_ch_groups"]),
+                on_change=lambda: state.put(GROUPS, st.session_state["w_channels_groups"]),
             )
         )
     else:
@@ -87,7 +87,7 @@ def section(layout: ChannelLayout) -> None:
         text = view.input_text(layout, c)
     figure(fig, CHART, "Colour: the group. Orange: the pick; red: what it connects to.", pickable=True)
     st.markdown(text)
-    if st.toggle("The same layer in 3-D", key="ch_3d"):
+    if st.toggle("The same layer in 3-D", key="channels_3d"):
         m = cell.row if cell.space == "out" else layout.outputs_of(min(cell.col, layout.C_in - 1))[0]
         figure(
             viz.volume_figure(layout, sty, picked_output=min(m, layout.C_out - 1)),

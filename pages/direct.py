@@ -25,21 +25,21 @@ from viz import conv2d as viz
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 HELP, ALGORITHMS = view.HELP, view.ALGORITHMS
-PRESET = Param("dc_preset", "box blur", "Kernel", "select", choices=(*filters.PRESETS, "custom"))
-K = Param("dc_k", 3, "Size K", "slider", lo=1, hi=filters.MAX_KERNEL, help=HELP["k"])
-STRIDE = Param("dc_stride", 1, "Stride S", "slider", lo=1, hi=8)
-PAD = Param("dc_pad", 1, "Padding P", "slider", lo=0, hi=15, help=view.PAD_HELP)
-SAME = Param("dc_same", False, "same", "toggle")  # explained in PAD's help: the column is narrow
-MODE = Param("dc_mode", "zeros", "Pad mode", "select", choices=("zeros", "reflect"), help=HELP["mode"])
-DIL = Param("dc_dil", 1, "Dilation D", "slider", lo=1, hi=5, help="Taps are D cells apart.")
-MIX = Param("dc_mix", False, "Mix channels", "toggle", help=HELP["mix"])
+PRESET = Param("direct_preset", "box blur", "Kernel", "select", choices=(*filters.PRESETS, "custom"))
+K = Param("direct_k", 3, "Size K", "slider", lo=1, hi=filters.MAX_KERNEL, help=HELP["k"])
+STRIDE = Param("direct_stride", 1, "Stride S", "slider", lo=1, hi=8)
+PAD = Param("direct_pad", 1, "Padding P", "slider", lo=0, hi=15, help=view.PAD_HELP)
+SAME = Param("direct_same", False, "same", "toggle")  # explained in PAD's help: the column is narrow
+MODE = Param("direct_mode", "zeros", "Pad mode", "select", choices=("zeros", "reflect"), help=HELP["mode"])
+DIL = Param("direct_dil", 1, "Dilation D", "slider", lo=1, hi=5, help="Taps are D cells apart.")
+MIX = Param("direct_mix", False, "Mix channels", "toggle", help=HELP["mix"])
 ALGO = Param(
-    "dc_algo", gpuops.AUTO, "Algorithm", "select", choices=(gpuops.AUTO, *ALGORITHMS), help=HELP["algo"]
+    "direct_algo", gpuops.AUTO, "Algorithm", "select", choices=(gpuops.AUTO, *ALGORITHMS), help=HELP["algo"]
 )
-PICK = Param("dc_pick", None, "Picked cell", choices=("out", "in"))
-CHANNEL = Param("dc_ch", 0, "Channel", "number", lo=0, hi=3, help=HELP["ch"])
-KERNEL = KernelParam("dc_kernel", None, "Custom kernel")
-SPEED = Param("dc_speed", 3, "Speed (steps per second)", "slider", lo=1, hi=12, help=view.SPEED_HELP)
+PICK = Param("direct_pick", None, "Picked cell", choices=("out", "in"))
+CHANNEL = Param("direct_ch", 0, "Channel", "number", lo=0, hi=3, help=HELP["ch"])
+KERNEL = KernelParam("direct_kernel", None, "Custom kernel")
+SPEED = Param("direct_speed", 3, "Speed (steps per second)", "slider", lo=1, hi=12, help=view.SPEED_HELP)
 PARAMS = [PRESET, K, STRIDE, PAD, SAME, MODE, DIL, MIX, ALGO, PICK, CHANNEL, KERNEL, SPEED]
 
 state.use(PARAMS)
@@ -132,13 +132,13 @@ def section_receptive_field(direct: Direct, cell: Cell, zoom: tuple[int, int, in
         fig = viz.receptive_field_figure(
             closeup, look, f"Receptive field of output ({oh}, {ow}), channel {ch}"
         )
-        show(fig, "dc_zoom", direct.closeup_caption(cell), pickable=True)
+        show(fig, "direct_zoom", direct.closeup_caption(cell), pickable=True)
     with right:
         per_channel = f" (÷ {C} per channel)" if conv.groups == 1 else ""
         title = f"Weights: {state.get(PRESET)}, {g.KH} x {g.KW}{per_channel}"
         fig = viz.weights_figure(conv.kernel, look, title, reads=reads)
         hover = "Hover a weight: the cell it multiplies is outlined on the close-up and the image."
-        show(fig, "dc_kernel", hover, pickable=True)
+        show(fig, "direct_kernel", hover, pickable=True)
     section_products(direct, (oh, ow), ch)
 
 
@@ -159,7 +159,7 @@ def section_sliding_window(direct: Direct, detail: tuple[int, int], ch: int) -> 
     st.subheader("The window sliding over your image")
     speed = state.widget(SPEED, container=st.columns([1, 2])[0])
     fig, steps = direct.sweep(detail, ch, look, speed)
-    show(fig, "dc_window", view.sweep_caption(steps, speed), pickable=True)
+    show(fig, "direct_window", view.sweep_caption(steps, speed), pickable=True)
 
 
 def section_threads(direct: Direct, detail: tuple[int, int], ch: int) -> None:
@@ -173,7 +173,7 @@ def section_threads(direct: Direct, detail: tuple[int, int], ch: int) -> None:
         fig = viz.thread_figure(conv.out_pixels, work, detail, look, title)
         show(
             fig,
-            "dc_threads",
+            "direct_threads",
             "Cyan: the block's pixels; orange: this thread's. Click a pixel to pick it.",
             pickable=True,
         )
@@ -182,16 +182,16 @@ def section_threads(direct: Direct, detail: tuple[int, int], ch: int) -> None:
         st.markdown(what)
         if conv.ran in ("tiled", "tiled_basic"):
             fig, caption = direct.shared_tile(detail, ch, work, look)
-            show(fig, "dc_tile", caption, pickable=True)
+            show(fig, "direct_tile", caption, pickable=True)
 
 
 def section_compare(direct: Direct) -> None:
     with st.expander("Compare algorithms (time every algorithm on this image and these settings)"):
-        results = compare(("dc_compare", *direct.conv.key[:-1]), direct.candidates(ALGORITHMS))
+        results = compare(("direct_compare", *direct.conv.key[:-1]), direct.candidates(ALGORITHMS))
         if results:
             ms = [t.median_ms for t in results.values()]
             fig = viz.runtime_figure(list(results), ms, direct.conv.ran, look, direct.runtime_title())
-            show(fig, "dc_runtimes", view.RUNTIMES_CAPTION)
+            show(fig, "direct_runtimes", view.RUNTIMES_CAPTION)
 
 
 def section_precision(direct: Direct) -> None:
@@ -234,7 +234,7 @@ detail = direct.detail_of(cell)
 zoom = direct.zoom(detail)
 ch = min(state.get(CHANNEL), C - 1) if conv.groups > 1 else 0
 section_images(direct, cell, zoom)
-fit_images("conv_input", "conv_output", "dc_threads")
+fit_images("conv_input", "conv_output", "direct_threads")
 st.markdown(direct.summary(cell, ch))
 direct.pick_inputs((PICK, CHANNEL), cell)
 section_receptive_field(direct, cell, zoom, ch)

@@ -16,17 +16,17 @@ navigation.through_app()  # a freshly started server may run this file alone (ui
 
 KINDS = {"col": "column l", "out": "output Y[m, l]", "in": "input cell"}
 
-C_ = Param("im_c", 3, "Channels C", "number", lo=1, hi=3)
-H_ = Param("im_h", 3, "Height H", "number", lo=2, hi=6)
-W_ = Param("im_w", 3, "Width W", "number", lo=2, hi=6)
-K_ = Param("im_k", 2, "Kernel K", "number", lo=1, hi=4, help="Range follows H, W, padding and dilation.")
-M_ = Param("im_m", 2, "Filters M", "number", lo=1, hi=3)
-S_ = Param("im_stride", 1, "Stride S", "number", lo=1, hi=3)
-P_ = Param("im_pad", 0, "Padding P", "number", lo=0, hi=2)
-D_ = Param("im_dil", 1, "Dilation D", "number", lo=1, hi=3, help="Range follows H, W, padding and K.")
-PICK = Param("im_pick", Cell("out", 0, 0), choices=tuple(KINDS))  # col:0,l  out:m,l  in:i,j (+ im_pc)
-PICK_C = Param("im_pc", 0, lo=0, hi=2)  # the channel of a picked input cell
-IMG_K = Param("im_img_k", 3, "Kernel K for your image", "slider", lo=1, hi=7)
+C_ = Param("im2col_c", 3, "Channels C", "number", lo=1, hi=3)
+H_ = Param("im2col_h", 3, "Height H", "number", lo=2, hi=6)
+W_ = Param("im2col_w", 3, "Width W", "number", lo=2, hi=6)
+K_ = Param("im2col_k", 2, "Kernel K", "number", lo=1, hi=4, help="Range follows H, W, padding and dilation.")
+M_ = Param("im2col_m", 2, "Filters M", "number", lo=1, hi=3)
+S_ = Param("im2col_stride", 1, "Stride S", "number", lo=1, hi=3)
+P_ = Param("im2col_pad", 0, "Padding P", "number", lo=0, hi=2)
+D_ = Param("im2col_dil", 1, "Dilation D", "number", lo=1, hi=3, help="Range follows H, W, padding and K.")
+PICK = Param("im2col_pick", Cell("out", 0, 0), choices=tuple(KINDS))  # col:0,l  out:m,l  in:i,j (+ im2col_pc)
+PICK_C = Param("im2col_pc", 0, lo=0, hi=2)  # the channel of a picked input cell
+IMG_K = Param("im2col_img_k", 3, "Kernel K for your image", "slider", lo=1, hi=7)
 PARAMS = [C_, H_, W_, K_, M_, S_, P_, D_, PICK, PICK_C, IMG_K]
 DEFAULTS = {p.key: p.default for p in PARAMS if p is not IMG_K}
 state.use(PARAMS)
@@ -75,12 +75,12 @@ def section_pick(picker: view.Picker) -> Cell:
     """The keyboard path, in sync with clicks: the kind of pick, then its numbers."""
     p = state.get(PICK)
     cols = st.columns([3.2, 1, 1, 1, 1.6], vertical_alignment="bottom")
-    st.session_state["w_im_kind"] = p.space
+    st.session_state["w_im2col_kind"] = p.space
     cols[0].radio(
         "Picked (click a figure, or type)",
         list(KINDS),
         format_func=KINDS.get,
-        key="w_im_kind",
+        key="w_im2col_kind",
         horizontal=True,
         on_change=picker.on_kind,
     )

@@ -14,18 +14,18 @@ from viz import lenet as viz
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
-ACTIVATION = Param("ln_act", "relu", "Activation", "radio", choices=lenet.ACTIVATIONS)
+ACTIVATION = Param("lenet_act", "relu", "Activation", "radio", choices=lenet.ACTIVATIONS)
 POOL = Param(
-    "ln_pool",
+    "lenet_pool",
     "max",
     "Pooling",
     "radio",
     choices=lenet.POOLS,
     help="max: the largest value of each 2 x 2 window. avg: their mean (PMPP's subsampling).",
 )
-BATCH = Param("ln_batch", 32, "Batch size", "select_slider", choices=(8, 16, 32, 64, 128))
+BATCH = Param("lenet_batch", 32, "Batch size", "select_slider", choices=(8, 16, 32, 64, 128))
 LR = Param(
-    "ln_lr",
+    "lenet_lr",
     50,
     "Learning rate (x 0.001)",
     "slider",
@@ -34,12 +34,12 @@ LR = Param(
     help="SGD with momentum 0.9, as torch.optim.SGD.",
 )
 SEED = Param(
-    "ln_seed", 0, "Seed", "number", lo=0, hi=9999, help="Initial weights, data split and batch order."
+    "lenet_seed", 0, "Seed", "number", lo=0, hi=9999, help="Initial weights, data split and batch order."
 )
-EPOCHS = Param("ln_epochs", 3, "Epochs per Train", "slider", lo=1, hi=20)
-SOURCE = Param("ln_src", "test", "Digit", "radio", choices=("test", "draw", "image"))
-DIGIT = Param("ln_digit", 0, "Test digit number", "number", lo=0, hi=359)
-PICK = Param("ln_pick", Cell("convb", 0, 0), choices=tuple(training.PICK_SPACES))
+EPOCHS = Param("lenet_epochs", 3, "Epochs per Train", "slider", lo=1, hi=20)
+SOURCE = Param("lenet_src", "test", "Digit", "radio", choices=("test", "draw", "image"))
+DIGIT = Param("lenet_digit", 0, "Test digit number", "number", lo=0, hi=359)
+PICK = Param("lenet_pick", Cell("convb", 0, 0), choices=tuple(training.PICK_SPACES))
 PARAMS = [ACTIVATION, POOL, BATCH, LR, SEED, EPOCHS, SOURCE, DIGIT, PICK]
 DRAW_CHART = "lenet_draw"
 SOURCES = {"test": "a test digit", "draw": "draw one", "image": "the sidebar image"}
@@ -73,11 +73,11 @@ def section_train(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> bool:
     st.subheader("Train")
     a, b, c, d = st.columns([1.4, 0.7, 0.7, 2.2], vertical_alignment="bottom")
     epochs = state.widget(EPOCHS, container=a)
-    if b.button("Train", type="primary", icon=":material/play_arrow:", key="ln_train"):
+    if b.button("Train", type="primary", icon=":material/play_arrow:", key="lenet_train"):
         training.set_goal(cfg, run, int(epochs))
-    if c.button("Stop", icon=":material/stop:", key="ln_stop"):
+    if c.button("Stop", icon=":material/stop:", key="lenet_stop"):
         training.stop()
-    if d.button("Reset to the seeded start", icon=":material/restart_alt:", key="ln_reset"):
+    if d.button("Reset to the seeded start", icon=":material/restart_alt:", key="lenet_reset"):
         training.reset(cfg, run)
     more = False
     if training.goal_of(cfg, run) is not None:
@@ -111,17 +111,17 @@ def section_weights(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
         file_name=f"lenet_seed{run.seed}_epoch{net.epoch}.npz",
         icon=":material/download:",
         on_click="ignore",
-        key="ln_weights",
+        key="lenet_weights",
     )
     with (
         right,
         lazy_expander(
-            "Load weights (.npz): an instructor's network, shared as a file", "ln_load_box"
+            "Load weights (.npz): an instructor's network, shared as a file", "lenet_load_box"
         ) as shown,
     ):
         if not shown:
             return
-        upload = st.file_uploader("Weights file", type=["npz"], key="ln_upload")
+        upload = st.file_uploader("Weights file", type=["npz"], key="lenet_upload")
         with shown_errors("Loading the weights"):
             if training.load_upload(cfg, run, upload):
                 st.success(f"Loaded {upload.name}: training resumes from them.", icon=":material/upload:")
@@ -143,7 +143,7 @@ def section_filters_and_times(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) 
             st.caption("Time per layer appears after the first training steps.")
             return
         reference = None
-        if st.toggle("Beside PyTorch (CPU) on the same network", key="ln_torch"):
+        if st.toggle("Beside PyTorch (CPU) on the same network", key="lenet_torch"):
             reference = training.torch_layer_ms(cfg, run)
             if reference is None:
                 st.caption("PyTorch is not installed on this server.")
@@ -165,7 +165,7 @@ def digit_input(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> tuple[np.nd
         return data.x_test[i, 0], int(data.y_test[i])
     if source == "draw":
         with b:
-            if st.button("Clear", icon=":material/ink_eraser:", key="ln_clear"):
+            if st.button("Clear", icon=":material/ink_eraser:", key="lenet_clear"):
                 training.clear_drawing()
             figure(
                 viz.drawing_figure(training.drawing(), sty),

@@ -13,15 +13,15 @@ from viz import pool as viz
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
-MODE = Param("pl_mode", "max", "Pooling", "radio", choices=("max", "avg"))
-GRID_H = Param("pl_h", 6, "Input height H", "slider", lo=1, hi=10)
-GRID_W = Param("pl_w", 7, "Input width W", "slider", lo=1, hi=10)
-KERNEL = Param("pl_k", 3, "Kernel size", "slider", lo=1, hi=5)
-STRIDE = Param("pl_s", 2, "Stride", "slider", lo=1, hi=4)
-PAD = Param("pl_p", 1, "Padding", "slider", lo=0, hi=2, help="PyTorch allows at most kernel size // 2.")
-DILATION = Param("pl_d", 1, "Dilation (max only)", "slider", lo=1, hi=3)
+MODE = Param("pool_mode", "max", "Pooling", "radio", choices=("max", "avg"))
+GRID_H = Param("pool_h", 6, "Input height H", "slider", lo=1, hi=10)
+GRID_W = Param("pool_w", 7, "Input width W", "slider", lo=1, hi=10)
+KERNEL = Param("pool_k", 3, "Kernel size", "slider", lo=1, hi=5)
+STRIDE = Param("pool_s", 2, "Stride", "slider", lo=1, hi=4)
+PAD = Param("pool_p", 1, "Padding", "slider", lo=0, hi=2, help="PyTorch allows at most kernel size // 2.")
+DILATION = Param("pool_d", 1, "Dilation (max only)", "slider", lo=1, hi=3)
 CEIL = Param(
-    "pl_ceil",
+    "pool_ceil",
     False,
     "ceil_mode",
     "toggle",
@@ -29,14 +29,14 @@ CEIL = Param(
     "or its left/top padding.",
 )
 INCLUDE_PAD = Param(
-    "pl_cip",
+    "pool_cip",
     True,
     "count_include_pad (avg)",
     "toggle",
     help="Divide by the whole window (padding included) or by its cells inside the input.",
 )
-SEED = Param("pl_seed", 3, "Values (seed)", "number", lo=0, hi=999, help="Small integers: ties are common.")
-PICK = Param("pl_pick", Cell("out", 0, 0), choices=("out", "in"))
+SEED = Param("pool_seed", 3, "Values (seed)", "number", lo=0, hi=999, help="Small integers: ties are common.")
+PICK = Param("pool_pick", Cell("out", 0, 0), choices=("out", "in"))
 PARAMS = [MODE, GRID_H, GRID_W, KERNEL, STRIDE, PAD, DILATION, CEIL, INCLUDE_PAD, SEED, PICK]
 CHART = "pool_grid"
 

@@ -13,16 +13,22 @@ from viz import reflect_pad as viz
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
-GRID_H = Param("rp_h", 4, "Grid height H", "slider", lo=1, hi=8)
-GRID_W = Param("rp_w", 5, "Grid width W", "slider", lo=1, hi=8)
+GRID_H = Param("reflect_h", 4, "Grid height H", "slider", lo=1, hi=8)
+GRID_W = Param("reflect_w", 5, "Grid width W", "slider", lo=1, hi=8)
 LEFT = Param(
-    "rp_left", 2, "Left pad", "slider", lo=0, hi=7, help="At most W - 1: reflection never repeats the edge."
+    "reflect_left",
+    2,
+    "Left pad",
+    "slider",
+    lo=0,
+    hi=7,
+    help="At most W - 1: reflection never repeats the edge.",
 )
-RIGHT = Param("rp_right", 2, "Right pad", "slider", lo=0, hi=7, help="At most W - 1.")
-TOP = Param("rp_top", 2, "Top pad", "slider", lo=0, hi=7, help="At most H - 1.")
-BOTTOM = Param("rp_bottom", 1, "Bottom pad", "slider", lo=0, hi=7, help="At most H - 1.")
+RIGHT = Param("reflect_right", 2, "Right pad", "slider", lo=0, hi=7, help="At most W - 1.")
+TOP = Param("reflect_top", 2, "Top pad", "slider", lo=0, hi=7, help="At most H - 1.")
+BOTTOM = Param("reflect_bottom", 1, "Bottom pad", "slider", lo=0, hi=7, help="At most H - 1.")
 IMG_PAD = Param(
-    "rp_img_pad",
+    "reflect_img_pad",
     24,
     "Image pad (px)",
     "slider",
@@ -30,9 +36,9 @@ IMG_PAD = Param(
     hi=1023,
     help="On every side; at most the image's shorter side - 1.",
 )
-BLUR = Param("rp_blur", 9, "Box blur size K", "slider", lo=3, hi=15, choices=(3, 5, 7, 9, 11, 13, 15))
-PICK = Param("rp_pick", Cell("pad", 0, 0), choices=("pad", "in"))  # a cell of the small grid
-IMG_PICK = Param("rp_img_pick", None, choices=("pad",))  # a pixel of the padded image
+BLUR = Param("reflect_blur", 9, "Box blur size K", "slider", lo=3, hi=15, choices=(3, 5, 7, 9, 11, 13, 15))
+PICK = Param("reflect_pick", Cell("pad", 0, 0), choices=("pad", "in"))  # a cell of the small grid
+IMG_PICK = Param("reflect_img_pick", None, choices=("pad",))  # a pixel of the padded image
 PARAMS = [GRID_H, GRID_W, LEFT, RIGHT, TOP, BOTTOM, IMG_PAD, BLUR, PICK, IMG_PICK]
 GRID, IMAGE = "reflect_grid", "reflect_image"
 

@@ -19,13 +19,13 @@ from viz import unfold_fold as viz
 
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
-K = Param("uf_k", 3, "Kernel K", "slider", lo=1, hi=9)
-S = Param("uf_stride", 2, "Stride S", "slider", lo=1, hi=6)
-P = Param("uf_pad", 1, "Padding P (zeros)", "slider", lo=0, hi=4)
-D = Param("uf_dil", 1, "Dilation D", "slider", lo=1, hi=4)
+K = Param("unfold_k", 3, "Kernel K", "slider", lo=1, hi=9)
+S = Param("unfold_stride", 2, "Stride S", "slider", lo=1, hi=6)
+P = Param("unfold_pad", 1, "Padding P (zeros)", "slider", lo=0, hi=4)
+D = Param("unfold_dil", 1, "Dilation D", "slider", lo=1, hi=4)
 GROWS = "It grows by itself when one patch needs more room."
-CROP = Param("uf_crop", 12, "Region animated (pixels a side)", "slider", lo=4, hi=24, help=GROWS)
-PICK = Param("uf_pick", None, choices=("patch", "px"))  # in the URL as patch:oh,ow or px:y,x
+CROP = Param("unfold_crop", 12, "Region animated (pixels a side)", "slider", lo=4, hi=24, help=GROWS)
+PICK = Param("unfold_pick", None, choices=("patch", "px"))  # in the URL as patch:oh,ow or px:y,x
 PARAMS = [K, S, P, D, CROP, PICK]
 state.use(PARAMS)
 
@@ -64,11 +64,11 @@ def settings() -> tuple[int, int, int, int, list]:
 
 def pick_inputs(cell: Cell, row: list) -> None:
     """The keyboard path, in the settings row, in sync with clicks: patch or pixel, and its numbers."""
-    st.session_state["w_uf_mode"] = cell.space
+    st.session_state["w_unfold_mode"] = cell.space
     row[4].radio(
         "Pick",
         ("patch", "px"),
-        key="w_uf_mode",
+        key="w_unfold_mode",
         horizontal=True,
         on_change=ask,
         args=("mode",),
@@ -77,15 +77,15 @@ def pick_inputs(cell: Cell, row: list) -> None:
     )
     with row[5]:
         if cell.space == "patch":
-            st.session_state["w_uf_l"] = unfolding.column_of(cell)
+            st.session_state["w_unfold_l"] = unfolding.column_of(cell)
             st.number_input(
-                "Column l (patch)", 0, L - 1, step=1, key="w_uf_l", on_change=ask, args=("column",)
+                "Column l (patch)", 0, L - 1, step=1, key="w_unfold_l", on_change=ask, args=("column",)
             )
         else:
-            st.session_state["w_uf_y"], st.session_state["w_uf_x"] = cell.row, cell.col
+            st.session_state["w_unfold_y"], st.session_state["w_unfold_x"] = cell.row, cell.col
             a, b = st.columns(2)
-            a.number_input("Pixel row", 0, H - 1, step=1, key="w_uf_y", on_change=ask, args=("pixel",))
-            b.number_input("Pixel col", 0, W - 1, step=1, key="w_uf_x", on_change=ask, args=("pixel",))
+            a.number_input("Pixel row", 0, H - 1, step=1, key="w_unfold_y", on_change=ask, args=("pixel",))
+            b.number_input("Pixel col", 0, W - 1, step=1, key="w_unfold_x", on_change=ask, args=("pixel",))
 
 
 def section_views(cell: Cell, result: Folded) -> None:
@@ -134,7 +134,7 @@ def section_fold(cell: Cell, result: Folded) -> None:
     y, x = unfolding.centre_of(cell)
     # the two images do not depend on the pick: built once per image and settings
     folded, restored = session_cached(
-        ("uf_fold_figures", image.key, k, stride, pad, dil, sty.name),
+        ("unfold_fold_figures", image.key, k, stride, pad, dil, sty.name),
         lambda: (
             viz.pixel_image(
                 to_display(result.folded / (float(result.folded.max()) or 1.0)),
@@ -205,7 +205,7 @@ def section_compare() -> None:
     )
     with shown_errors("Timing"):
         times = compare(
-            ("uf_times", image.key, k, stride, pad, dil, backend_name()),
+            ("unfold_times", image.key, k, stride, pad, dil, backend_name()),
             unfolding.timing_candidates(),
             "Compare unfold and both folds",
         )

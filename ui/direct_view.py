@@ -31,8 +31,8 @@ from viz import conv2d as viz
 from viz.images import signed_to_display
 from viz.style import Style, output_kind
 
-CHARTS_OUT = ("conv_output", "dc_threads")  # a click on these picks an output pixel
-CHARTS_IN = ("conv_input", "dc_zoom", "dc_tile")  # and on these an input cell
+CHARTS_OUT = ("conv_output", "direct_threads")  # a click on these picks an output pixel
+CHARTS_IN = ("conv_input", "direct_zoom", "direct_tile")  # and on these an input cell
 LAST_PRESET, CONV = "_dc_last_preset", "_dc_conv"  # session_state
 SPACES = ["output pixel", "input cell"]
 Region = tuple[int, int, int, int]
@@ -184,9 +184,10 @@ def sweep_caption(steps: int, speed: int) -> str:
 
 
 def _set_pick_from_inputs(param: Param) -> None:
-    space = "out" if st.session_state["w_dc_pick_space"].startswith("output") else "in"
+    space = "out" if st.session_state["w_direct_pick_space"].startswith("output") else "in"
     state.put(
-        param, Cell(space, int(st.session_state["w_dc_pick_row"]), int(st.session_state["w_dc_pick_col"]))
+        param,
+        Cell(space, int(st.session_state["w_direct_pick_row"]), int(st.session_state["w_direct_pick_col"])),
     )
 
 
@@ -253,7 +254,7 @@ class Direct:
         """The stored pick inside the geometry; none yet: an output where the image has detail."""
         if cell is None:
             planes, key = self.image.planes, self.image.key
-            plane = session_cached(("dc_detail", key), lambda: maps.detail_pixel(planes.mean(axis=0)))
+            plane = session_cached(("direct_detail", key), lambda: maps.detail_pixel(planes.mean(axis=0)))
             return Cell("out", *maps.output_near(self.g, *plane))
         return Cell(cell.space, *maps.clamp_cell(cell.space, cell.row, cell.col, self.g))
 
@@ -268,7 +269,7 @@ class Direct:
         the input cell it copies (reflect), or nothing (zeros). A step of the sliding window (paused
         or dragged there) picks the output it shows: the animation's crop around the current pick."""
         g = self.g
-        if click.chart == "dc_window" and click.panel == "step":
+        if click.chart == "direct_window" and click.panel == "step":
             oh, ow = maps.animation_crop(g, *self.detail_of(cell)).outputs
             i = min(max(click.row, 0), len(oh) - 1)
             return Cell("out", int(oh[i]), int(ow[i]))
@@ -293,16 +294,18 @@ class Direct:
         g, detail = self.g, self.detail_of(cell)
         rf = maps.receptive_field(g, *detail, self.conv.mode)
         taps = [(i, j, int(rf.rows[i, j]), int(rf.cols[i, j])) for i, j in np.ndindex(rf.rows.shape)]
-        kernel_map = {("x", i, j): [("dc_zoom", "x", r, c), ("conv_input", "x", r, c)] for i, j, r, c in taps}
-        zoom_map = {("x", r, c): [("dc_kernel", "x", i, j)] for i, j, r, c in taps}
+        kernel_map = {
+            ("x", i, j): [("direct_zoom", "x", r, c), ("conv_input", "x", r, c)] for i, j, r, c in taps
+        }
+        zoom_map = {("x", r, c): [("direct_kernel", "x", i, j)] for i, j, r, c in taps}
         if self.conv.mode == "reflect":  # a padding cell of the close-up -> the cell it copies
             win = maps.padded_window(self.image.planes[0], g, self.conv.mode, *self.zoom(detail))
             for a, b in zip(*np.nonzero(~win.inside & (win.source_rows >= 0)), strict=True):
                 src = (int(win.source_rows[a, b]), int(win.source_cols[a, b]))
                 zoom_map.setdefault(("x", int(win.rows[a]), int(win.cols[b])), []).extend(
-                    [("dc_zoom", "x", *src), ("conv_input", "x", *src)]
+                    [("direct_zoom", "x", *src), ("conv_input", "x", *src)]
                 )
-        out = {"dc_kernel": pick.hover_map(kernel_map), "dc_zoom": pick.hover_map(zoom_map)}
+        out = {"direct_kernel": pick.hover_map(kernel_map), "direct_zoom": pick.hover_map(zoom_map)}
         return out if pick.size_of(out) < 60_000 else {}
 
     def window_rules(self) -> dict:
@@ -315,14 +318,16 @@ class Direct:
         pick_param, channel = params
         C, H, W = self.image.planes.shape
         rows, cols = (self.g.H_out, self.g.W_out) if cell.space == "out" else (H, W)
-        st.session_state["w_dc_pick_space"] = SPACES[0] if cell.space == "out" else SPACES[1]
-        st.session_state["w_dc_pick_row"] = cell.row
-        st.session_state["w_dc_pick_col"] = cell.col
+        st.session_state["w_direct_pick_space"] = SPACES[0] if cell.space == "out" else SPACES[1]
+        st.session_state["w_direct_pick_row"] = cell.row
+        st.session_state["w_direct_pick_col"] = cell.col
         a, b, c, d = st.columns([1.2, 1, 1, 1.3], vertical_alignment="bottom")
         typed = dict(on_change=_set_pick_from_inputs, args=(pick_param,))
-        a.selectbox("Pick", SPACES, key="w_dc_pick_space", help="Or click a pixel of either image.", **typed)
-        b.number_input("Row", 0, rows - 1, key="w_dc_pick_row", **typed)
-        c.number_input("Column", 0, cols - 1, key="w_dc_pick_col", **typed)
+        a.selectbox(
+            "Pick", SPACES, key="w_direct_pick_space", help="Or click a pixel of either image.", **typed
+        )
+        b.number_input("Row", 0, rows - 1, key="w_direct_pick_row", **typed)
+        c.number_input("Column", 0, cols - 1, key="w_direct_pick_col", **typed)
         if C > 1 and self.conv.groups > 1:
             state.widget(channel, container=d, hi=C - 1)
         else:
@@ -332,7 +337,9 @@ class Direct:
         """The input and the output image with the pick, and their captions."""
         g, conv, detail = self.g, self.conv, self.detail_of(cell)
         C, H, W = self.image.planes.shape
-        in_pixels = session_cached(("dc_in_display", self.image.key), lambda: to_display(self.image.planes))
+        in_pixels = session_cached(
+            ("direct_in_display", self.image.key), lambda: to_display(self.image.planes)
+        )
         pads = (g.pad_top, g.pad_bottom, g.pad_left, g.pad_right)
         if cell.space == "out":
             rf = maps.receptive_field(g, *detail, conv.mode)

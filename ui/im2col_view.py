@@ -202,7 +202,7 @@ class Picker:
 
     def on_kind(self) -> None:
         """The keyboard's kind changed: the same column as a column or output, or its first real tap."""
-        p, kind = state.get(self.pick), st.session_state["w_im_kind"]
+        p, kind = state.get(self.pick), st.session_state["w_im2col_kind"]
         col = self.column(p)
         if kind == "in":
             channel, rows, cols, inside = maps.column_taps(self.C, self.g, col)
@@ -218,11 +218,11 @@ class Picker:
         """A number of the keyboard path changed: the pick follows."""
         p, ss = state.get(self.pick), st.session_state
         if p.space == "in":
-            state.put(self.channel, int(ss["w_im_pc"]))
-            state.put(self.pick, Cell("in", int(ss["w_im_pi"]), int(ss["w_im_pj"])))
+            state.put(self.channel, int(ss["w_im2col_pc"]))
+            state.put(self.pick, Cell("in", int(ss["w_im2col_pi"]), int(ss["w_im2col_pj"])))
         else:
-            m = int(ss.get("w_im_pm", 0)) if p.space == "out" else 0
-            state.put(self.pick, Cell(p.space, m, int(ss["w_im_pl"])))
+            m = int(ss.get("w_im2col_pm", 0)) if p.space == "out" else 0
+            state.put(self.pick, Cell(p.space, m, int(ss["w_im2col_pl"])))
 
     def number(self, container, label: str, key: str, value: int, hi: int) -> None:
         """One number input of the keyboard path, showing the pick's value."""
@@ -235,13 +235,13 @@ class Picker:
         """The keyboard path's numbers: channel, row, column of an input cell, or filter and column."""
         g = self.g
         if p.space == "in":
-            self.number(cols[1], "channel c", "w_im_pc", state.get(self.channel), self.C - 1)
-            self.number(cols[2], "row i", "w_im_pi", p.row, g.H - 1)
-            self.number(cols[3], "col j", "w_im_pj", p.col, g.W - 1)
+            self.number(cols[1], "channel c", "w_im2col_pc", state.get(self.channel), self.C - 1)
+            self.number(cols[2], "row i", "w_im2col_pi", p.row, g.H - 1)
+            self.number(cols[3], "col j", "w_im2col_pj", p.col, g.W - 1)
             return
         if p.space == "out":
-            self.number(cols[1], "filter m", "w_im_pm", p.row, self.M - 1)
-        self.number(cols[2], "column l", "w_im_pl", p.col, g.L - 1)
+            self.number(cols[1], "filter m", "w_im2col_pm", p.row, self.M - 1)
+        self.number(cols[2], "column l", "w_im2col_pl", p.col, g.L - 1)
         cols[3].markdown(f"= output pixel **{maps.position_of(g, p.col)}**")
 
 

@@ -1,5 +1,5 @@
 """A custom kernel: parsed from what a person types ("1 2 1; 2 4 2; 1 2 1") or from a link
-(`dc_kernel=0,1,0_1,-4,1_0,1,0`), validated as a whole, never evaluated.
+(`direct_kernel=0,1,0_1,-4,1_0,1,0`), validated as a whole, never evaluated.
 
 A kernel is a square K x K grid (1 <= K <= MAX_SIDE) of finite float32 values within +-MAX_ABS.
 Anything else is refused with a ValueError that says where and why; nothing is padded, cropped,

@@ -381,13 +381,13 @@ def captions(ladder: Ladder) -> list[str]:
 def show_ladder(planes: Any, conv: Conv, look: Style, show: Callable[..., None]) -> None:
     """The Direct page's ladder section: "Compare precisions", then the table, the figure (drawn
     by the page's `show`) and what the numbers mean."""
-    ladder = compare_precisions(planes, conv, ("dc_ladder", *conv.key))
+    ladder = compare_precisions(planes, conv, ("direct_ladder", *conv.key))
     if ladder is None:
         return
-    st.dataframe(styled(table(ladder)), hide_index=True, key="dc_ladder_table", placeholder=MISSING)
+    st.dataframe(styled(table(ladder)), hide_index=True, key="direct_ladder_table", placeholder=MISSING)
     figure = ladder_figure(
         rows(ladder, "this layer"), peer="cuDNN", title="This layer in four precisions", style=look
     )
-    show(figure, "dc_ladder")
+    show(figure, "direct_ladder")
     for text in captions(ladder):
         st.caption(text)

@@ -4,7 +4,7 @@ Values live in st.session_state (under the Param's key) and in the URL query str
 shared link reproduces the view. Values from the URL are untrusted text: each is parsed against
 its declared type and range, clamped or ignored with a notice, and never evaluated. A page:
 
-    PARAMS = [Param("dc_k", 3, "Kernel size K", "slider", lo=1, hi=15), ...]
+    PARAMS = [Param("direct_k", 3, "Kernel size K", "slider", lo=1, hi=15), ...]
     state.use(PARAMS)                 # seed from the URL once, remember them for the URL sync
     k = state.widget(PARAMS[0], hi=7) # a widget bound to the setting; ranges may narrow per run
 

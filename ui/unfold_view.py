@@ -33,7 +33,7 @@ ASK = "_uf_ask"  # session_state: the keyboard input changed since the last run
 
 def ask(what: str) -> None:
     """A keyboard input of the pick changed (on_change): applied by `Unfolding.fit` on the next run."""
-    st.session_state[ASK] = what if what != "mode" else st.session_state["w_uf_mode"]
+    st.session_state[ASK] = what if what != "mode" else st.session_state["w_unfold_mode"]
 
 
 @dataclass(frozen=True)
@@ -92,9 +92,11 @@ class Unfolding:
         if asked == "px" and cell.space == "patch":
             return Cell("px", *maps.patch_centre(g, cell.row, cell.col))
         if asked == "column":
-            return Cell("patch", *maps.patch_of_column(g, st.session_state["w_uf_l"]))
+            return Cell("patch", *maps.patch_of_column(g, st.session_state["w_unfold_l"]))
         if asked == "pixel":
-            return Cell("px", *maps.clamp_pixel(g, st.session_state["w_uf_y"], st.session_state["w_uf_x"]))
+            return Cell(
+                "px", *maps.clamp_pixel(g, st.session_state["w_unfold_y"], st.session_state["w_unfold_x"])
+            )
         return cell
 
     def clicked(self, click: pick.Click, cell: Cell) -> Cell:

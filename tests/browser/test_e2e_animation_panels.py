@@ -25,7 +25,7 @@ NOISY = ("error", "warning", "trace")  # Plotly's Lib.warn writes with console.t
 
 
 def picked_output(page) -> str:
-    return parse_qs(urlparse(web.current_url(page)).query).get("dc_pick", [""])[0]
+    return parse_qs(urlparse(web.current_url(page)).query).get("direct_pick", [""])[0]
 
 
 def shown_output(label) -> str:
@@ -51,7 +51,7 @@ def wait_pick_is(page, want: str, timeout: float = 30) -> None:
 
 def test_play_pause_play_and_drag_log_nothing_and_each_stop_picks_its_step(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 768})
-    page.goto(f"{server}/direct?dc_pick=out:40,60")
+    page.goto(f"{server}/direct?direct_pick=out:40,60")
     web.wait_idle(page)
     web.no_exception(page)
     web.hover_cell(page, "conv_output", 40, 62)  # the instant hover, looked at in the screenshot
@@ -60,7 +60,7 @@ def test_play_pause_play_and_drag_log_nothing_and_each_stop_picks_its_step(serve
     page.on("console", lambda m: heard.append((m.type, m.text)))
     page.on("pageerror", lambda e: heard.append(("pageerror", str(e))))
 
-    chart = page.locator(".st-key-pick-dc_window")
+    chart = page.locator(".st-key-pick-direct_window")
     chart.scroll_into_view_if_needed()
     label = chart.locator("text.slider-label").first  # the current value (the steps' labels are hidden)
     assert shown_output(label) == "out:40,60"
@@ -139,6 +139,6 @@ def test_a_hover_and_a_click_on_a_later_panel_land_on_its_cell(server, browser):
 
     web.click_cell(page, "inputs", 2, 1, "x2")
     query = parse_qs(urlparse(web.current_url(page)).query)
-    assert query["im_pick"] == ["in:2,1"] and query["im_pc"] == ["1"]
+    assert query["im2col_pick"] == ["in:2,1"] and query["im2col_pc"] == ["1"]
     assert "Input cell (c, i, j) = (1, 2, 1) is copied 2 times" in page.inner_text("body")
     page.close()

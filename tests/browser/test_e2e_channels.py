@@ -24,7 +24,7 @@ def boxes(page, colour: str) -> set[tuple[str, float, float]]:
 
 def test_click_a_filter_then_an_input_channel(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 768})
-    page.goto(f"{server}/channels?ch_in=4&ch_out=6&ch_groups=2")
+    page.goto(f"{server}/channels?channels_in=4&channels_out=6&channels_groups=2")
     web.wait_idle(page)
     web.no_exception(page)
     web.click_cell(
@@ -35,20 +35,20 @@ def test_click_a_filter_then_an_input_channel(server, browser):
     web.shot(page, "channels_1366x768")
     web.click_cell(page, "channels", 0, 0, panel="x")  # input 0: group 0, read by maps 0-2
     assert {r for p, r, _ in boxes(page, READER) if p == "x3"} == {0.0, 1.0, 2.0}
-    assert "ch_pick=in" in web.current_url(page)
+    assert "channels_pick=in" in web.current_url(page)
     page.close()
 
 
 def test_projector_screenshot(server, browser):
     with web.reopened(
-        browser, f"{server}/channels?ch_in=6&ch_out=6&ch_groups=6&pres=1", web.PROJECTOR
+        browser, f"{server}/channels?channels_in=6&channels_out=6&channels_groups=6&pres=1", web.PROJECTOR
     ) as page:
         web.shot(page, "channels_1920x1080")
 
 
 def test_hover_an_output_map_lights_its_inputs(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 768})
-    page.goto(f"{server}/channels?ch_in=4&ch_out=6&ch_groups=2")
+    page.goto(f"{server}/channels?channels_in=4&channels_out=6&channels_groups=2")
     web.wait_idle(page)
     web.hover_cell(page, "channels", 5, 0, panel="x3")  # map 5: group 1, inputs 2 and 3
     deadline = time.time() + 5

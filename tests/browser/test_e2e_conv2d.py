@@ -66,22 +66,22 @@ def test_clicks_hover_the_window_and_a_shared_link(server, browser):
     web.no_exception(page)
     web.click_cell(page, "conv_output", 40, 60)  # an output pixel -> its 3 x 3 taps on the input
     assert "Picked: output pixel (40, 60)" in body(page)
-    assert "dc_pick=out:40,60" in unquote(page.url)
+    assert "direct_pick=out:40,60" in unquote(page.url)
     assert outline_drawn(page, "conv_output", "pick") == square_outline(40, 60, 1)
     assert sorted(map(tuple, meta(page, "conv_input")["taps"])) == [
         (r, c) for r in (39, 40, 41) for c in (59, 60, 61)
     ]
     assert outline_drawn(page, "conv_input", "taps") == square_outline(39, 59, 3)
-    assert page.locator(".st-key-w_dc_pick_row input").input_value() == "40"  # the keyboard path follows
-    assert page.locator(".st-key-w_dc_pick_col input").input_value() == "60"
-    row = page.locator(".st-key-w_dc_pick_row input")  # the keyboard path sets the pick (no stale click)
+    assert page.locator(".st-key-w_direct_pick_row input").input_value() == "40"  # the keyboard path follows
+    assert page.locator(".st-key-w_direct_pick_col input").input_value() == "60"
+    row = page.locator(".st-key-w_direct_pick_row input")  # the keyboard path sets the pick (no stale click)
     row.fill("45")
     row.press("Enter")
     web.wait_idle(page)
-    assert "Picked: output pixel (45, 60)" in body(page) and "dc_pick=out:45,60" in unquote(page.url)
+    assert "Picked: output pixel (45, 60)" in body(page) and "direct_pick=out:45,60" in unquote(page.url)
     web.click_cell(page, "conv_input", 100, 30)  # an input cell -> the 9 outputs that read it
     assert "Picked: input cell (100, 30), read by 9 output pixels" in body(page)
-    assert "dc_pick=in:100,30" in unquote(page.url)
+    assert "direct_pick=in:100,30" in unquote(page.url)
     assert outline_drawn(page, "conv_output", "readers") == square_outline(99, 29, 3)
     assert outline_drawn(page, "conv_input", "pick") == square_outline(100, 30, 1)
     url = page.url
@@ -89,11 +89,11 @@ def test_clicks_hover_the_window_and_a_shared_link(server, browser):
 
     # hovering a weight outlines the input cell it multiplies, in the browser alone (no rerun)
     web.click_cell(page, "conv_output", 40, 60)
-    web.hover_cell(page, "dc_kernel", 2, 0)  # tap (2, 0) of output (40, 60) reads input (41, 59)
+    web.hover_cell(page, "direct_kernel", 2, 0)  # tap (2, 0) of output (40, 60) reads input (41, 59)
     deadline = time.time() + 5
-    while time.time() < deadline and not web.highlighted_cells(page, "dc_zoom"):
+    while time.time() < deadline and not web.highlighted_cells(page, "direct_zoom"):
         time.sleep(0.1)
-    assert web.highlighted_cells(page, "dc_zoom") == [(41.0, 59.0)]
+    assert web.highlighted_cells(page, "direct_zoom") == [(41.0, 59.0)]
     assert web.highlighted_cells(page, "conv_input") == [(41.0, 59.0)]
     assert page.locator(web.RUNNING).count() == 0, "no rerun started"
     # the sliding window: Play moves the slider off the picked output

@@ -38,12 +38,12 @@ def outlined(page, chart: str, colour: str, axis: str) -> set[tuple[int, int]]:
 
 def pick_in_url(page) -> str:
     """The pick the address bar means: a setting at its default (dx:3,3) is left out of the link."""
-    return parse_qs(urlparse(page.url).query).get("bw_pick", ["dx:3,3"])[0]
+    return parse_qs(urlparse(page.url).query).get("backward_pick", ["dx:3,3"])[0]
 
 
 def play_the_animation(page) -> None:
     """Press Play on the stamp animation: the slider's current value moves on from the first frame."""
-    chart = page.locator(".st-key-pick-bw_anim")
+    chart = page.locator(".st-key-pick-backward_anim")
     chart.scroll_into_view_if_needed()
     label = chart.locator("text.slider-label").first  # the current value (the steps' own labels follow)
     label.wait_for(timeout=30000)
@@ -51,7 +51,7 @@ def play_the_animation(page) -> None:
     web.press_play(page, chart, label, "no stamp yet")
     assert "stamped" in label.text_content(), label.text_content()
     drawn = page.evaluate("""() => {
-      const gd = [...document.querySelectorAll('.st-key-pick-bw_anim .js-plotly-plot')]
+      const gd = [...document.querySelectorAll('.st-key-pick-backward_anim .js-plotly-plot')]
           .find((g) => g._fullLayout);
       const moved = gd._transitionData._frames[0].traces;  // the traces the frames replace
       return moved.filter((i) => gd.data[i].type === 'heatmap').map((i) => Array.isArray(gd.data[i].z));
@@ -68,32 +68,36 @@ def test_hover_clicks_both_ways_animation_and_the_shared_link(server, browser):
     page.goto(f"{server}/backward")
     web.wait_idle(page)
     # hover a dX cell: its sources, taps and flipped taps light up in the browser, no rerun, no pick
-    web.hover_cell(page, "bw_dx", 1, 1, "x4")
+    web.hover_cell(page, "backward_dx", 1, 1, "x4")
     deadline = time.time() + 5
-    while time.time() < deadline and len(web.highlighted_cells(page, "bw_dx")) < 2:
+    while time.time() < deadline and len(web.highlighted_cells(page, "backward_dx")) < 2:
         time.sleep(0.1)
     src = [t for t in taps(*GEOMETRY) if t[4:] == (1, 1)]
     expected = {(1, 1)} | {t[:2] for t in src} | {t[2:4] for t in src} | {(2 - t[2], 2 - t[3]) for t in src}
-    assert set(web.highlighted_cells(page, "bw_dx")) == {(float(r), float(c)) for r, c in expected}
+    assert set(web.highlighted_cells(page, "backward_dx")) == {(float(r), float(c)) for r, c in expected}
     assert page.locator(web.RUNNING).count() == 0 and pick_in_url(page) == "dx:3,3"
     # click a dX cell: the gather view
-    web.click_cell(page, "bw_dx", 4, 5, "x4")
+    web.click_cell(page, "backward_dx", 4, 5, "x4")
     web.no_exception(page)
     assert "dX[4, 5] gathers" in page.inner_text("body") and pick_in_url(page) == "dx:4,5"
     src = [t for t in taps(*GEOMETRY) if t[4:] == (4, 5)]
-    assert outlined(page, "bw_dx", HIGHLIGHT, "x") == {t[:2] for t in src}
-    assert outlined(page, "bw_dx", HIGHLIGHT, "x3") == {(2 - t[2], 2 - t[3]) for t in src}  # flipped taps
+    assert outlined(page, "backward_dx", HIGHLIGHT, "x") == {t[:2] for t in src}
+    assert outlined(page, "backward_dx", HIGHLIGHT, "x3") == {
+        (2 - t[2], 2 - t[3]) for t in src
+    }  # flipped taps
     web.shot(page, "backward_click_dx_1366x768")
     # click a dY cell: the scatter view, the reverse direction
-    web.click_cell(page, "bw_dx", 2, 1, "x")
+    web.click_cell(page, "backward_dx", 2, 1, "x")
     assert "dY[2, 1] scatters into" in page.inner_text("body") and pick_in_url(page) == "dy:2,1"
-    assert outlined(page, "bw_dx", READER, "x4") == {t[4:] for t in taps(*GEOMETRY) if t[:2] == (2, 1)}
+    assert outlined(page, "backward_dx", READER, "x4") == {t[4:] for t in taps(*GEOMETRY) if t[:2] == (2, 1)}
     # reflect-pad backward: click an input cell of the count map -> the padded cells whose gradients it sums
-    web.click_cell(page, "bw_reflect", 1, 0, "x2")
+    web.click_cell(page, "backward_reflect", 1, 0, "x2")
     assert "Input cell (1, 0) sums the gradients of" in page.inner_text("body")
-    assert parse_qs(urlparse(page.url).query)["bw_rp_pick"] == ["in:1,0"]
+    assert parse_qs(urlparse(page.url).query)["backward_rp_pick"] == ["in:1,0"]
     ids = np.pad(np.arange(20).reshape(4, 5), ((1, 2), (2, 1)), mode="reflect")  # the default grid and pads
-    assert outlined(page, "bw_reflect", HIGHLIGHT, "x") == {tuple(c) for c in np.argwhere(ids == 5).tolist()}
+    assert outlined(page, "backward_reflect", HIGHLIGHT, "x") == {
+        tuple(c) for c in np.argwhere(ids == 5).tolist()
+    }
     link = page.url
     play_the_animation(page)
     page.close()

@@ -17,11 +17,21 @@ pytestmark = pytest.mark.e2e
 
 # page (with the link's query), its title, the first click (chart, row, col, subplot), the pick it makes
 DEEP_LINKS = [
-    ("direct", "Direct convolution", ("conv_output", 40, 60, "x"), ("dc_pick", "out:40,60")),
-    ("im2col", "im2col + GEMM", ("ymat", 1, 2, "x"), ("im_pick", "out:1,2")),
-    ("unfold?uf_pick=px:100,120", "Unfold / Fold", ("zoom", 103, 118, "x"), ("uf_pick", "px:103,118")),
-    ("reflect", "Reflect padding", ("reflect_grid", 1, 0, "x2"), ("rp_pick", "pad:1,0")),
-    ("backward", "Backward & transposed convolution", ("bw_dx", 4, 5, "x4"), ("bw_pick", "dx:4,5")),
+    ("direct", "Direct convolution", ("conv_output", 40, 60, "x"), ("direct_pick", "out:40,60")),
+    ("im2col", "im2col + GEMM", ("ymat", 1, 2, "x"), ("im2col_pick", "out:1,2")),
+    (
+        "unfold?unfold_pick=px:100,120",
+        "Unfold / Fold",
+        ("zoom", 103, 118, "x"),
+        ("unfold_pick", "px:103,118"),
+    ),
+    ("reflect", "Reflect padding", ("reflect_grid", 1, 0, "x2"), ("reflect_pick", "pad:1,0")),
+    (
+        "backward",
+        "Backward & transposed convolution",
+        ("backward_dx", 4, 5, "x4"),
+        ("backward_pick", "dx:4,5"),
+    ),
 ]
 PAGES = ["", "direct", "im2col", "unfold", "reflect", "backward", "benchmarks"]
 

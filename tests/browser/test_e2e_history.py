@@ -69,7 +69,7 @@ def test_a_pick_is_one_entry_a_rerun_none_and_back_restores_the_view(server, bro
     start = entries(page)
     open_from_menu(page, "direct")
     first = picked(page)  # the page's own first pick (a pixel with detail)
-    assert "dc_pick" not in query(page) and query(page)["pres"] == ["1"]
+    assert "direct_pick" not in query(page) and query(page)["pres"] == ["1"]
     assert entries(page) == start + 1
     web.click_cell(page, "conv_output", 40, 60)
     assert picked(page).startswith("Picked: output pixel (40, 60)") and entries(page) == start + 2
@@ -80,9 +80,9 @@ def test_a_pick_is_one_entry_a_rerun_none_and_back_restores_the_view(server, bro
     assert entries(page) == start + 3 and query(page)["pres"] == ["1"]
     go(page, "back")
     assert title(page) == "Direct convolution" and picked(page).startswith("Picked: output pixel (40, 60)")
-    assert query(page)["dc_pick"] == ["out:40,60"] and query(page)["pres"] == ["1"]
+    assert query(page)["direct_pick"] == ["out:40,60"] and query(page)["pres"] == ["1"]
     go(page, "back")
-    assert picked(page) == first and "dc_pick" not in query(page)  # the view before the pick
+    assert picked(page) == first and "direct_pick" not in query(page)  # the view before the pick
     assert page.locator(".st-key-w_pres input").is_checked()  # presentation mode stayed on
     go(page, "forward")
     assert picked(page).startswith("Picked: output pixel (40, 60)")

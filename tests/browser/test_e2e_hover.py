@@ -29,7 +29,7 @@ def outlined(page, chart: str) -> set[tuple[int, int]]:
 
 
 def pick_in_link(page) -> str:
-    return parse_qs(urlparse(web.current_url(page)).query).get("dc_pick", [""])[0]
+    return parse_qs(urlparse(web.current_url(page)).query).get("direct_pick", [""])[0]
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ def pick_in_link(page) -> str:
             WindowGeometry(256, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
         ),  # the defaults: 3 x 3 box blur, padding 1
         (
-            "?dc_k=3&dc_stride=2&dc_pad=2&dc_dil=2&dc_mode=reflect",
+            "?direct_k=3&direct_stride=2&direct_pad=2&direct_dil=2&direct_mode=reflect",
             WindowGeometry(256, 256, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2),
         ),
     ],
@@ -49,7 +49,7 @@ def pick_in_link(page) -> str:
 def test_hover_outlines_the_window_and_the_readers_without_a_rerun(server, browser, query, geometry):
     mode = "reflect" if "reflect" in query else "zeros"
     page = browser.new_page(viewport={"width": 1366, "height": 900})
-    page.goto(f"{server}/direct{query}&dc_pick=out:5,5".replace("direct&", "direct?"))
+    page.goto(f"{server}/direct{query}&direct_pick=out:5,5".replace("direct&", "direct?"))
     web.wait_idle(page)
     web.no_exception(page)
     assert pick_in_link(page) == "out:5,5"

@@ -72,17 +72,17 @@ def test_hover_the_animation_clicks_and_a_shared_link(server, browser):
     # clicks pick cells both ways
     web.click_cell(page, "ymat", 1, 2)  # output Y[1, 2] -> its sum, its column, its filter row
     assert "Y[1, 2] = W row 1 · column 2 = 17" in body(page)  # PMPP's second map, pixel (1, 0)
-    assert "im_pick=out:1,2" in unquote(page.url)
+    assert "im2col_pick=out:1,2" in unquote(page.url)
     assert (1, 2, 1, 1) in outlined(page, "ymat")
     assert (1, 0, 1, 12) in outlined(page, "wmat")
     assert {(r, c) for r, c, h, w in outlined(page, "inputs")} == set(windows_3x3_k2()[2])
     web.click_cell(page, "xunroll", 7, 3)  # a column of X_unroll -> the cells it copies
-    assert "im_pick=col:0,3" in unquote(page.url)
+    assert "im2col_pick=col:0,3" in unquote(page.url)
     assert outlined(page, "xunroll") == {(0, 3, 12, 1)}
-    assert page.locator(".st-key-w_im_pl input").input_value() == "3"  # the keyboard path follows
+    assert page.locator(".st-key-w_im2col_pl input").input_value() == "3"  # the keyboard path follows
     web.click_cell(page, "inputs", 1, 1, panel="x2")  # input cell (1, 1, 1) -> its copies in X_unroll
     assert "Input cell (c, i, j) = (1, 1, 1) is copied 4 times" in body(page)
-    assert "im_pick=in:1,1" in unquote(page.url) and "im_pc=1" in page.url
+    assert "im2col_pick=in:1,1" in unquote(page.url) and "im2col_pc=1" in page.url
     expected = {
         (4 + 2 * a + b, l)
         for l, cells in enumerate(windows_3x3_k2())

@@ -13,18 +13,18 @@ from tests.support import browser as web
 pytestmark = pytest.mark.e2e
 
 WEIGHTS = """() => {
-  const gd = [...document.querySelectorAll('.st-key-pick-dc_kernel .js-plotly-plot')]
+  const gd = [...document.querySelectorAll('.st-key-pick-direct_kernel .js-plotly-plot')]
       .find((g) => g._fullData);
   return gd ? Array.from(gd._fullData[0].z, (row) => Array.from(row)) : null;
 }"""
 
 
 def kernel_in_link(page) -> str:
-    return parse_qs(urlparse(web.current_url(page)).query).get("dc_kernel", [""])[0]
+    return parse_qs(urlparse(web.current_url(page)).query).get("direct_kernel", [""])[0]
 
 
 def type_kernel(page, text: str) -> None:
-    box = page.locator(".st-key-w_dc_kernel_text textarea")
+    box = page.locator(".st-key-w_direct_kernel_text textarea")
     box.fill(text)
     box.press("Control+Enter")  # Streamlit's "apply" for a text area
     web.wait_idle(page)
@@ -33,14 +33,14 @@ def type_kernel(page, text: str) -> None:
 
 def test_bad_text_gets_a_message_and_the_last_valid_kernel_stays(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 900})
-    page.goto(f"{server}/direct?dc_preset=custom")
+    page.goto(f"{server}/direct?direct_preset=custom")
     web.wait_idle(page)
     web.no_exception(page)
     type_kernel(page, "1 2 1; 2 4 2; 1 2 1")
     good = [[1, 2, 1], [2, 4, 2], [1, 2, 1]]
     assert page.evaluate(WEIGHTS) == good
     assert kernel_in_link(page) == "1,2,1_2,4,2_1,2,1"
-    editor = page.locator(".st-key-dc_kernel_editor")
+    editor = page.locator(".st-key-direct_kernel_editor")
     for bad, why in [
         ("1 2 1; 2 abc 2; 1 2 1", "'abc' is not a number"),
         ("1,2,1; 2,,2; 1,2,1", "row 2, value 2 is empty"),
@@ -49,7 +49,7 @@ def test_bad_text_gets_a_message_and_the_last_valid_kernel_stays(server, browser
         type_kernel(page, bad)
         text = editor.inner_text()
         assert why in text and "Still using the last valid kernel (3 x 3)" in text, text
-        assert page.locator(".st-key-w_dc_kernel_text textarea").input_value() == bad  # kept, to be fixed
+        assert page.locator(".st-key-w_direct_kernel_text textarea").input_value() == bad  # kept, to be fixed
         assert page.evaluate(WEIGHTS) == good
         assert kernel_in_link(page) == "1,2,1_2,4,2_1,2,1"
         assert page.locator("h1", has_text="Direct convolution").is_visible()  # the page is still there

@@ -76,7 +76,7 @@ def test_benchmarks_tables_fit_titles_are_whole_and_auto_is_explained_once(serve
     page.locator("summary", has_text="Table: the precision ladder").scroll_into_view_if_needed()
     shot(page, f"ladder_benchmarks_tables_{size[0]}x{size[1]}")
     # an older pair of runs: more columns (two runs, the spread), still within the page
-    page.goto(server + "/benchmarks?bm_run=h100_final_run1")
+    page.goto(server + "/benchmarks?benchmarks_run=h100_final_run1")
     wait_idle(page)
     open_expanders(page, "Table:")
     check_fits(page)
@@ -94,7 +94,7 @@ def test_benchmarks_tables_fit_titles_are_whole_and_auto_is_explained_once(serve
 
 def test_direct_compare_precisions_and_same_padding(server, browser):
     page = browser.new_page(viewport={"width": LAPTOP[0], "height": LAPTOP[1]})
-    page.goto(server + "/direct?cap=64&dc_k=4&dc_same=1&dc_preset=box+blur")
+    page.goto(server + "/direct?cap=64&direct_k=4&direct_same=1&direct_preset=box+blur")
     wait_idle(page)
     no_exception(page)
     text = page.inner_text("body")
@@ -106,7 +106,7 @@ def test_direct_compare_precisions_and_same_padding(server, browser):
     no_exception(page)
     text = page.inner_text("body")
     assert "the times are those of the NumPy twins on this CPU" in text
-    figure = page.locator(".st-key-pick-dc_ladder, .st-key-fig_dc_ladder").first
+    figure = page.locator(".st-key-pick-direct_ladder, .st-key-fig_dc_ladder").first
     figure.scroll_into_view_if_needed()
     check_fits(page, ".st-key-fig_dc_ladder")  # the other figures of the page are not this file's
     shot(page, "ladder_direct_1366x768")
@@ -115,7 +115,7 @@ def test_direct_compare_precisions_and_same_padding(server, browser):
     wait_idle(page)
     shot(page, "ladder_direct_1920x1080")
     # stride 2 with 'same': refused in words, the page lives on
-    page.goto(server + "/direct?cap=64&dc_k=3&dc_same=1&dc_stride=2")
+    page.goto(server + "/direct?cap=64&direct_k=3&direct_same=1&direct_stride=2")
     wait_idle(page)
     no_exception(page)
     assert "Padding 'same' needs stride 1" in page.inner_text("body")

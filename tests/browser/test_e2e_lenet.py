@@ -53,7 +53,7 @@ def digit_png() -> bytes:
 
 def test_train_predict_upload_and_pick(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 768})
-    page.goto(f"{server}/lenet?ln_epochs=1")
+    page.goto(f"{server}/lenet?lenet_epochs=1")
     web.wait_idle(page)
     web.no_exception(page)
     assert metric(page, "Step") == "0"
@@ -79,7 +79,7 @@ def test_train_predict_upload_and_pick(server, browser):
     assert {p for p, _, _ in read} == {"x", "x2", "x3", "x4", "x5", "x6"}
     assert {(r, c) for _, r, c in read} == {(2.0, 1.0)}
     assert "conv2 map 5, cell (2, 1)" in page.inner_text("body")
-    assert "ln_pick=convb" in web.current_url(page)
+    assert "lenet_pick=convb" in web.current_url(page)
     # the trained weights, downloaded and loaded in another session (a student's): the same prediction
     predicted = prediction(page)
     with page.expect_download() as download:
@@ -123,7 +123,7 @@ def test_train_predict_upload_and_pick(server, browser):
 
 
 def test_projector_screenshot(server, browser):
-    with web.reopened(browser, f"{server}/lenet?ln_pick=poola:17,3&pres=1", web.PROJECTOR) as page:
+    with web.reopened(browser, f"{server}/lenet?lenet_pick=poola:17,3&pres=1", web.PROJECTOR) as page:
         assert ("x3", 1.0, 3.0) in outlines(page, "lenet_pool1", HIGHLIGHT)  # map 2 (H 8): 17 = 2*8 + 1
         assert np.isclose(len(outlines(page, "lenet_conv1", READER)), 1)
         web.shot(page, "lenet_1920x1080")

@@ -13,7 +13,7 @@ from viz.style import HALO, HIGHLIGHT, HOVER
 
 pytestmark = pytest.mark.e2e
 
-BIG_WINDOW = "/direct?cap=128&dc_k=15&dc_stride=8&dc_pad=15&dc_dil=5"
+BIG_WINDOW = "/direct?cap=128&direct_k=15&direct_stride=8&direct_pad=15&direct_dil=5"
 _PLOT = "document.querySelector('.st-key-pick-{chart} .js-plotly-plot')"
 
 
@@ -27,9 +27,9 @@ def _click_button(page, chart, text: str) -> None:
 @pytest.mark.parametrize("size, mode", [(web.LAPTOP, "&pres=1"), (web.PROJECTOR, "")])
 def test_the_sliding_window_plays_from_the_pick_and_both_panels_stay_readable(browser, server, size, mode):
     with web.reopened(browser, server + BIG_WINDOW + mode, size) as page:
-        chart = page.locator(".st-key-pick-dc_window")
+        chart = page.locator(".st-key-pick-direct_window")
         chart.scroll_into_view_if_needed()
-        gd = _PLOT.format(chart="dc_window")
+        gd = _PLOT.format(chart="direct_window")
         shown = page.evaluate(
             f"""() => {{ const gd = {gd}; window._played = [];
               gd.on('plotly_animatingframe', (e) => window._played.push(e.name));
@@ -56,11 +56,11 @@ def test_the_sliding_window_plays_from_the_pick_and_both_panels_stay_readable(br
 
 
 def test_a_two_line_title_stays_inside_its_figure(browser, server):
-    with web.reopened(browser, server + "/direct?cap=128&dc_algo=im2col") as page:
-        page.locator(".st-key-pick-dc_threads").scroll_into_view_if_needed()
+    with web.reopened(browser, server + "/direct?cap=128&direct_algo=im2col") as page:
+        page.locator(".st-key-pick-direct_threads").scroll_into_view_if_needed()
         time.sleep(0.5)
         top, title_top, lines = page.evaluate(
-            f"""() => {{ const gd = {_PLOT.format(chart="dc_threads")};
+            f"""() => {{ const gd = {_PLOT.format(chart="direct_threads")};
               const t = gd.querySelector('.gtitle');
               return [gd.getBoundingClientRect().top, t.getBoundingClientRect().top,
                       t.querySelectorAll('tspan.line').length]; }}"""
@@ -73,11 +73,11 @@ def test_the_hover_outline_is_magenta_never_the_pick_orange(browser, server):
     """Hovering a weight outlines the cell it multiplies on the close-up: halo and magenta line,
     while the taps and the pick keep their own colours."""
     with web.reopened(browser, server + "/direct?cap=64") as page:
-        web.hover_cell(page, "dc_kernel", 1, 1)
+        web.hover_cell(page, "direct_kernel", 1, 1)
         deadline = time.time() + 5
-        while time.time() < deadline and not web.highlighted_cells(page, "dc_zoom"):
+        while time.time() < deadline and not web.highlighted_cells(page, "direct_zoom"):
             time.sleep(0.1)
-        shapes = web.shapes_of(page, "dc_zoom")
+        shapes = web.shapes_of(page, "direct_zoom")
         hover = {s["line"]["color"].lower() for s in shapes if s.get("name") == "hover-hl"}
         others = {s.get("line", {}).get("color", "").lower() for s in shapes if s.get("name") != "hover-hl"}
         assert hover == {HALO.lower(), HOVER.lower()}, hover

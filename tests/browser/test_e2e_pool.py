@@ -25,7 +25,7 @@ def boxes(page, colour: str, panel: str) -> set[tuple[float, float]]:
 
 def test_click_an_output_then_an_input(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 768})
-    page.goto(f"{server}/pool?pl_k=2&pl_s=2&pl_p=0&pl_h=6&pl_w=6&pl_seed=4")
+    page.goto(f"{server}/pool?pool_k=2&pool_s=2&pool_p=0&pool_h=6&pool_w=6&pool_seed=4")
     web.wait_idle(page)
     web.no_exception(page)
     web.click_cell(page, "pool_grid", 1, 2, panel="x2")  # output (1, 2): input rows 2-3, columns 4-5
@@ -35,7 +35,7 @@ def test_click_an_output_then_an_input(server, browser):
     window = [(2, 4), (2, 5), (3, 4), (3, 5)]
     first = next(c for c in window if x[c] == max(x[w] for w in window))
     assert (float(first[0]), float(first[1])) in boxes(page, HIGHLIGHT, "x")
-    assert "pl_pick=out%3A1%2C2" in web.current_url(page) or "pl_pick=out:1,2" in web.current_url(page)
+    assert "pool_pick=out%3A1%2C2" in web.current_url(page) or "pool_pick=out:1,2" in web.current_url(page)
     web.shot(page, "pool_1366x768")
     web.click_cell(page, "pool_grid", 5, 0, panel="x")  # input (5, 0): read by output (2, 0) only
     assert boxes(page, READER, "x2") == {(2.0, 0.0)}
@@ -44,13 +44,13 @@ def test_click_an_output_then_an_input(server, browser):
 
 
 def test_projector_screenshot(server, browser):
-    with web.reopened(browser, f"{server}/pool?pl_mode=avg&pl_ceil=1&pres=1", web.PROJECTOR) as page:
+    with web.reopened(browser, f"{server}/pool?pool_mode=avg&pool_ceil=1&pres=1", web.PROJECTOR) as page:
         web.shot(page, "pool_1920x1080")
 
 
 def test_hover_outlines_a_window_without_a_rerun(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 768})
-    page.goto(f"{server}/pool?pl_k=3&pl_s=2&pl_p=1&pl_h=6&pl_w=7")
+    page.goto(f"{server}/pool?pool_k=3&pool_s=2&pool_p=1&pool_h=6&pool_w=7")
     web.wait_idle(page)
     web.hover_cell(page, "pool_grid", 1, 1, panel="x2")  # output (1, 1): input rows 1-3, columns 1-3
     deadline = time.time() + 5

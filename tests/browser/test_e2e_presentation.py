@@ -109,7 +109,7 @@ def test_keys_play_pause_and_step_the_animation_in_view(keys_app, browser):
 
 
 STEP_LABELS = """() => {
-  const gd = [...document.querySelectorAll('.st-key-pick-dc_window .js-plotly-plot')].find((g) => g.layout);
+  const gd = [...document.querySelectorAll('.st-key-pick-direct_window .js-plotly-plot')].find((g) => g.layout);
   return gd.layout.sliders[0].steps.map((s) => s.label);
 }"""
 
@@ -118,15 +118,15 @@ def test_a_key_step_on_the_direct_page_picks_the_next_output(server, browser):
     """The sliding window on Direct: an arrow key steps the animation, and the step on screen
     becomes the pick (the page, the link and a following class see the same output)."""
     page = browser.new_page(viewport={"width": 1366, "height": 900})
-    page.goto(f"{server}/direct?dc_pick=out:40,60")
+    page.goto(f"{server}/direct?direct_pick=out:40,60")
     web.wait_idle(page)
-    page.locator(".st-key-pick-dc_window").scroll_into_view_if_needed()
+    page.locator(".st-key-pick-direct_window").scroll_into_view_if_needed()
     steps = page.evaluate(STEP_LABELS)
     after = steps[steps.index("40,60") + 1]  # the figure's own next step
     page.evaluate("document.activeElement && document.activeElement.blur()")
     page.keyboard.press("ArrowRight")
     web.wait_idle(page)
-    assert f"dc_pick=out:{after}" in web.current_url(page).replace("%3A", ":").replace("%2C", ",")
+    assert f"direct_pick=out:{after}" in web.current_url(page).replace("%3A", ":").replace("%2C", ",")
     assert page.get_by_text(f"Picked: output pixel ({after.replace(',', ', ')})").count() == 1
     web.no_exception(page)
     page.close()

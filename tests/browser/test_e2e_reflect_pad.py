@@ -52,13 +52,13 @@ def test_hover_then_clicks_both_ways_and_the_link_reproduces_the_pick(server, br
     web.click_cell(page, "reflect_grid", 1, 0, panel="x2")
     web.no_exception(page)
     assert "Picked: padded cell (1, 0), which copies input cell (1, 2)" in body(page)
-    assert "rp_pick=pad:1,0" in unquote(page.url)
+    assert "reflect_pick=pad:1,0" in unquote(page.url)
     assert outlined(page, "reflect_grid", HIGHLIGHT, "x") == {(1, 2)}
     assert outlined(page, "reflect_grid", HIGHLIGHT, "x2") == {(1, 0)}
     # the reverse: input cell (0, 1) is copied to padded (2, 3) itself and to its mirror (2, 1)
     web.click_cell(page, "reflect_grid", 0, 1, panel="x")
     assert "Picked: input cell (0, 1): 2 padded cells copy it" in body(page)
-    assert "rp_pick=in:0,1" in unquote(page.url)
+    assert "reflect_pick=in:0,1" in unquote(page.url)
     assert outlined(page, "reflect_grid", READER, "x2") == {(2, 1), (2, 3)}
     assert (
         page.locator('[data-testid="stNumberInput"] input').nth(1).input_value() == "1"
@@ -70,7 +70,7 @@ def test_hover_then_clicks_both_ways_and_the_link_reproduces_the_pick(server, br
     # row 2 - 24 = -22 mirrors to 22, column 30 - 24 = 6 is inside; the source sits at padded (46, 30).
     # Row 22 is copied to padded rows 46, 2 and 24 + (2 * 31 - 22) = 64; column 6 to 30 and 18.
     assert re.search(r"Padded pixel \(2, 30\) copies input pixel \(22, 6\); 6 padded pixels", body(page))
-    assert "rp_img_pick=pad:2,30" in unquote(page.url)
+    assert "reflect_img_pick=pad:2,30" in unquote(page.url)
     assert outlined(page, "reflect_image", HIGHLIGHT) == {(2, 30), (46, 30)}
     assert outlined(page, "reflect_image", READER) == {(2, 18), (46, 18), (64, 18), (64, 30)}
     url = page.url

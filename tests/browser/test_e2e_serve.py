@@ -79,10 +79,10 @@ def test_followers_on_other_workers_follow_and_the_instructor_survives_its_worke
         teacher.get_by_role("spinbutton", name="Row").input_value(),
         teacher.get_by_role("spinbutton", name="Column").input_value(),
     )
-    teacher.locator(".st-key-pick-dc_window").scroll_into_view_if_needed()
+    teacher.locator(".st-key-pick-direct_window").scroll_into_view_if_needed()
     teacher.evaluate(
         """() => {
-        const gd = document.querySelector('.st-key-pick-dc_window .js-plotly-plot');
+        const gd = document.querySelector('.st-key-pick-direct_window .js-plotly-plot');
         const steps = gd.layout.sliders[0].steps, active = gd.layout.sliders[0].active || 0;
         const label = steps[(active + 3) % steps.length].label;
         return window.Plotly.animate(gd, [label], {mode: 'immediate', frame: {duration: 0, redraw: true},

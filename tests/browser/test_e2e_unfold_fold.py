@@ -22,7 +22,7 @@ W_OUT = (256 + 2 * P - D * (K - 1) - 1) // S + 1
 def picked(page) -> str:
     """The pick in the address bar (read from the page: Playwright's page.url can lag a same-page
     URL update)."""
-    return parse_qs(urlparse(page.evaluate("location.href")).query)["uf_pick"][0]
+    return parse_qs(urlparse(page.evaluate("location.href")).query)["unfold_pick"][0]
 
 
 def outlines(page, chart: str, colour: str, xref: str = "x") -> set[tuple[float, float]]:
@@ -61,7 +61,7 @@ def taps(oh: int, ow: int) -> set[tuple[float, float]]:
 
 def test_clicks_both_ways_hover_the_animation_and_a_shared_link(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 1500})
-    page.goto(f"{server}/unfold?uf_pick=px:100,120")
+    page.goto(f"{server}/unfold?unfold_pick=px:100,120")
     web.wait_idle(page)
     web.no_exception(page)
     # a pixel of the patch view -> that pixel, every patch covering it outlined
@@ -93,7 +93,7 @@ def test_clicks_both_ways_hover_the_animation_and_a_shared_link(server, browser)
     url = page.evaluate("location.href")
 
     # hovering outlines the copies in the browser alone (no rerun); the same tab, another pick
-    page.goto(f"{server}/unfold?uf_pick=patch:50,60")
+    page.goto(f"{server}/unfold?unfold_pick=patch:50,60")
     web.wait_idle(page)
     columns = window_columns(page)
     y, x = 50 * S - P + 1, 60 * S - P + 1  # the picked patch's middle tap

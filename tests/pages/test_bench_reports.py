@@ -79,7 +79,7 @@ def test_the_benchmarks_page_reads_the_reports_once_across_sessions(monkeypatch,
         at = open_page("pages/benchmarks.py")
         at.run()
         assert not at.exception, [e.value for e in at.exception]
-        assert at.selectbox(key="w_bm_run").options, "the committed reports are offered"
+        assert at.selectbox(key="w_benchmarks_run").options, "the committed reports are offered"
     assert sorted(reads) == sorted(committed())
 
 

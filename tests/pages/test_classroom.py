@@ -75,7 +75,7 @@ def make(backend, clock):
 
 
 def fields(page: str = "direct", image: SharedImage | None = None, **settings) -> dict:
-    return {"page": page, "settings": settings or {"dc_k": 3}, "image": image}
+    return {"page": page, "settings": settings or {"direct_k": 3}, "image": image}
 
 
 def png(n: int, salt: bytes = b"") -> bytes:
@@ -115,14 +115,14 @@ def test_students_may_type_the_code_loosely():
 def test_only_the_secret_publishes_a_follower_with_the_code_cannot(make):
     store = make()
     code, secret = store.create_room("10.0.0.1")
-    assert store.publish(code, secret, fields(dc_k=5)) == 1
+    assert store.publish(code, secret, fields(direct_k=5)) == 1
     with pytest.raises(NotInstructor, match=f"only the instructor who started room {code}"):
-        store.publish(code, "guess", fields(dc_k=7))
+        store.publish(code, "guess", fields(direct_k=7))
     with pytest.raises(NotInstructor):
         store.heartbeat(code, "")
     with pytest.raises(NotInstructor):
         store.close(code, secret[:-1])
-    assert store.snapshot(code).settings["dc_k"] == 5
+    assert store.snapshot(code).settings["direct_k"] == 5
 
 
 def test_the_store_keeps_no_copy_of_the_secret(make, backend):
@@ -137,15 +137,15 @@ def test_versions_bump_only_when_the_content_changes(make):
     store = make()
     code, secret = store.create_room("10.0.0.1")
     assert store.snapshot(code) is None  # nothing published yet
-    assert store.publish(code, secret, fields(dc_k=3)) == 1
-    assert store.publish(code, secret, fields(dc_k=3)) == 1
-    assert store.publish(code, secret, fields(dc_k=5)) == 2
-    assert store.publish(code, secret, fields("reflect", dc_k=5)) == 3
-    assert store.publish(code, secret, fields("reflect", dc_k="5")) == 4  # "5" is not 5
+    assert store.publish(code, secret, fields(direct_k=3)) == 1
+    assert store.publish(code, secret, fields(direct_k=3)) == 1
+    assert store.publish(code, secret, fields(direct_k=5)) == 2
+    assert store.publish(code, secret, fields("reflect", direct_k=5)) == 3
+    assert store.publish(code, secret, fields("reflect", direct_k="5")) == 4  # "5" is not 5
     snap = store.snapshot(code)
-    assert (snap.page, snap.version, dict(snap.settings)) == ("reflect", 4, {"dc_k": "5"})
+    assert (snap.page, snap.version, dict(snap.settings)) == ("reflect", 4, {"direct_k": "5"})
     with pytest.raises(TypeError):
-        snap.settings["dc_k"] = 1  # read-only
+        snap.settings["direct_k"] = 1  # read-only
 
 
 def test_a_follower_on_another_process_sees_the_instructors_changes(make):
@@ -154,9 +154,9 @@ def test_a_follower_on_another_process_sees_the_instructors_changes(make):
     instructor_side, follower_side = make(), make()
     code, secret = instructor_side.create_room("10.0.0.1")
     follower_side.join(code, "f1", "10.0.0.2")
-    instructor_side.publish(code, secret, fields(dc_k=7, dc_stride=2))
+    instructor_side.publish(code, secret, fields(direct_k=7, direct_stride=2))
     snap = follower_side.snapshot(code, "f1")
-    assert dict(snap.settings) == {"dc_k": 7, "dc_stride": 2} and snap.instructor_here
+    assert dict(snap.settings) == {"direct_k": 7, "direct_stride": 2} and snap.instructor_here
     assert instructor_side.heartbeat(code, secret).followers == 1
 
 
@@ -310,7 +310,7 @@ def test_many_followers_polling_while_the_instructor_publishes(make):
     """Threads as sessions: every poll sees a complete snapshot whose version never goes back."""
     store = make()
     code, secret = store.create_room("10.0.0.1")
-    store.publish(code, secret, fields(dc_k=1, dc_s=1))
+    store.publish(code, secret, fields(direct_k=1, direct_s=1))
     stop = threading.Event()
     problems: list[str] = []
 
@@ -318,7 +318,7 @@ def test_many_followers_polling_while_the_instructor_publishes(make):
         last = 0
         while not stop.is_set():
             snap = store.snapshot(code, f"f{i}")
-            if snap.version < last or snap.settings["dc_k"] != snap.settings["dc_s"]:
+            if snap.version < last or snap.settings["direct_k"] != snap.settings["direct_s"]:
                 problems.append(f"f{i}: {snap}")
             last = snap.version
 
@@ -326,7 +326,7 @@ def test_many_followers_polling_while_the_instructor_publishes(make):
     for t in threads:
         t.start()
     for k in range(2, 60):
-        store.publish(code, secret, fields(dc_k=k, dc_s=k))
+        store.publish(code, secret, fields(direct_k=k, direct_s=k))
     stop.set()
     for t in threads:
         t.join()
@@ -344,14 +344,14 @@ def test_a_stopped_redis_is_a_clear_message_and_recovery_follows(redis_server):
     url, stop, start = redis_server
     store = RoomStore(RedisBackend(url))
     code, secret = store.create_room("10.0.0.1")
-    store.publish(code, secret, fields(dc_k=9))
+    store.publish(code, secret, fields(direct_k=9))
     stop()
     with pytest.raises(StoreUnavailable, match=r"the classroom store is not answering .*following pauses"):
         store.snapshot(code, "f")
     with pytest.raises(StoreUnavailable):
         store.heartbeat(code, secret)
     start()
-    assert store.snapshot(code, "f").settings["dc_k"] == 9
+    assert store.snapshot(code, "f").settings["direct_k"] == 9
     assert store.heartbeat(code, secret).followers == 1
 
 

@@ -106,7 +106,7 @@ def test_instructor_gets_code_link_and_qr_and_the_secret_stays_in_the_session():
 def test_a_follower_gets_page_settings_pick_and_sidebar_but_keeps_its_display_mode():
     teacher = session(DIRECT)
     code = start_room(teacher)
-    teacher.session_state["dc_pick"] = classroom_ui.state.Cell("out", 5, 7)  # a click on the output
+    teacher.session_state["direct_pick"] = classroom_ui.state.Cell("out", 5, 7)  # a click on the output
     teacher.run()
     slider(teacher, "Stride S").set_value(3).run()
     teacher.sidebar.toggle[0].set_value(True).run()  # greyscale
@@ -117,7 +117,7 @@ def test_a_follower_gets_page_settings_pick_and_sidebar_but_keeps_its_display_mo
     assert not student.exception
     assert [t.value for t in student.title] == ["Direct convolution"]
     assert slider(student, "Stride S").value == 3
-    assert student.session_state["dc_pick"] == classroom_ui.state.Cell("out", 5, 7)
+    assert student.session_state["direct_pick"] == classroom_ui.state.Cell("out", 5, 7)
     assert student.session_state["grey"] is True and student.session_state["pres"] is False
     assert f"Following room {code}** on **Direct convolution**" in markdown(student)
     assert student.query_params["room"] == code

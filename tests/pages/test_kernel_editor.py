@@ -91,71 +91,77 @@ def test_normalise_and_flip():
     ],
 )
 def test_a_link_kernel_that_does_not_fit_is_refused_with_a_notice(raw, reason):
-    value, notice = KernelParam("dc_kernel", None).parse(raw)
+    value, notice = KernelParam("direct_kernel", None).parse(raw)
     assert value is None and reason in notice and "ignored" in notice
 
 
 # ---- the editor on the Direct page -------------------------------------------------------------------------
 def editor_text(at) -> str:
-    return at.text_area(key="w_dc_kernel_text").value
+    return at.text_area(key="w_direct_kernel_text").value
 
 
 def weights_shown(at) -> np.ndarray:
     from tests.pages.test_pages_conv2d import array, figures
 
-    return array(figures(at)["dc_kernel"]["data"][0]["z"])
+    return array(figures(at)["direct_kernel"]["data"][0]["z"])
 
 
 def test_the_editor_keeps_the_last_valid_kernel_and_recovers():
-    at = open_page("direct", state=dict(dc_preset="custom"))
-    at.text_area(key="w_dc_kernel_text").set_value("1 2 1; 2 4 2; 1 2 1").run()
+    at = open_page("direct", state=dict(direct_preset="custom"))
+    at.text_area(key="w_direct_kernel_text").set_value("1 2 1; 2 4 2; 1 2 1").run()
     good = np.array([[1, 2, 1], [2, 4, 2], [1, 2, 1]])
-    assert np.allclose(weights_shown(at), good) and at.query_params["dc_kernel"] == "1,2,1_2,4,2_1,2,1"
+    assert np.allclose(weights_shown(at), good) and at.query_params["direct_kernel"] == "1,2,1_2,4,2_1,2,1"
     for bad, why in [
         ("1 2 1; 2 x 2; 1 2 1", "'x' is not a number"),
         ("1 2 1; 2 4 2; 1 2", "row 3 has 2 values"),
         ("1e30 2 1; 2 4 2; 1 2 1", "outside -1e6 .. 1e6"),
     ]:
-        at.text_area(key="w_dc_kernel_text").set_value(bad).run()
+        at.text_area(key="w_direct_kernel_text").set_value(bad).run()
         shown = " ".join(errors(at))
         assert why in shown and "Still using the last valid kernel (3 x 3)" in shown
         assert editor_text(at) == bad  # what was typed stays, to be fixed
-        assert np.allclose(weights_shown(at), good) and at.query_params["dc_kernel"] == "1,2,1_2,4,2_1,2,1"
-    at.text_area(key="w_dc_kernel_text").set_value(
+        assert (
+            np.allclose(weights_shown(at), good) and at.query_params["direct_kernel"] == "1,2,1_2,4,2_1,2,1"
+        )
+    at.text_area(key="w_direct_kernel_text").set_value(
         "0 1 0 0 0; 0 0 0 0 0; 0 0 0 0 0; 0 0 0 0 0; 0 0 0 0 2"
     ).run()
     assert not errors(at)  # a valid text after bad ones is used: K follows it
-    assert at.session_state["dc_k"] == 5 and at.slider(key="w_dc_k").proto.disabled
+    assert at.session_state["direct_k"] == 5 and at.slider(key="w_direct_k").proto.disabled
     expected = np.zeros((5, 5))
     expected[0, 1], expected[4, 4] = 1, 2
     assert np.allclose(weights_shown(at), expected)
 
 
 def test_normalise_and_flip_buttons_rewrite_the_box():
-    at = open_page("direct", state=dict(dc_preset="custom"))
-    at.text_area(key="w_dc_kernel_text").set_value("1 2 3; 4 5 6; 7 8 9").run()
-    at.button(key="dc_kernel_flip").click().run()
+    at = open_page("direct", state=dict(direct_preset="custom"))
+    at.text_area(key="w_direct_kernel_text").set_value("1 2 3; 4 5 6; 7 8 9").run()
+    at.button(key="direct_kernel_flip").click().run()
     assert editor_text(at) == "9 8 7\n6 5 4\n3 2 1"
     assert np.allclose(weights_shown(at), [[9, 8, 7], [6, 5, 4], [3, 2, 1]])
-    at.button(key="dc_kernel_normalise").click().run()
+    at.button(key="direct_kernel_normalise").click().run()
     assert np.allclose(weights_shown(at), np.array([[9, 8, 7], [6, 5, 4], [3, 2, 1]]) / 45)
-    at.text_area(key="w_dc_kernel_text").set_value("-1 0 1; -2 0 2; -1 0 1").run()
-    at.button(key="dc_kernel_normalise").click().run()
+    at.text_area(key="w_direct_kernel_text").set_value("-1 0 1; -2 0 2; -1 0 1").run()
+    at.button(key="direct_kernel_normalise").click().run()
     assert any("sum to 0" in e for e in errors(at))
     assert np.allclose(weights_shown(at), [[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]])
 
 
 def test_a_5x5_link_kernel_sets_k_and_a_2x3_one_is_refused():
-    at = open_page("direct", query={"dc_preset": "custom", "dc_kernel": "_".join([",".join(["1"] * 5)] * 5)})
-    assert at.session_state["dc_k"] == 5 and np.allclose(weights_shown(at), np.ones((5, 5)))
-    at = open_page("direct", query={"dc_preset": "custom", "dc_k": "3", "dc_kernel": "1,2,3_4,5,6"})
+    at = open_page(
+        "direct", query={"direct_preset": "custom", "direct_kernel": "_".join([",".join(["1"] * 5)] * 5)}
+    )
+    assert at.session_state["direct_k"] == 5 and np.allclose(weights_shown(at), np.ones((5, 5)))
+    at = open_page(
+        "direct", query={"direct_preset": "custom", "direct_k": "3", "direct_kernel": "1,2,3_4,5,6"}
+    )
     assert any("must be square" in w.value for w in at.warning)
     assert weights_shown(at).shape == (3, 3)
 
 
 def test_custom_starts_from_the_preset_on_screen():
-    at = open_page("direct", state=dict(dc_preset="Gaussian", dc_k=5))
-    at.selectbox(key="w_dc_preset").set_value("custom").run()
+    at = open_page("direct", state=dict(direct_preset="Gaussian", direct_k=5))
+    at.selectbox(key="w_direct_preset").set_value("custom").run()
     at.run()
     from gpuops import filters
 

@@ -106,10 +106,10 @@ def test_committed_results_appear_without_pressing_run():
         f"commit {first['commit']}",
     ):
         assert text in label, (text, label)
-    assert at.selectbox(key="w_bm_run").value == newest[0]
+    assert at.selectbox(key="w_benchmarks_run").value == newest[0]
     # two runs of one sitting: their values side by side
     pair = newest_two_runs()
-    at = app(query={"bm_run": pair[0]})
+    at = app(query={"benchmarks_run": pair[0]})
     runs = [bench_files()[k] for k in pair]
     # the conv2d table: medians of both runs and the ratio to cuDNN, equal to the files
     table = table_with(at, "vs torch:cudnn · run 1")
@@ -157,7 +157,7 @@ def test_only_measured_peers_are_named(which):
     lease = newest_gpu_pair() if which == "newest" else [which]
     shown = set().union(*(peers_in(files[k]) for k in lease))
     every = set().union(*(peers_in(d) for d in files.values())) | {"torch:cudnn", "torch:cpu"}
-    at = app(query={"bm_run": lease[0]})
+    at = app(query={"benchmarks_run": lease[0]})
     committed = [c.value for c in at.caption if c.value.startswith("Reference:")]
     text = " ".join(committed)
     for peer in every:
@@ -171,7 +171,7 @@ def test_only_measured_peers_are_named(which):
 
 
 def test_axes_are_linear_unless_the_range_demands_log():
-    at = app(query={"bm_run": newest_two_runs()[0]})
+    at = app(query={"benchmarks_run": newest_two_runs()[0]})
     runs = [bench_files()[k] for k in newest_two_runs()]
     seen = set()
     for op in dict.fromkeys(r["op"] for r in runs[0]["results"] if r["op"] != "copy"):
@@ -193,7 +193,7 @@ def test_axes_are_linear_unless_the_range_demands_log():
 
 def test_charts_are_sized_for_their_rows_and_fonts_follow_the_mode():
     for pres, tick, title in ((False, 14, 16), (True, 20, 20)):
-        at = app(query={"bm_run": newest_two_runs()[0], **({"pres": "1"} if pres else {})})
+        at = app(query={"benchmarks_run": newest_two_runs()[0], **({"pres": "1"} if pres else {})})
         figs = charts(at)
         for fig in figs:
             lay = fig["layout"]
@@ -246,11 +246,11 @@ def test_the_sweep_shows_median_and_spread_and_flags_noise(monkeypatch):
         "size_sweep",
         lambda sizes, algorithms, repeats, **kw: original([16, 32], algorithms[:2], repeats, **kw),
     )
-    at = app(query={"bm_reps": "4"})
+    at = app(query={"benchmarks_reps": "4"})
     next(b for b in at.button if b.label == "Run the size sweep").click()
     at.run(timeout=120)
     assert not at.exception, [e.value for e in at.exception]
-    sweep = at.session_state["bm_sweep_result"]
+    sweep = at.session_state["benchmarks_sweep_result"]
     fig = chart(at, "conv2d time vs image size")
     traces = [t for t in fig["data"] if t.get("error_y")]
     assert [t["name"] for t in traces] == sweep.algorithms
@@ -289,7 +289,7 @@ def test_a_noisy_sweep_point_is_named_and_drawn_hollow():
         "im2col": [Spread((2.0, 2.1, 2.05)), None],
     }
     sweep.skipped = {("im2col", 128): "over the budget"}
-    at = app(state={"bm_sweep_result": sweep})
+    at = app(state={"benchmarks_sweep_result": sweep})
     warned = " ".join(w.value for w in at.warning if "Noisy" in w.value)
     assert "direct at 128 px" in warned and "direct at 64 px" not in warned and "1 of 3 points" in warned
     fig = chart(at, "conv2d time vs image size")
@@ -352,8 +352,8 @@ def test_auto_that_missed_the_fastest_says_why_and_new_ops_appear(tmp_path, monk
     (tmp_path / "not_a_run.json").write_text(json.dumps({"rerun_median_ms": 3}))
     monkeypatch.setattr(reports, "REPORTS_DIR", tmp_path)
     at = app()
-    assert at.selectbox(key="w_bm_run").value == "run_a"
-    assert at.selectbox(key="w_bm_run").options[:2] == [
+    assert at.selectbox(key="w_benchmarks_run").value == "run_a"
+    assert at.selectbox(key="w_benchmarks_run").options[:2] == [
         reports.group_leases(reports.load_runs())[0].label(),
         reports.group_leases(reports.load_runs())[1].label(),
     ]
@@ -378,17 +378,24 @@ def test_auto_that_missed_the_fastest_says_why_and_new_ops_appear(tmp_path, monk
 
 
 def test_settings_come_from_the_url_and_bad_values_are_refused():
-    at = app(query={"bm_run": "cpu_2core", "bm_repeat": "7", "bm_reps": "4", "bm_shape": "cpu_image1024"})
-    assert at.selectbox(key="w_bm_run").value == "cpu_2core"
-    assert at.slider(key="w_bm_repeat").value == 7 and at.slider(key="w_bm_reps").value == 4
-    assert at.selectbox(key="w_bm_shape").value == "cpu_image1024"
+    at = app(
+        query={
+            "benchmarks_run": "cpu_2core",
+            "benchmarks_repeat": "7",
+            "benchmarks_reps": "4",
+            "benchmarks_shape": "cpu_image1024",
+        }
+    )
+    assert at.selectbox(key="w_benchmarks_run").value == "cpu_2core"
+    assert at.slider(key="w_benchmarks_repeat").value == 7 and at.slider(key="w_benchmarks_reps").value == 4
+    assert at.selectbox(key="w_benchmarks_shape").value == "cpu_image1024"
     assert any(m.value.startswith(f"**{bench_files()['cpu_2core']['device']}**") for m in at.markdown), (
         "the CPU run is shown, with the machine it ran on"
     )
     assert any("CPU numbers" in c.value for c in at.caption)
-    at = app(query={"bm_run": "<script>", "bm_repeat": "999"})
-    assert at.selectbox(key="w_bm_run").value == newest_gpu_pair()[0]
-    assert at.slider(key="w_bm_repeat").value == 50
+    at = app(query={"benchmarks_run": "<script>", "benchmarks_repeat": "999"})
+    assert at.selectbox(key="w_benchmarks_run").value == newest_gpu_pair()[0]
+    assert at.slider(key="w_benchmarks_repeat").value == 50
     assert len(at.warning) >= 2, "each bad value gets a notice"
 
 
@@ -399,9 +406,9 @@ def test_benchmark_page_runs_on_the_cpu(monkeypatch):
 
     small = dataclasses.replace(suite.CPU_SHAPES[0], name="tiny_cpu", H=64, W=64)
     monkeypatch.setitem(suite.ALL_SHAPES, "tiny_cpu", small)
-    at = app(query={"bm_shape": "tiny_cpu"})
+    at = app(query={"benchmarks_shape": "tiny_cpu"})
     assert any("CPU numbers are CPU numbers" in c.value for c in at.caption), "the CPU notice"
-    at.slider(key="w_bm_repeat").set_value(3)
+    at.slider(key="w_benchmarks_repeat").set_value(3)
     next(b for b in at.button if b.label == "Run the benchmark").click()
     at.run(timeout=300)
     assert not at.exception, [e.value for e in at.exception]
@@ -431,7 +438,7 @@ def test_what_auto_compares_is_said_once_and_misses_count_fp32_candidates_only()
     import gpuops
 
     pair = newest_two_runs()
-    at = app(query={"bm_run": pair[0]})
+    at = app(query={"benchmarks_run": pair[0]})
     texts = [c.value for c in at.caption] + [w.value for w in at.warning]
     assert sum("never runs implicit_gemm_tf32" in t for t in texts) == 1, "said once, not per shape or op"
     # auto's misses, counted here from the files: the fastest of our fp32 algorithms per shape and run
@@ -455,7 +462,7 @@ def test_what_auto_compares_is_said_once_and_misses_count_fp32_candidates_only()
 def test_missing_values_show_a_dash_never_none():
     """A run without a value (cuDNN has no ratio to itself) shows "—": every table of the page tells
     the grid to draw missing cells so (it draws "None" otherwise)."""
-    at = app(query={"bm_run": newest_two_runs()[0]})
+    at = app(query={"benchmarks_run": newest_two_runs()[0]})
     assert at.dataframe
     for d in at.dataframe:
         assert d.proto.placeholder == "—"
@@ -470,7 +477,7 @@ def test_the_precision_ladder_shows_the_committed_tensor_core_run():
         (k for k, v in files.items() if any(r["impl"] == "ours:pipelined_tf32" for r in v["results"])),
         key=lambda k: started(files[k]),
     )
-    at = app(query={"bm_run": name})
+    at = app(query={"benchmarks_run": name})
     rec = {(r["shape"], r["impl"]): r for r in files[name]["results"] if r["op"] == "conv2d"}
     shapes = list(dict.fromkeys(s for s, impl in rec if impl == "ours:pipelined_tf32"))
     pairs = {

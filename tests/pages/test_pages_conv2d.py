@@ -115,7 +115,7 @@ def test_direct_presets_and_sliders_at_extremes():
     """Every preset at three geometries (smallest, largest, odd): the output size the page shows is
     the independent count of window positions; reflect at the largest works on 64 px."""
     at = app(state=dict(cap=64))
-    keys = ("dc_k", "dc_stride", "dc_pad", "dc_dil", "dc_mode", "dc_mix")
+    keys = ("direct_k", "direct_stride", "direct_pad", "direct_dil", "direct_mode", "direct_mix")
     for geometry in [
         (1, 1, 0, 1, "zeros", False),
         (15, 8, 15, 5, "reflect", True),
@@ -123,7 +123,7 @@ def test_direct_presets_and_sliders_at_extremes():
     ]:
         k, stride, pad, dil, _, _ = geometry
         for preset in ["identity", "box blur", "Gaussian", *FIXED]:
-            rerun(at, dc_preset=preset, **dict(zip(keys, geometry, strict=True)))
+            rerun(at, direct_preset=preset, **dict(zip(keys, geometry, strict=True)))
             kk = 3 if preset in FIXED else k
             h = expected_out(64, kk, stride, pad, dil)
             assert not errors(at), (preset, k, errors(at))
@@ -131,7 +131,7 @@ def test_direct_presets_and_sliders_at_extremes():
 
 
 def test_output_shape_formula_shows_independent_values():
-    at = app(state=dict(cap=64, dc_k=5, dc_stride=2, dc_pad=1, dc_dil=2))
+    at = app(state=dict(cap=64, direct_k=5, direct_stride=2, direct_pad=1, direct_dil=2))
     h = expected_out(64, 5, 2, 1, 2)  # (64 + 2 - 9) // 2 + 1 = 29
     assert h == 29
     assert latex_results(at)[:2] == [str(h), str(h)]
@@ -140,7 +140,7 @@ def test_output_shape_formula_shows_independent_values():
 
 
 def test_sum_of_products_equals_the_kernel_output():
-    at = app(state=dict(cap=32, dc_preset="Sobel x", dc_pick=Cell("out", 5, 7)))
+    at = app(state=dict(cap=32, direct_preset="Sobel x", direct_pick=Cell("out", 5, 7)))
     total = float(at.metric[0].value)
     wrote = float(re.search(r"wrote (-?[\d.]+)", captions(at)).group(1))
     assert abs(total - wrote) < 1e-4
@@ -158,23 +158,29 @@ def test_sum_of_products_equals_the_kernel_output():
 def test_invalid_geometry_is_fitted_with_the_reason_and_the_page_lives_on():
     """A link asking for a window larger than the image: the dilation is lowered, saying why in
     gpuops' words; the sliders cannot go back over the limit (their max follows the geometry)."""
-    at = app(state=dict(cap=32, dc_k=15, dc_dil=5, dc_pad=0))
+    at = app(state=dict(cap=32, direct_k=15, direct_dil=5, direct_pad=0))
     assert "kernel height 15 with dilation 5 spans 71 cells" in warnings(at)
     assert not errors(at)
-    assert at.session_state["dc_dil"] == 2  # 2 * 14 + 1 = 29 <= 32 < 3 * 14 + 1
-    assert at.slider(key="w_dc_dil").max == 2
+    assert at.session_state["direct_dil"] == 2  # 2 * 14 + 1 = 29 <= 32 < 3 * 14 + 1
+    assert at.slider(key="w_direct_dil").max == 2
     assert latex_results(at)[:2] == [str(expected_out(32, 15, 1, 0, 2))] * 2
     rerun(at, cap=128)  # the sidebar still works; now dilation 5 fits again
-    assert at.slider(key="w_dc_dil").max == 5 and not errors(at)
+    assert at.slider(key="w_direct_dil").max == 5 and not errors(at)
 
 
 def test_reflect_padding_at_the_image_side_is_refused_with_a_message():
-    at = app(state=dict(cap=32, dc_mode="reflect", dc_pad=15, dc_k=3))
+    at = app(state=dict(cap=32, direct_mode="reflect", direct_pad=15, direct_k=3))
     assert not errors(at)  # 15 < 32 is fine
-    assert at.slider(key="w_dc_pad").max == 15
+    assert at.slider(key="w_direct_pad").max == 15
     at = app(
         state=dict(
-            cap=32, grey=True, dc_mode="reflect", dc_pad=15, dc_k=1, source="sample", sample="checkerboard"
+            cap=32,
+            grey=True,
+            direct_mode="reflect",
+            direct_pad=15,
+            direct_k=1,
+            source="sample",
+            sample="checkerboard",
         )
     )
     assert not errors(at)
@@ -183,41 +189,41 @@ def test_reflect_padding_at_the_image_side_is_refused_with_a_message():
 def test_reflect_padding_slider_stops_below_the_side(monkeypatch):
     """On a 6 x 9 image reflect padding may be at most 5 (PyTorch's rule): the slider's max."""
     small_image(monkeypatch, 6, 9)
-    at = app(state=dict(dc_mode="reflect", dc_pad=15, dc_k=3))
-    assert at.slider(key="w_dc_pad").max == 5 and at.session_state["dc_pad"] == 5
+    at = app(state=dict(direct_mode="reflect", direct_pad=15, direct_k=3))
+    assert at.slider(key="w_direct_pad").max == 5 and at.session_state["direct_pad"] == 5
     assert not errors(at)
 
 
 def test_custom_kernel_with_an_empty_cell_is_rejected():
     cells_ = ((0.0, 1.0, 0.0), (1.0, float("nan"), 1.0), (0.0, 1.0, 0.0))
-    at = app(state=dict(dc_preset="custom", dc_k=3, dc_kernel=cells_))
+    at = app(state=dict(direct_preset="custom", direct_k=3, direct_kernel=cells_))
     assert any("custom kernel cell (row 1, column 1) is empty" in e for e in errors(at))
 
 
 def test_hostile_query_parameters_are_ignored_or_clamped_with_a_notice():
     at = app(
         query={
-            "dc_k": "<script>alert(1)</script>",
-            "dc_stride": "-4",
-            "dc_pad": "9999999",
-            "dc_mode": "circular",
-            "dc_preset": "x" * 500,
+            "direct_k": "<script>alert(1)</script>",
+            "direct_stride": "-4",
+            "direct_pad": "9999999",
+            "direct_mode": "circular",
+            "direct_preset": "x" * 500,
             "cap": "abc",
-            "dc_pick": "out:1e9,2",
-            "dc_kernel": "1,2_import os",
+            "direct_pick": "out:1e9,2",
+            "direct_kernel": "1,2_import os",
         }
     )
     notices = warnings(at)
     assert "not a whole number" in notices and "out of range" in notices and "too long" in notices
     assert "not a cell" in notices and "not a kernel" in notices
     assert "<script>" not in notices  # the value is quoted, never rendered as HTML
-    assert at.session_state["dc_stride"] == 1 and at.session_state["dc_pad"] == 15
+    assert at.session_state["direct_stride"] == 1 and at.session_state["direct_pad"] == 15
 
 
 def test_settings_travel_in_the_url():
-    at = app(query={"dc_k": "5", "dc_stride": "2", "dc_mode": "reflect"})
-    assert at.session_state["dc_k"] == 5 and at.session_state["dc_mode"] == "reflect"
-    assert at.query_params["dc_k"] in (["5"], "5")
+    at = app(query={"direct_k": "5", "direct_stride": "2", "direct_mode": "reflect"})
+    assert at.session_state["direct_k"] == 5 and at.session_state["direct_mode"] == "reflect"
+    assert at.query_params["direct_k"] in (["5"], "5")
 
 
 def test_direct_page_runs_every_algorithm_and_names_the_one_that_ran():
@@ -226,7 +232,7 @@ def test_direct_page_runs_every_algorithm_and_names_the_one_that_ran():
     here by asking launch.thread_of about every output."""
     at = app(state=dict(cap=48))
     for algo in ("auto", *ALGORITHMS):
-        rerun(at, dc_algo=algo, dc_pick=Cell("out", 20, 17))
+        rerun(at, direct_algo=algo, direct_pick=Cell("out", 20, 17))
         ran = "direct" if algo == "auto" else algo
         assert any(f"**{ran}**" in c.value for c in at.caption), algo
         launch = gpuops.plan_conv2d((1, 3, 48, 48), (3, 1, 3, 3), None, 1, 1, 1, 3, "zeros", ran).launch
@@ -238,7 +244,7 @@ def test_direct_page_runs_every_algorithm_and_names_the_one_that_ran():
         mine = [(r, c) for r in range(48) for c in range(48) if launch.thread_of(0, 0, r, c) == ref]
         n = len(mine)
         assert f"computes {n} output pixel{'s' if n != 1 else ''}" in text, (algo, n)
-        fig = figures(at)["dc_threads"]
+        fig = figures(at)["direct_threads"]
         assert cells(fig, "thread") == set(mine)
 
 
@@ -268,16 +274,16 @@ def test_highlighted_cells_equal_a_brute_force_calculation(monkeypatch, H, W, K,
     oh, ow = H_out - 1, 0  # a corner: padding taps (and mirrored ones in reflect mode)
     at = app(
         state=dict(
-            dc_preset="box blur",
-            dc_k=K,
-            dc_stride=S,
-            dc_pad=P,
-            dc_dil=D,
-            dc_mode=mode,
-            dc_pick=Cell("out", oh, ow),
+            direct_preset="box blur",
+            direct_k=K,
+            direct_stride=S,
+            direct_pad=P,
+            direct_dil=D,
+            direct_mode=mode,
+            direct_pick=Cell("out", oh, ow),
         )
     )
-    assert (at.session_state["dc_pad"], at.session_state["dc_dil"]) == (P, D), warnings(at)
+    assert (at.session_state["direct_pad"], at.session_state["direct_dil"]) == (P, D), warnings(at)
     assert not errors(at)
     figs = figures(at)
     taps = taps_of(oh, ow, K, S, P, D)
@@ -286,7 +292,7 @@ def test_highlighted_cells_equal_a_brute_force_calculation(monkeypatch, H, W, K,
     assert cells(figs["conv_input"], "taps") == inside
     assert cells(figs["conv_input"], "padding_taps") == padding
     assert edges_drawn(figs["conv_input"], "taps") == outline(inside, union=True)
-    assert edges_drawn(figs["dc_zoom"], "taps") == outline(inside, union=False)
+    assert edges_drawn(figs["direct_zoom"], "taps") == outline(inside, union=False)
     assert cells(figs["conv_output"], "pick") == {(oh, ow)}
     assert edges_drawn(figs["conv_output"], "pick") == outline({(oh, ow)}, union=True)
     if mode == "reflect":  # a mirrored tap shows the real cell it reads
@@ -294,7 +300,7 @@ def test_highlighted_cells_equal_a_brute_force_calculation(monkeypatch, H, W, K,
         assert cells(figs["conv_input"], "mirror_sources") == mirrored
     # the reverse direction: an input cell -> every output that reads it
     ih, iw = H // 2, 1
-    rerun(at, dc_pick=Cell("in", ih, iw))
+    rerun(at, direct_pick=Cell("in", ih, iw))
     figs = figures(at)
     expected = readers_brute(ih, iw, H, W, K, S, P, D, mode)
     assert cells(figs["conv_output"], "readers") == expected
@@ -317,43 +323,53 @@ def test_the_default_pick_is_where_the_image_has_detail():
 
 
 def test_keyboard_inputs_follow_the_pick_and_set_it():
-    at = app(state=dict(cap=64, dc_pick=Cell("out", 10, 12)))
-    assert at.number_input(key="w_dc_pick_row").value == 10
-    assert at.number_input(key="w_dc_pick_col").value == 12
-    at.number_input(key="w_dc_pick_col").set_value(30).run()
-    assert at.session_state["dc_pick"] == Cell("out", 10, 30)
+    at = app(state=dict(cap=64, direct_pick=Cell("out", 10, 12)))
+    assert at.number_input(key="w_direct_pick_row").value == 10
+    assert at.number_input(key="w_direct_pick_col").value == 12
+    at.number_input(key="w_direct_pick_col").set_value(30).run()
+    assert at.session_state["direct_pick"] == Cell("out", 10, 30)
     assert cells(figures(at)["conv_output"], "pick") == {(10, 30)}
-    assert at.number_input(key="w_dc_pick_col").max == 63  # ranges follow the output
+    assert at.number_input(key="w_direct_pick_col").max == 63  # ranges follow the output
 
 
 # ---- links, looks, budget ----------------------------------------------------------------------------------
 def test_url_round_trip_of_every_setting_the_pick_and_the_custom_kernel():
     query = {
-        "dc_preset": "custom",
-        "dc_k": "3",
-        "dc_stride": "2",
-        "dc_pad": "2",
-        "dc_mode": "reflect",
-        "dc_dil": "2",
-        "dc_mix": "1",
-        "dc_algo": "tiled",
-        "dc_pick": "in:9,4",
-        "dc_ch": "0",
-        "dc_kernel": "0,-1,0_-1,4.5,-1_0,-1,0",
+        "direct_preset": "custom",
+        "direct_k": "3",
+        "direct_stride": "2",
+        "direct_pad": "2",
+        "direct_mode": "reflect",
+        "direct_dil": "2",
+        "direct_mix": "1",
+        "direct_algo": "tiled",
+        "direct_pick": "in:9,4",
+        "direct_ch": "0",
+        "direct_kernel": "0,-1,0_-1,4.5,-1_0,-1,0",
         "cap": "64",
     }
     at = app(query=query)
     assert not errors(at) and not warnings(at)
     state = at.session_state
-    assert (state["dc_k"], state["dc_stride"], state["dc_pad"], state["dc_mode"], state["dc_dil"]) == (
+    assert (
+        state["direct_k"],
+        state["direct_stride"],
+        state["direct_pad"],
+        state["direct_mode"],
+        state["direct_dil"],
+    ) == (
         3,
         2,
         2,
         "reflect",
         2,
     )
-    assert state["dc_mix"] is True and state["dc_algo"] == "tiled" and state["dc_pick"] == Cell("in", 9, 4)
-    weights = array(figures(at)["dc_kernel"]["data"][0]["z"])
+    assert (
+        state["direct_mix"] is True
+        and state["direct_algo"] == "tiled"
+        and state["direct_pick"] == Cell("in", 9, 4)
+    )
+    weights = array(figures(at)["direct_kernel"]["data"][0]["z"])
     assert np.allclose(weights, [[0, -1, 0], [-1, 4.5, -1], [0, -1, 0]])
     for key, value in query.items():  # app.py writes the URL back: the same link
         assert at.query_params[key] in ([value], value), (key, at.query_params[key])
@@ -366,9 +382,16 @@ def test_a_link_that_needs_an_upload_says_so():
 
 @pytest.mark.parametrize("pres", [False, True])
 def test_font_sizes_colour_scales_and_true_axes(pres):
-    at = app(state=dict(cap=64, pres=pres, dc_preset="Sobel x", dc_pick=Cell("out", 3, 40)))
+    at = app(state=dict(cap=64, pres=pres, direct_preset="Sobel x", direct_pick=Cell("out", 3, 40)))
     figs = figures(at)
-    assert {"conv_input", "conv_output", "dc_zoom", "dc_kernel", "dc_window", "dc_threads"} <= set(figs)
+    assert {
+        "conv_input",
+        "conv_output",
+        "direct_zoom",
+        "direct_kernel",
+        "direct_window",
+        "direct_threads",
+    } <= set(figs)
     title_min, tick_min = (20, 20) if pres else (16, 14)
     for name, fig in figs.items():
         layout = fig["layout"]
@@ -378,31 +401,35 @@ def test_font_sizes_colour_scales_and_true_axes(pres):
             assert layout[axis]["title"]["font"]["size"] >= (20 if pres else 14), (name, axis)
         assert layout["modebar"]["orientation"] == "v", name
     # colours: input values on the fixed [0, 1] image scale; signed Sobel weights diverging at 0
-    zoom = figs["dc_zoom"]["data"][0]
+    zoom = figs["direct_zoom"]["data"][0]
     assert zoom["zmin"] == 0 and zoom["zmax"] == 1 and "zmid" not in zoom
-    kernel = figs["dc_kernel"]["data"][0]
+    kernel = figs["direct_kernel"]["data"][0]
     assert kernel.get("zmid") == 0 and kernel["zmin"] == -kernel["zmax"]
     # true axes: the input shows its padding band, the close-up the true rows and columns around (3, 40)
     assert figs["conv_input"]["layout"]["xaxis"]["range"] == [-1.5, 64.5]
-    x0, x1 = figs["dc_zoom"]["layout"]["xaxis"]["range"]
-    y1, y0 = figs["dc_zoom"]["layout"]["yaxis"]["range"]
+    x0, x1 = figs["direct_zoom"]["layout"]["xaxis"]["range"]
+    y1, y0 = figs["direct_zoom"]["layout"]["yaxis"]["range"]
     assert x0 < 39 and x1 > 41 and y0 < 2 and y1 > 4 and y0 >= -1.5  # padding rows at most
 
 
 def test_box_blur_weights_stay_diverging_at_zero():
     """Weights are signed data: a filter whose weights happen to be all positive keeps the
     diverging scale centred at 0 (a preset switch never changes the palette's meaning)."""
-    at = app(state=dict(cap=32, dc_preset="box blur", dc_k=5))
-    kernel = figures(at)["dc_kernel"]["data"][0]
+    at = app(state=dict(cap=32, direct_preset="box blur", direct_k=5))
+    kernel = figures(at)["direct_kernel"]["data"][0]
     assert kernel["zmid"] == 0 and kernel["zmin"] == -kernel["zmax"] == pytest.approx(-1 / 25)
 
 
 def test_the_animation_crop_changes_for_a_large_kernel_and_downloads_work_offline():
     """K = 15 with dilation 5 on 128 px: the animation shows fewer outputs over a larger input region
     (never an error about the page's crop); its HTML carries Plotly and its frames."""
-    at = app(state=dict(cap=128, dc_k=15, dc_dil=5, dc_stride=4, dc_pad=15, dc_pick=Cell("out", 5, 5)))
+    at = app(
+        state=dict(
+            cap=128, direct_k=15, direct_dil=5, direct_stride=4, direct_pad=15, direct_pick=Cell("out", 5, 5)
+        )
+    )
     assert not errors(at)
-    fig = at.session_state["_dc_figures"]["dc_window"]
+    fig = at.session_state["_dc_figures"]["direct_window"]
     frames = fig.to_dict()["frames"]
     assert 1 <= len(frames) <= 32 * 32
     html = fig.to_html(include_plotlyjs=True, full_html=True)
@@ -419,7 +446,7 @@ def test_the_animation_crop_changes_for_a_large_kernel_and_downloads_work_offlin
 
 
 def test_the_cuda_source_is_built_when_its_expander_is_opened():
-    at = app(state=dict(cap=32, dc_algo="tiled"))
+    at = app(state=dict(cap=32, direct_algo="tiled"))
     [source] = [e for e in at.expander if e.label.startswith("CUDA source")]
     launch = at.session_state["_dc_conv"].launch
     assert launch.kernel in source.label and not at.code  # closed: no code sent
@@ -432,19 +459,21 @@ def test_the_cuda_source_is_built_when_its_expander_is_opened():
 
 
 def test_a_heavy_step_is_refused_with_advice_and_compare_times_every_algorithm():
-    at = app(state=dict(cap=1024, dc_k=15, dc_algo="im2col"))  # X_unroll of 225 copies: ~8 s on this CPU
+    at = app(
+        state=dict(cap=1024, direct_k=15, direct_algo="im2col")
+    )  # X_unroll of 225 copies: ~8 s on this CPU
     assert "not computed" in warnings(at) and "Lower the working size (sidebar) to" in warnings(at)
     at = app(state=dict(cap=32))
     [button] = [b for b in at.button if b.label == "Compare algorithms"]
     button.click().run()
-    runtimes = figures(at)["dc_runtimes"]
+    runtimes = figures(at)["direct_runtimes"]
     names = runtimes["data"][0]["y"]
     assert sorted(names) == sorted(ALGORITHMS)
     ms = runtimes["data"][0]["x"]
     assert ms == sorted(ms) and f"fastest: {names[0]}" in runtimes["layout"]["title"]["text"]
     assert runtimes["layout"].get("xaxis", {}).get("type") in (None, "linear")
     rerun(at)  # cached: shown again without a new click
-    assert "dc_runtimes" in figures(at)
+    assert "direct_runtimes" in figures(at)
 
 
 # ---- the index maps behind the pictures --------------------------------------------------------------------
@@ -532,13 +561,13 @@ def test_sessions_with_the_same_settings_share_the_figures_and_a_change_builds_a
     """A classroom: a second session with the instructor's settings gets the figures built for the
     first (viz.memo, process-wide), equal to them; another stride builds its own."""
     memo.clear()
-    first = app(state=dict(cap=64, dc_stride=2))
+    first = app(state=dict(cap=64, direct_stride=2))
     hits = memo.stats["hits"]
-    second = app(state=dict(cap=64, dc_stride=2))
+    second = app(state=dict(cap=64, direct_stride=2))
     assert memo.stats["hits"] - hits >= len(figures(second)) == len(figures(first)) >= 6
     assert figures(second) == figures(first)
     misses = memo.stats["misses"]
-    rerun(second, dc_stride=1)
+    rerun(second, direct_stride=1)
     assert memo.stats["misses"] > misses
     assert figures(second)["conv_output"] != figures(first)["conv_output"]
 
@@ -546,8 +575,8 @@ def test_sessions_with_the_same_settings_share_the_figures_and_a_change_builds_a
 def test_the_sliding_window_plays_from_the_pick_at_the_chosen_speed():
     """Play's frame list starts at the picked output (the step on screen) and wraps round; the
     speed setting sets each frame's duration; the caption says both."""
-    at = app(state=dict(cap=32, dc_pick=Cell("out", 7, 9), dc_speed=5))
-    layout = figures(at)["dc_window"]["layout"]
+    at = app(state=dict(cap=32, direct_pick=Cell("out", 7, 9), direct_speed=5))
+    layout = figures(at)["direct_window"]["layout"]
     slider, [play, pause] = layout["sliders"][0], layout["updatemenus"][0]["buttons"]
     labels = [s["label"] for s in slider["steps"]]
     assert labels[slider["active"]] == "7,9"
@@ -564,9 +593,13 @@ def test_the_sliding_window_plays_from_the_pick_at_the_chosen_speed():
 def test_both_sliding_window_panels_stay_readable_for_a_large_dilated_window():
     """K = 15, S = 8, P = 15, D = 5: few outputs under a large input region. Each panel keeps at
     least 0.3 of the width, so the output panel and its title stay readable."""
-    at = app(state=dict(cap=128, dc_k=15, dc_dil=5, dc_stride=8, dc_pad=15, dc_pick=Cell("out", 2, 2)))
+    at = app(
+        state=dict(
+            cap=128, direct_k=15, direct_dil=5, direct_stride=8, direct_pad=15, direct_pick=Cell("out", 2, 2)
+        )
+    )
     assert not errors(at)
-    layout = figures(at)["dc_window"]["layout"]
+    layout = figures(at)["direct_window"]["layout"]
     (a0, a1), (b0, b1) = layout["xaxis"]["domain"], layout["xaxis2"]["domain"]
     assert a1 - a0 >= 0.3 and b1 - b0 >= 0.3 and a1 < b0
     notes = [n["text"] for n in layout["annotations"]]
@@ -577,8 +610,10 @@ def test_both_sliding_window_panels_stay_readable_for_a_large_dilated_window():
 def test_the_reflect_closeup_caption_promises_arrows_only_when_drawn(k, pad, arrows):
     """Output (0, 0) with reflect padding: 5 of a 3 x 3 window's taps are mirrored (arrows drawn),
     33 of a 7 x 7 window's (too many: no arrows, and the caption says hover instead)."""
-    at = app(state=dict(cap=32, dc_mode="reflect", dc_k=k, dc_pad=pad, dc_pick=Cell("out", 0, 0)))
-    drawn = [a for a in figures(at)["dc_zoom"]["layout"].get("annotations", []) if a.get("showarrow")]
+    at = app(
+        state=dict(cap=32, direct_mode="reflect", direct_k=k, direct_pad=pad, direct_pick=Cell("out", 0, 0))
+    )
+    drawn = [a for a in figures(at)["direct_zoom"]["layout"].get("annotations", []) if a.get("showarrow")]
     assert len(drawn) == arrows
     text = captions(at)
     assert ("arrows from each mirrored tap" in text) == (arrows > 0)
@@ -588,8 +623,8 @@ def test_the_reflect_closeup_caption_promises_arrows_only_when_drawn(k, pad, arr
 def test_the_thread_figure_is_never_a_thin_strip_and_its_title_has_two_lines():
     """im2col's unfold thread covers a long row: the figure shows rows at least a third of its
     columns (it was 9 rows by 128 columns), and the title puts blockIdx/threadIdx on a line of its own."""
-    at = app(state=dict(cap=128, dc_algo="im2col", dc_pick=Cell("out", 80, 90)))
-    layout = figures(at)["dc_threads"]["layout"]
+    at = app(state=dict(cap=128, direct_algo="im2col", direct_pick=Cell("out", 80, 90)))
+    layout = figures(at)["direct_threads"]["layout"]
     (c0, c1), (r1, r0) = layout["xaxis"]["range"], layout["yaxis"]["range"]
     assert (r1 - r0) * 3 >= (c1 - c0) - 3
     title = layout["title"]["text"]

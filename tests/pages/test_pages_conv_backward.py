@@ -19,7 +19,7 @@ from ui.records import Example
 from viz.style import HIGHLIGHT, NORMAL, READER
 
 PAGE = "pages/backward.py"
-CHARTS = {"bw_dx", "bw_anim", "bw_count", "bw_dw", "bw_reflect"}
+CHARTS = {"backward_dx", "backward_anim", "backward_count", "backward_dw", "backward_reflect"}
 VIRIDIS_0 = "#440154"
 
 
@@ -154,29 +154,29 @@ def test_defaults_render_every_section_and_the_sums_are_right(default_page):
     charts = specs(at)
     assert set(charts) == CHARTS, "no runtime chart before Compare is pressed"
     geometry = (7, 8, 3, 2, 1, 1)
-    _, _, dx = check_grad_input(charts["bw_dx"], geometry, ("dx", 3, 3))
+    _, _, dx = check_grad_input(charts["backward_dx"], geometry, ("dx", 3, 3))
     sums = latex_results(at)
     assert sums[0] == pytest.approx(dx[3, 3])  # the written-out sum ends at the kernel's value
-    check_grad_weight(charts["bw_dw"], geometry, ("w", 1, 1))
-    assert sums[1] == pytest.approx(panel_z(charts["bw_dw"], "x3")[1, 1])
+    check_grad_weight(charts["backward_dw"], geometry, ("w", 1, 1))
+    assert sums[1] == pytest.approx(panel_z(charts["backward_dw"], "x3")[1, 1])
     # the caption names the thread of the launch that ran (gather: one thread per dX cell)
     plan = gpuops.plan_conv2d_backward((1, 1, 4, 4), (1, 1, 7, 8), (1, 1, 3, 3), 2, 1, 1, algorithm="gather")
     t = plan.input_launch.thread_of(0, 0, 3, 3)
     assert any(f"block {t.block}, thread {t.thread}" in c.value for c in at.caption)
     # the count map: how many stamps land on each output cell = how many gradients each dX cell gathers
-    counts = panel_z(charts["bw_count"], "x")
+    counts = panel_z(charts["backward_count"], "x")
     brute = np.zeros((7, 8))
     for *_, ih, iw in forward_taps(*geometry):
         brute[ih, iw] += 1
     np.testing.assert_array_equal(counts, brute)
-    assert outlined(charts["bw_count"], HIGHLIGHT, "x") == {(3, 3)}
+    assert outlined(charts["backward_count"], HIGHLIGHT, "x") == {(3, 3)}
     assert "Checkerboard" in " ".join(m.value for m in at.markdown)
     assert "output_padding = (0, 1) matters here" in " ".join(m.value for m in at.markdown)
 
 
 def test_the_animation_stamps_every_input_cell_and_ends_at_dx(default_page):
     at = default_page
-    fig = at.get("plotly_chart")[[n for n in specs(at)].index("bw_anim")]
+    fig = at.get("plotly_chart")[[n for n in specs(at)].index("backward_anim")]
     spec = json.loads(fig.proto.spec)
     frames = spec["frames"]
     assert len(frames) == 4 * 4 + 1 and frames[0]["name"] == "no stamp yet"
@@ -188,9 +188,9 @@ def test_the_animation_stamps_every_input_cell_and_ends_at_dx(default_page):
     assert (top, left) == (-1, -1)  # true output coordinates: padding 1 crops one row / column
     output = canvas[-top : -top + 7, -left : -left + 8]
     np.testing.assert_allclose(
-        output, brute_dx(dy, panel_z(specs(at)["bw_dx"], "x2"), 7, 8, 2, 1, 1), atol=1e-4
+        output, brute_dx(dy, panel_z(specs(at)["backward_dx"], "x2"), 7, 8, 2, 1, 1), atol=1e-4
     )
-    np.testing.assert_allclose(output, panel_z(specs(at)["bw_dx"], "x4"), atol=1e-4)
+    np.testing.assert_allclose(output, panel_z(specs(at)["backward_dx"], "x4"), atol=1e-4)
 
 
 def test_adjoint_identity_numbers_agree_with_a_float64_loop(default_page):
@@ -224,37 +224,43 @@ def test_odd_geometries_outline_what_a_brute_force_loop_finds(geometry, pick, wp
     H, W, K, S, P, D = geometry
     (rh, rw), pads, rpick = rp
     query = dict(
-        bw_h=H,
-        bw_w=W,
-        bw_k=K,
-        bw_stride=S,
-        bw_pad=P,
-        bw_dil=D,
-        bw_pick="{}:{},{}".format(*pick),
-        bw_wpick="{}:{},{}".format(*wpick),
-        bw_rp_h=rh,
-        bw_rp_w=rw,
-        bw_rp_pick="{}:{},{}".format(*rpick),
-        **dict(zip(("bw_rp_left", "bw_rp_right", "bw_rp_top", "bw_rp_bottom"), pads, strict=True)),
+        backward_h=H,
+        backward_w=W,
+        backward_k=K,
+        backward_stride=S,
+        backward_pad=P,
+        backward_dil=D,
+        backward_pick="{}:{},{}".format(*pick),
+        backward_wpick="{}:{},{}".format(*wpick),
+        backward_rp_h=rh,
+        backward_rp_w=rw,
+        backward_rp_pick="{}:{},{}".format(*rpick),
+        **dict(
+            zip(
+                ("backward_rp_left", "backward_rp_right", "backward_rp_top", "backward_rp_bottom"),
+                pads,
+                strict=True,
+            )
+        ),
     )
     at = run_page({k: str(v) for k, v in query.items()})
     assert not at.error and not at.warning[1:], [w.value for w in at.warning]
     charts = specs(at)
-    check_grad_input(charts["bw_dx"], geometry, pick)
-    check_grad_weight(charts["bw_dw"], geometry, wpick)
-    anim = json.loads(at.get("plotly_chart")[list(charts).index("bw_anim")].proto.spec)
+    check_grad_input(charts["backward_dx"], geometry, pick)
+    check_grad_weight(charts["backward_dw"], geometry, wpick)
+    anim = json.loads(at.get("plotly_chart")[list(charts).index("backward_anim")].proto.spec)
     cells = expected_out(H, K, S, P, D) * expected_out(
         W, K, S, P, D
     )  # one frame per input cell, at most 48 frames
     assert len(anim["frames"]) == -(-cells // -(-cells // 48)) + 1
     last = anim["frames"][-1]["data"][1]["z"]
     np.testing.assert_allclose(
-        np.array(last)[P : P + H, P : P + W], panel_z(charts["bw_dx"], "x4"), atol=1e-4
+        np.array(last)[P : P + H, P : P + W], panel_z(charts["backward_dx"], "x4"), atol=1e-4
     )
     # reflect: NumPy's reflect pad of the cell ids says which padded cell copies which input cell
     left, right, top, bottom = pads
     ids = np.pad(np.arange(rh * rw).reshape(rh, rw), ((top, bottom), (left, right)), mode="reflect")
-    spec = charts["bw_reflect"]
+    spec = charts["backward_reflect"]
     space, r, c = rpick
     if space == "in":
         assert outlined(spec, HIGHLIGHT, "x") == {tuple(a) for a in np.argwhere(ids == r * rw + c).tolist()}
@@ -268,56 +274,76 @@ def test_odd_geometries_outline_what_a_brute_force_loop_finds(geometry, pick, wp
 
 
 def test_invalid_geometry_shows_a_message_and_the_page_lives_on():
-    at = run_page({"bw_h": "2", "bw_w": "2", "bw_k": "5", "bw_dil": "3", "bw_pad": "0", "bw_stride": "99"})
+    at = run_page(
+        {
+            "backward_h": "2",
+            "backward_w": "2",
+            "backward_k": "5",
+            "backward_dil": "3",
+            "backward_pad": "0",
+            "backward_stride": "99",
+        }
+    )
     assert any("K is at most 1" in i.value for i in at.info), [i.value for i in at.info]
-    assert any("bw_stride=99" in w.value and "out of range" in w.value for w in at.warning)
+    assert any("backward_stride=99" in w.value and "out of range" in w.value for w in at.warning)
     assert set(specs(at)) == CHARTS  # every section still drawn, with the geometry the sliders allow
-    assert at.slider(key="w_bw_k").value == 1 and at.slider(key="w_bw_stride").value == 4
+    assert at.slider(key="w_backward_k").value == 1 and at.slider(key="w_backward_stride").value == 4
 
 
 def test_slider_ranges_follow_the_geometry():
-    at = run_page({"bw_h": "3", "bw_w": "6", "bw_k": "3", "bw_pad": "0", "bw_dil": "1", "bw_rp_h": "2"})
-    assert at.slider(key="w_bw_k").max == 3  # a 4-tap window does not fit 3 rows without padding
-    assert at.slider(key="w_bw_pad").max == 2  # D x (K - 1)
-    dil = at.slider(key="w_bw_dil")
+    at = run_page(
+        {
+            "backward_h": "3",
+            "backward_w": "6",
+            "backward_k": "3",
+            "backward_pad": "0",
+            "backward_dil": "1",
+            "backward_rp_h": "2",
+        }
+    )
+    assert at.slider(key="w_backward_k").max == 3  # a 4-tap window does not fit 3 rows without padding
+    assert at.slider(key="w_backward_pad").max == 2  # D x (K - 1)
+    dil = at.slider(key="w_backward_dil")
     assert dil.disabled and dil.value == 1  # dilation 2 spans 5 rows: one value left, shown disabled
-    assert at.slider(key="w_bw_rp_top").max == 1 and at.slider(key="w_bw_rp_left").max == 4  # pads < side
+    assert (
+        at.slider(key="w_backward_rp_top").max == 1 and at.slider(key="w_backward_rp_left").max == 4
+    )  # pads < side
 
 
 def test_settings_and_picks_travel_in_the_url():
     query = dict(
-        bw_h="6",
-        bw_w="9",
-        bw_k="2",
-        bw_stride="3",
-        bw_pad="1",
-        bw_dil="2",
-        bw_nums="image",
-        bw_seed="7",
-        bw_alg="scatter",
-        bw_walg="gemm",
-        bw_pick="dy:1,2",
-        bw_wpick="x:2,5",
-        bw_rp_h="3",
-        bw_rp_w="6",
-        bw_rp_left="4",
-        bw_rp_right="0",
-        bw_rp_top="2",
-        bw_rp_bottom="1",
-        bw_ralg="gather",
-        bw_rp_pick="pad:0,1",
+        backward_h="6",
+        backward_w="9",
+        backward_k="2",
+        backward_stride="3",
+        backward_pad="1",
+        backward_dil="2",
+        backward_nums="image",
+        backward_seed="7",
+        backward_alg="scatter",
+        backward_walg="gemm",
+        backward_pick="dy:1,2",
+        backward_wpick="x:2,5",
+        backward_rp_h="3",
+        backward_rp_w="6",
+        backward_rp_left="4",
+        backward_rp_right="0",
+        backward_rp_top="2",
+        backward_rp_bottom="1",
+        backward_ralg="gather",
+        backward_rp_pick="pad:0,1",
         pres="1",
     )
     at = run_page(query)
     assert not at.error
     assert {k: at.query_params[k] for k in query} == query
     charts = specs(at)
-    assert charts["bw_dx"]["layout"]["title"]["text"].startswith("dY[1, 2] scatters into")
-    assert charts["bw_dw"]["layout"]["title"]["text"].startswith("x[2, 5] feeds")
-    assert charts["bw_reflect"]["layout"]["title"]["text"].startswith("Padded cell (0, 1) sends")
+    assert charts["backward_dx"]["layout"]["title"]["text"].startswith("dY[1, 2] scatters into")
+    assert charts["backward_dw"]["layout"]["title"]["text"].startswith("x[2, 5] feeds")
+    assert charts["backward_reflect"]["layout"]["title"]["text"].startswith("Padded cell (0, 1) sends")
     assert any("of your image" in c.value or "of sample" in c.value for c in at.caption)  # x from the image
     geometry = (6, 9, 2, 3, 1, 2)
-    check_grad_input(charts["bw_dx"], geometry, ("dy", 1, 2))
+    check_grad_input(charts["backward_dx"], geometry, ("dy", 1, 2))
     # the scatter kernel ran: the caption names the thread of dY[1, 2] in its launch
     plan = gpuops.plan_conv2d_backward((1, 1, 2, 3), (1, 1, 6, 9), (1, 1, 2, 2), 3, 1, 2, algorithm="scatter")
     t = plan.input_launch.thread_of(0, 0, 1, 2)
@@ -327,10 +353,10 @@ def test_settings_and_picks_travel_in_the_url():
     # a click applied through session state (AppTest cannot click) moves the pick and the URL, nothing else
     from ui.state import Cell
 
-    at.session_state["bw_pick"] = Cell("dx", 5, 8)
+    at.session_state["backward_pick"] = Cell("dx", 5, 8)
     at.run()
-    assert at.query_params["bw_pick"] == "dx:5,8" and at.query_params["bw_k"] == "2"
-    check_grad_input(specs(at)["bw_dx"], geometry, ("dx", 5, 8))
+    assert at.query_params["backward_pick"] == "dx:5,8" and at.query_params["backward_k"] == "2"
+    check_grad_input(specs(at)["backward_dx"], geometry, ("dx", 5, 8))
 
 
 def _fonts(node, path=""):
@@ -358,7 +384,7 @@ def test_presentation_mode_text_is_projector_sized():
     at.button(key=next(b.key for b in at.button if b.label.startswith("Compare"))).click()
     at.run()  # the runtime chart too
     charts = specs(at)
-    assert set(charts) == {*CHARTS, "bw_times"}
+    assert set(charts) == {*CHARTS, "backward_times"}
     for name, spec in charts.items():
         small = [(p, s) for p, s in _fonts(spec["layout"], name) if s < 20]
         assert not small, small
@@ -389,19 +415,19 @@ def test_normal_mode_fonts_colour_policy_and_true_axes(default_page):
                 )
             else:
                 assert trace["zmid"] == 0 and trace["zmin"] == -trace["zmax"], name
-    dx_spec = specs(default_page)["bw_dx"]["layout"]
+    dx_spec = specs(default_page)["backward_dx"]["layout"]
     assert dx_spec["xaxis"]["range"] == [-0.5, 3.5] and dx_spec["xaxis4"]["range"] == [-0.5, 7.5]
     assert dx_spec["yaxis4"]["range"] == [6.5, -0.5]  # rows down, true indices 0..6
 
 
 def test_runtimes_only_behind_compare_and_downloads_are_offline():
     at = run_page({"cap": "32"})
-    assert not any(n.startswith("bw_time") for n in specs(at))
+    assert not any(n.startswith("backward_time") for n in specs(at))
     assert "Benchmarks page" in " ".join(m.value for m in at.markdown)
     at.button(key=next(b.key for b in at.button if b.label.startswith("Compare"))).click()
     at.run()
     assert not at.exception and not at.error
-    bars = specs(at)["bw_times"]["data"]
+    bars = specs(at)["backward_times"]["data"]
     assert [len(b["y"]) for b in bars] == [3, 2, 2]  # grad_input, grad_weight, reflect_pad_backward
     assert all(list(b["x"]) == sorted(b["x"]) for b in bars)  # fastest first
     from viz import conv_backward as viz

@@ -108,12 +108,21 @@ GEOMETRIES = {  # C, H, W, K, M, S, P, D
 
 
 def settings(C, H, W, K, M, S, P, D) -> dict:
-    return dict(im_c=C, im_h=H, im_w=W, im_k=K, im_m=M, im_stride=S, im_pad=P, im_dil=D)
+    return dict(
+        im2col_c=C,
+        im2col_h=H,
+        im2col_w=W,
+        im2col_k=K,
+        im2col_m=M,
+        im2col_stride=S,
+        im2col_pad=P,
+        im2col_dil=D,
+    )
 
 
 # ---- the old page tests, moved here ------------------------------------------------------------------------
 def test_im2col_page_reproduces_pmpp_and_the_expansion_ratio():
-    at = app(state=dict(cap=64, im_img_k=5))
+    at = app(state=dict(cap=64, im2col_img_k=5))
     assert not errors(at)
     assert any("PMPP's example" in s.value for s in at.success)
     assert np.array_equal(figure(at, "Y = W")["data"][0]["z"], BOOK_Y)  # the book's numbers, in the figure
@@ -129,11 +138,15 @@ def test_im2col_small_example_at_extremes():
     """The old check (an invalid K showed an error) became: K cannot be asked beyond the padded
     input; it is clamped there and the page computes."""
     for c, n, k, m, s, p in [(1, 2, 1, 1, 1, 0), (3, 6, 4, 3, 3, 2), (2, 2, 4, 1, 1, 0)]:
-        at = app(state=dict(im_c=c, im_h=n, im_w=n, im_k=k, im_m=m, im_stride=s, im_pad=p))
+        at = app(
+            state=dict(
+                im2col_c=c, im2col_h=n, im2col_w=n, im2col_k=k, im2col_m=m, im2col_stride=s, im2col_pad=p
+            )
+        )
         assert not errors(at)
         fits = max(kk for kk in range(1, 5) if kk <= n + 2 * p)  # the largest window that fits
-        assert at.session_state["im_k"] == min(k, fits)
-        kk = at.session_state["im_k"]
+        assert at.session_state["im2col_k"] == min(k, fits)
+        kk = at.session_state["im2col_k"]
         L = len(windows(n, n, kk, s, p, 1))
         assert figure(at, "X_unroll")["layout"]["title"]["text"].startswith(f"X_unroll ({c * kk * kk} × {L})")
 
@@ -144,7 +157,7 @@ def test_column_and_output_picks_outline_what_the_window_covers(name):
     C, H, W, K, M, S, P, D = GEOMETRIES[name]
     cols = windows(H, W, K, S, P, D)
     l = len(cols) // 2
-    at = app(state={**settings(C, H, W, K, M, S, P, D), "im_pick": Cell("out", M - 1, l)})
+    at = app(state={**settings(C, H, W, K, M, S, P, D), "im2col_pick": Cell("out", M - 1, l)})
     assert not errors(at)
     expected = {(panel(c), r, q) for c in range(C) for r, q in cols[l]}
     got = {(p, r, q) for p, r, q, h, w in outlines(figure(at, "Input maps")) if (h, w) == (1, 1)}
@@ -157,7 +170,7 @@ def test_column_and_output_picks_outline_what_the_window_covers(name):
     y = figure(at, "Y = W")["data"][0]["z"][M - 1][l]
     assert f"Y[{M - 1}, {l}] = W row {M - 1} · column {l} = **{y:g}**" in text
 
-    at.session_state["im_pick"] = Cell("col", 0, l)
+    at.session_state["im2col_pick"] = Cell("col", 0, l)
     at.run()
     assert outlines(figure(at, "Y = W")) == {("x", 0, l, M, 1)}
     assert outlines(figure(at, "Filter matrix W")) == set()
@@ -168,7 +181,7 @@ def test_column_and_output_picks_outline_what_the_window_covers(name):
 def test_input_pick_outlines_every_copy_and_counts_them(name):
     C, H, W, K, M, S, P, D = GEOMETRIES[name]
     c, i, j = C - 1, H - 1, 1
-    at = app(state={**settings(C, H, W, K, M, S, P, D), "im_pick": Cell("in", i, j), "im_pc": c})
+    at = app(state={**settings(C, H, W, K, M, S, P, D), "im2col_pick": Cell("in", i, j), "im2col_pc": c})
     assert not errors(at)
     expected = copies(C, H, W, K, S, P, D, c, i, j)
     got = {(r, q) for _, r, q, h, w in outlines(figure(at, "X_unroll"))}
@@ -182,40 +195,42 @@ def test_input_pick_outlines_every_copy_and_counts_them(name):
 
 
 def test_number_inputs_follow_the_pick_and_ranges_follow_the_geometry():
-    at = app(state={**settings(2, 2, 3, 2, 2, 1, 0, 1), "im_pick": Cell("in", 1, 2), "im_pc": 1})
+    at = app(state={**settings(2, 2, 3, 2, 2, 1, 0, 1), "im2col_pick": Cell("in", 1, 2), "im2col_pc": 1})
     inputs = {n.label: n for n in at.number_input}
     assert (inputs["channel c"].value, inputs["row i"].value, inputs["col j"].value) == (1, 1, 2)
     assert (inputs["channel c"].max, inputs["row i"].max, inputs["col j"].max) == (1, 1, 2)
     assert inputs["Kernel K"].max == 2  # H = 2, no padding: a larger window does not fit
     assert inputs["Dilation D"].max == 1  # K = 2 spans D + 1 <= 2 cells
     # switching the kind keeps a related cell: a column that holds the picked input cell
-    at.radio(key="w_im_kind").set_value("col").run()
-    p = at.session_state["im_pick"]
+    at.radio(key="w_im2col_kind").set_value("col").run()
+    p = at.session_state["im2col_pick"]
     assert p.space == "col" and any(q == p.col for _, q in copies(2, 2, 3, 2, 1, 0, 1, 1, 1, 2))
-    at.number_input(key="w_im_pl").set_value(0).run()
-    assert at.session_state["im_pick"] == Cell("col", 0, 0)
-    at.number_input(key="w_im_k").set_value(1).run()  # a smaller kernel: the pick stays inside the geometry
-    assert at.session_state["im_pick"].col < len(windows(2, 3, 1, 1, 0, 1))
+    at.number_input(key="w_im2col_pl").set_value(0).run()
+    assert at.session_state["im2col_pick"] == Cell("col", 0, 0)
+    at.number_input(key="w_im2col_k").set_value(
+        1
+    ).run()  # a smaller kernel: the pick stays inside the geometry
+    assert at.session_state["im2col_pick"].col < len(windows(2, 3, 1, 1, 0, 1))
     assert {n.label: n for n in at.number_input}["Dilation D"].max == 3  # K = 1: any dilation
 
 
 def test_every_setting_and_the_pick_come_from_the_url():
     link = (
-        "im_c=2&im_h=5&im_w=4&im_k=3&im_m=1&im_stride=2&im_pad=1&im_dil=1&im_pick=in:3,2&im_pc=1"
-        "&im_img_k=5&cap=32"
+        "im2col_c=2&im2col_h=5&im2col_w=4&im2col_k=3&im2col_m=1&im2col_stride=2&im2col_pad=1&im2col_dil=1&im2col_pick=in:3,2&im2col_pc=1"
+        "&im2col_img_k=5&cap=32"
     )
     query = dict(parse_qsl(link))  # a shared link's query, as the page receives it
     at = app(query=query)
     assert not errors(at)
     for key, raw in query.items():
-        if key not in ("im_pick", "cap"):
+        if key not in ("im2col_pick", "cap"):
             assert at.session_state[key] == int(raw), key
-    assert at.session_state["im_pick"] == Cell("in", 3, 2)
+    assert at.session_state["im2col_pick"] == Cell("in", 3, 2)
     assert (viz.input_panel(1), 3, 2, 1, 1) in outlines(figure(at, "Input maps"))
-    bad = app(query=dict(im_pick="nowhere:1,2", im_k="9"))
+    bad = app(query=dict(im2col_pick="nowhere:1,2", im2col_k="9"))
     notices = " ".join(w.value for w in bad.warning)
     assert "not a cell" in notices and "out of range" in notices
-    assert bad.session_state["im_pick"] == Cell("out", 0, 0)
+    assert bad.session_state["im2col_pick"] == Cell("out", 0, 0)
 
 
 # ---- figures: sizes, colours, true axes --------------------------------------------------------------------
@@ -239,7 +254,7 @@ def font_sizes(spec: dict) -> dict[str, list[float]]:
 
 
 def test_presentation_mode_text_is_20_px_and_normal_mode_is_readable():
-    big = {**settings(3, 6, 6, 4, 3, 1, 2, 1), "im_pick": Cell("in", 2, 2)}
+    big = {**settings(3, 6, 6, 4, 3, 1, 2, 1), "im2col_pick": Cell("in", 2, 2)}
     for state in ({}, big):
         pres = figures(app(state={**state, "pres": True}))
         assert len(pres) == 6
@@ -300,7 +315,7 @@ def test_matrix_axes_carry_true_indices_and_their_labels_never_overlap():
 
 
 def test_thread_caption_comes_from_the_launch_that_builds_x_unroll():
-    at = app(state=dict(im_pick=Cell("col", 0, 3)))
+    at = app(state=dict(im2col_pick=Cell("col", 0, 3)))
     launch = gpuops.plan_conv2d((1, 3, 3, 3), (2, 3, 2, 2), None, 1, 0, 1, algorithm="im2col").launch
     caption = next(c.value for c in at.caption if c.value.startswith("On the GPU"))
     assert launch.describe() in caption and "one cell per step" in caption
@@ -319,13 +334,13 @@ def test_downloaded_figure_html_needs_no_network():
 
 # ---- how big X_unroll gets: budget and Compare -------------------------------------------------------------
 def test_runtime_split_only_on_compare_and_refused_over_the_budget():
-    at = app(state=dict(cap=1024, im_img_k=7))
+    at = app(state=dict(cap=1024, im2col_img_k=7))
     warning = " ".join(w.value for w in at.warning)
     assert "not computed" in warning and "Lower the working size in the sidebar to" in warning
     # nothing is offered that would allocate gigabytes
     assert not [b for b in at.button if b.label.startswith("Compare")]
 
-    at = app(state=dict(cap=32, im_img_k=3))
+    at = app(state=dict(cap=32, im2col_img_k=3))
     assert len(figures(at)) == 6  # no timing on a plain rerun
     [compare] = [b for b in at.button if b.label.startswith("Compare")]
     compare.click().run()
@@ -402,7 +417,7 @@ def test_styles_of_both_modes_build_every_figure_without_labels_smaller_than_all
 def test_a_kernel_shrunk_to_fit_says_so():
     """K = 4 asked of a 3 x 3 input without padding: K becomes 3, and a notice says why."""
     at = app(state=settings(1, 3, 3, 4, 1, 1, 0, 1))
-    assert at.session_state["im_k"] == 3
+    assert at.session_state["im2col_k"] == 3
     notices = " ".join(i.value for i in at.info)
     assert "Kernel K 4 -> 3" in notices and "3 x 3 with padding 0" in notices
     at.run()  # the notice belongs to the run that shrank K

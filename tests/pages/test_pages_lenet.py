@@ -53,9 +53,9 @@ def test_train_runs_in_chunks_to_its_goal_and_resumes(monkeypatch):
     monkeypatch.setattr(training, "CHUNK_SHARE", 5 * training.FIRST_GUESS_S / 2.0)
     monkeypatch.setattr(training, "seconds_per_step", lambda state: training.FIRST_GUESS_S)
     monkeypatch.setattr(training, "CLOCK", lambda: 0.0)  # no deadline: the estimate alone sizes chunks
-    at = app({"ln_epochs": "1", "ln_batch": "128"})
+    at = app({"lenet_epochs": "1", "lenet_batch": "128"})
     assert metric(at, "Step") == "0" and metric(at, "Test accuracy") == "not trained"
-    at.button(key="ln_train").click().run()
+    at.button(key="lenet_train").click().run()
     per_epoch = -(-1437 // 128)  # 1797 digits, a fifth held out (rounded): 1437 to train on
     for _ in range(per_epoch):  # AppTest runs one script run per .run(): follow the page's reruns
         if metric(at, "Step") == str(per_epoch):
@@ -64,7 +64,7 @@ def test_train_runs_in_chunks_to_its_goal_and_resumes(monkeypatch):
     assert not at.exception
     assert metric(at, "Epoch") == "1" and metric(at, "Step") == str(per_epoch)
     assert metric(at, "Test accuracy").endswith("%")
-    at.button(key="ln_train").click().run()
+    at.button(key="lenet_train").click().run()
     for _ in range(per_epoch):
         if metric(at, "Step") == str(2 * per_epoch):
             break
@@ -91,8 +91,8 @@ def test_a_chunk_ends_at_its_deadline_whatever_the_estimate(monkeypatch):
     share = training.CHUNK_SHARE * budget.CPU_SECONDS
     expected = next(n for n in range(1, 100) if 0.5 * n >= share)
     per_epoch = -(-1437 // 128)
-    at = app({"ln_epochs": "1", "ln_batch": "128"})
-    at.button(key="ln_train").click().run()
+    at = app({"lenet_epochs": "1", "lenet_batch": "128"})
+    at.button(key="lenet_train").click().run()
     for _ in range(per_epoch):
         if metric(at, "Step") == str(per_epoch):
             break
@@ -107,7 +107,7 @@ def test_a_pick_outlines_its_window_in_the_previous_stage():
     padding); its receptive field in the 16 x 16 input: pool1 rows 1-5 are conv1 rows 2-11, which
     (5 x 5, padding 2) read input rows 0-13 (2-2 = 0 up to 11 - 2 + 4 = 13), columns 2-6 -> 4-13 -> 2-15."""
     H = 4
-    at = app({"ln_pick": str(Cell("convb", 3 * H + 1, 2))})
+    at = app({"lenet_pick": str(Cell("convb", 3 * H + 1, 2))})
     conv2 = chart_json(at, "conv2 + activation")
     assert ("x4", 0.5, 1.5, 1.5, 2.5) in outlines(conv2, HIGHLIGHT)
     pool1 = outlines(chart_json(at, "pool1"), READER)
@@ -119,19 +119,19 @@ def test_a_pick_outlines_its_window_in_the_previous_stage():
 
 
 def test_pool_pick_reads_its_own_channel():
-    at = app({"ln_pick": str(Cell("poola", 2 * 8 + 7, 5))})  # pool1 map 2, cell (7, 5)
+    at = app({"lenet_pick": str(Cell("poola", 2 * 8 + 7, 5))})  # pool1 map 2, cell (7, 5)
     conv1 = outlines(chart_json(at, "conv1 + activation"), READER)
     assert [s[0] for s in conv1] == ["x3"]  # on map 2 only
     assert conv1[0][1:] == (13.5, 15.5, 9.5, 11.5)  # rows 14-15, columns 10-11
 
 
 def test_a_pick_outside_the_stage_is_moved_inside():
-    at = app({"ln_pick": "poolb:999,9"})
-    assert at.session_state["ln_pick"] == Cell("poolb", 15 * 2 + 1, 1)  # last map, last cell
+    at = app({"lenet_pick": "poolb:999,9"})
+    assert at.session_state["lenet_pick"] == Cell("poolb", 15 * 2 + 1, 1)  # last map, last cell
 
 
 def test_the_test_digit_gets_ten_probabilities():
-    at = app({"ln_digit": "5"})
+    at = app({"lenet_digit": "5"})
     probs = chart_json(at, "Prediction")
     bars = probs["data"][0]["y"]
     values = np.asarray(bars if isinstance(bars, list) else [], dtype=float)
@@ -153,7 +153,7 @@ def test_digit_from_an_upload_is_cropped_and_scaled():
 
 def test_dense_layers_agree_with_the_prediction():
     """The logits' largest entry is the predicted digit (softmax keeps the order)."""
-    at = app({"ln_digit": "7"})
+    at = app({"lenet_digit": "7"})
     dense = chart_json(at, "Dense layers")
     hidden = typed_array(dense["data"][0]["z"], float)
     logits = typed_array(dense["data"][1]["z"], float)

@@ -44,13 +44,13 @@ def test_output_pick_shows_its_window_and_first_maximum():
     3-5; its winner is the first maximum of those, row by row (computed here by a plain loop)."""
     at = app(
         {
-            "pl_k": "3",
-            "pl_s": "2",
-            "pl_p": "1",
-            "pl_h": "6",
-            "pl_w": "7",
-            "pl_seed": "3",
-            "pl_pick": "out:1,2",
+            "pool_k": "3",
+            "pool_s": "2",
+            "pool_p": "1",
+            "pool_h": "6",
+            "pool_w": "7",
+            "pool_seed": "3",
+            "pool_pick": "out:1,2",
         }
     )
     x = grid(3, 6, 7)
@@ -67,7 +67,15 @@ def test_output_pick_shows_its_window_and_first_maximum():
 
 def test_input_pick_shows_readers_routes_and_its_gradient():
     at = app(
-        {"pl_k": "2", "pl_s": "1", "pl_p": "0", "pl_h": "4", "pl_w": "4", "pl_seed": "8", "pl_pick": "in:1,1"}
+        {
+            "pool_k": "2",
+            "pool_s": "1",
+            "pool_p": "0",
+            "pool_h": "4",
+            "pool_w": "4",
+            "pool_seed": "8",
+            "pool_pick": "in:1,1",
+        }
     )
     x = grid(8, 4, 4)
     readers = [(oh, ow) for oh in range(3) for ow in range(3) if oh <= 1 <= oh + 1 and ow <= 1 <= ow + 1]
@@ -85,26 +93,26 @@ def test_input_pick_shows_readers_routes_and_its_gradient():
 
 
 def test_padding_is_limited_to_half_the_kernel():
-    at = app({"pl_k": "2", "pl_p": "2"})
-    assert at.session_state["pl_p"] == 1
-    assert at.slider(key="w_pl_p").max == 1
+    at = app({"pool_k": "2", "pool_p": "2"})
+    assert at.session_state["pool_p"] == 1
+    assert at.slider(key="w_pool_p").max == 1
 
 
 def test_avg_divides_by_the_window_and_the_pick_outside_moves_inside():
     at = app(
         {
-            "pl_mode": "avg",
-            "pl_k": "3",
-            "pl_s": "2",
-            "pl_p": "1",
-            "pl_h": "5",
-            "pl_w": "5",
-            "pl_seed": "1",
-            "pl_cip": "0",
-            "pl_pick": "out:9,9",
+            "pool_mode": "avg",
+            "pool_k": "3",
+            "pool_s": "2",
+            "pool_p": "1",
+            "pool_h": "5",
+            "pool_w": "5",
+            "pool_seed": "1",
+            "pool_cip": "0",
+            "pool_pick": "out:9,9",
         }
     )
-    assert at.session_state["pl_pick"] == Cell("out", 2, 2)
+    assert at.session_state["pool_pick"] == Cell("out", 2, 2)
     x = grid(1, 5, 5)
     y = typed_array(charts(at)[0]["data"][1]["z"])
     assert y[2, 2] == pytest.approx(x[3:5, 3:5].mean(), rel=1e-6)  # rows/cols 3-5, 5 is padding: 4 cells

@@ -65,7 +65,7 @@ def figures(at: AppTest) -> dict[str, dict]:
 
 
 def test_the_ladder_times_four_precisions_with_errors_against_float64():
-    at = app(dict(cap=48, dc_preset="box blur", dc_k=5, dc_pad=2))
+    at = app(dict(cap=48, direct_preset="box blur", direct_k=5, direct_pad=2))
     assert "Compare precisions" in [b.label for b in at.button], "nothing is timed until asked"
     assert not [d for d in at.dataframe if "relative error" in d.value.columns]
     next(b for b in at.button if b.label == "Compare precisions").click().run()
@@ -100,7 +100,7 @@ def test_the_ladder_times_four_precisions_with_errors_against_float64():
     text = " ".join(c.value for c in at.caption)
     assert "the times are those of the NumPy twins on this CPU" in text and "cuDNN: no GPU here" in text
     # the figure draws the table's rates and errors
-    fig = figures(at)["dc_ladder"]
+    fig = figures(at)["direct_ladder"]
     bars = next(t for t in fig["data"] if t["type"] == "bar" and t["name"] == "ours")
     assert bars["x"] == pytest.approx(list(table["GFLOP/s"]))
     dots = next(t for t in fig["data"] if t["type"] == "scatter" and t["name"] == "ours")
@@ -135,7 +135,7 @@ def test_the_ladder_keeps_to_the_budget(monkeypatch):
 
 
 def test_same_padding_keeps_the_size_and_says_where_the_odd_cell_goes():
-    at = app(dict(cap=40, dc_preset="box blur", dc_k=4, dc_same=True))
+    at = app(dict(cap=40, direct_preset="box blur", direct_k=4, direct_same=True))
     assert not at.error, [e.value for e in at.error]
     planes = at.session_state["image"].planes
     _, H, W = planes.shape
@@ -153,13 +153,15 @@ def test_same_padding_keeps_the_size_and_says_where_the_odd_cell_goes():
 
 
 def test_same_padding_with_an_odd_kernel_is_symmetric():
-    at = app(dict(cap=40, dc_preset="box blur", dc_k=5, dc_dil=2, dc_same=True))
+    at = app(dict(cap=40, direct_preset="box blur", direct_k=5, direct_dil=2, direct_same=True))
     text = " ".join(c.value for c in at.caption)
     assert "4 top, 4 bottom, 4 left, 4 right" in text and "asymmetric" not in text
 
 
 def test_same_padding_with_a_stride_is_refused_in_words():
-    at = app(dict(cap=40, dc_preset="box blur", dc_k=3, dc_stride=2, dc_pad=1, dc_same=True))
+    at = app(
+        dict(cap=40, direct_preset="box blur", direct_k=3, direct_stride=2, direct_pad=1, direct_same=True)
+    )
     refused = " ".join(e.value for e in at.error)
     assert "Padding 'same' needs stride 1" in refused and "P = 1 instead" in refused
     _, H, W = at.session_state["image"].planes.shape

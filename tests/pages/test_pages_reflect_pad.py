@@ -97,36 +97,46 @@ def brute_force_copies(
 
 def grid_state(h: int, w: int, pads: tuple[int, int, int, int], pick: Cell, **more) -> dict:
     l, r, t, b = pads
-    return dict(rp_h=h, rp_w=w, rp_left=l, rp_right=r, rp_top=t, rp_bottom=b, rp_pick=pick, cap=32, **more)
+    return dict(
+        reflect_h=h,
+        reflect_w=w,
+        reflect_left=l,
+        reflect_right=r,
+        reflect_top=t,
+        reflect_bottom=b,
+        reflect_pick=pick,
+        cap=32,
+        **more,
+    )
 
 
 # ---- moved from tests/pages/test_pages.py ------------------------------------------------------------------
 @pytest.mark.parametrize("h,w,pads", [(1, 1, (0, 0, 0, 0)), (8, 8, (7, 7, 7, 7)), (4, 5, (4, 2, 2, 1))])
 def test_reflect_page_grid_extremes(h, w, pads):
-    at = app(state=grid_state(h, w, pads, Cell("pad", 0, 0), rp_img_pad=256))
+    at = app(state=grid_state(h, w, pads, Cell("pad", 0, 0), reflect_img_pad=256))
     assert not at.error
     # each pad slider stops at its side - 1 (disabled when only 0 is possible), the image pad at
     # the 32 px image's side - 1: pad 256 on a 32 px image can no longer be asked for
     sliders = {s.key: s for s in at.slider}
-    for key, side in (("rp_left", w), ("rp_right", w), ("rp_top", h), ("rp_bottom", h)):
+    for key, side in (("reflect_left", w), ("reflect_right", w), ("reflect_top", h), ("reflect_bottom", h)):
         if side == 1:
             assert sliders[f"w_{key}"].disabled and at.session_state[key] == 0
         else:
             assert sliders[f"w_{key}"].max == side - 1
-    assert sliders["w_rp_img_pad"].max == 31 and at.session_state["rp_img_pad"] == 31
+    assert sliders["w_reflect_img_pad"].max == 31 and at.session_state["reflect_img_pad"] == 31
     assert image_fig(at)["layout"]["title"]["text"] == "Padded by 31: 94 x 94"
 
 
 def test_a_link_asking_for_more_padding_than_the_image_has_is_clamped_with_a_notice():
-    at = app(query={"cap": "32", "rp_img_pad": "256"})
-    assert at.session_state["rp_img_pad"] == 31
+    at = app(query={"cap": "32", "reflect_img_pad": "256"})
+    assert at.session_state["reflect_img_pad"] == 31
     assert any("256" in i.value and "at most 31" in i.value for i in at.info)
     assert not at.error
-    assert at.query_params["rp_img_pad"] == "31"
+    assert at.query_params["reflect_img_pad"] == "31"
 
 
 def test_reflect_formula_matches_numpy_reflect():
-    at = app(state=dict(rp_w=5, rp_left=3, rp_pick=Cell("pad", 0, 0)))
+    at = app(state=dict(reflect_w=5, reflect_left=3, reflect_pick=Cell("pad", 0, 0)))
     row_formula, col_formula = (el.value for el in at.get("latex"))
     # padded column 0 with left pad 3 is input column 3 (np.pad mirrors without the edge)
     src_col = int(np.pad(np.arange(5), (3, 0), mode="reflect")[0])
@@ -149,7 +159,7 @@ def test_a_picked_padded_cell_outlines_the_input_cell_it_copies(h, w, pads):
     rows, cols = reference_sources(h, w, pads)
     at = app(state=grid_state(h, w, pads, Cell("pad", 0, 0)))
     for oy, ox in [(0, 0), (rows.shape[0] - 1, cols.shape[1] - 1), (rows.shape[0] // 2, 1 % cols.shape[1])]:
-        at.session_state["rp_pick"] = Cell("pad", oy, ox)
+        at.session_state["reflect_pick"] = Cell("pad", oy, ox)
         at.run()
         fig = grid(at)
         assert outlined(fig, HIGHLIGHT, "x2") == {(oy, ox)}
@@ -157,8 +167,8 @@ def test_a_picked_padded_cell_outlines_the_input_cell_it_copies(h, w, pads):
         assert f"copies **input cell ({rows[oy, ox]}, {cols[oy, ox]})**" in text(at)
         # the keyboard path shows the same pick
         assert (
-            at.number_input(key="w_rp_pick_row").value == oy
-            and at.number_input(key="w_rp_pick_col").value == ox
+            at.number_input(key="w_reflect_pick_row").value == oy
+            and at.number_input(key="w_reflect_pick_col").value == ox
         )
 
 
@@ -166,7 +176,7 @@ def test_a_picked_padded_cell_outlines_the_input_cell_it_copies(h, w, pads):
 def test_a_picked_input_cell_outlines_every_padded_copy(h, w, pads):
     at = app(state=grid_state(h, w, pads, Cell("in", 0, 0)))
     for y, x in [(0, 0), (h - 1, w - 1), (h // 2, w // 2)]:
-        at.session_state["rp_pick"] = Cell("in", y, x)
+        at.session_state["reflect_pick"] = Cell("in", y, x)
         at.run()
         fig = grid(at)
         expected = brute_force_copies(h, w, pads, y, x)
@@ -176,18 +186,18 @@ def test_a_picked_input_cell_outlines_every_padded_copy(h, w, pads):
 
 
 def test_typing_a_cell_picks_it_and_keeps_the_other_settings():
-    at = app(state=grid_state(4, 5, (2, 2, 2, 1), Cell("pad", 0, 0), rp_img_pad=7))
-    at.number_input(key="w_rp_pick_col").set_value(8).run()
-    assert at.session_state["rp_pick"] == Cell("pad", 0, 8)
-    at.radio(key="w_rp_pick_space").set_value("in").run()
-    assert at.session_state["rp_pick"].space == "in"
-    assert at.session_state["rp_pick"] == Cell("in", 0, 4)  # moved into the 4 x 5 input
-    assert at.session_state["rp_img_pad"] == 7 and at.session_state["rp_left"] == 2
+    at = app(state=grid_state(4, 5, (2, 2, 2, 1), Cell("pad", 0, 0), reflect_img_pad=7))
+    at.number_input(key="w_reflect_pick_col").set_value(8).run()
+    assert at.session_state["reflect_pick"] == Cell("pad", 0, 8)
+    at.radio(key="w_reflect_pick_space").set_value("in").run()
+    assert at.session_state["reflect_pick"].space == "in"
+    assert at.session_state["reflect_pick"] == Cell("in", 0, 4)  # moved into the 4 x 5 input
+    assert at.session_state["reflect_img_pad"] == 7 and at.session_state["reflect_left"] == 2
 
 
 def test_a_picked_image_pixel_outlines_its_source_and_all_copies():
     p = 24
-    at = app(state=dict(rp_img_pad=p, rp_img_pick=Cell("pad", 2, 3)))
+    at = app(state=dict(reflect_img_pad=p, reflect_img_pick=Cell("pad", 2, 3)))
     H = W = 256
     rows = np.pad(np.arange(H), (p, p), mode="reflect")
     cols = np.pad(np.arange(W), (p, p), mode="reflect")
@@ -203,20 +213,20 @@ def test_a_picked_image_pixel_outlines_its_source_and_all_copies():
 # ---- the URL -----------------------------------------------------------------------------------------------
 def test_every_setting_and_both_picks_travel_in_the_url():
     query = {
-        "rp_h": "6",
-        "rp_w": "3",
-        "rp_left": "2",
-        "rp_right": "1",
-        "rp_top": "5",
-        "rp_bottom": "4",
-        "rp_img_pad": "9",
-        "rp_blur": "5",
-        "rp_pick": "in:4,1",
-        "rp_img_pick": "pad:3,40",
+        "reflect_h": "6",
+        "reflect_w": "3",
+        "reflect_left": "2",
+        "reflect_right": "1",
+        "reflect_top": "5",
+        "reflect_bottom": "4",
+        "reflect_img_pad": "9",
+        "reflect_blur": "5",
+        "reflect_pick": "in:4,1",
+        "reflect_img_pick": "pad:3,40",
     }
     at = app(query=query)
-    assert at.session_state["rp_pick"] == Cell("in", 4, 1)
-    assert at.session_state["rp_img_pick"] == Cell("pad", 3, 40)
+    assert at.session_state["reflect_pick"] == Cell("in", 4, 1)
+    assert at.session_state["reflect_img_pick"] == Cell("pad", 3, 40)
     for key, value in query.items():
         assert at.query_params[key] == value, key
     assert outlined(grid(at), HIGHLIGHT, "x") == {(4, 1)}
@@ -274,7 +284,7 @@ def test_same_colour_means_same_source_and_neighbours_differ():
 
 
 def test_axes_carry_the_true_indices():
-    at = app(state=grid_state(3, 7, (6, 0, 2, 1), Cell("pad", 0, 0), rp_img_pad=5))
+    at = app(state=grid_state(3, 7, (6, 0, 2, 1), Cell("pad", 0, 0), reflect_img_pad=5))
     inp, padded = grid(at)["data"]
     assert list(inp["x"]) == list(range(7)) and list(inp["y"]) == list(range(3))
     assert list(padded["x"]) == list(range(13)) and list(padded["y"]) == list(range(6))
@@ -292,7 +302,9 @@ def test_downloaded_figures_carry_plotly_and_no_external_script():
 
 # ---- the kernel: its caption from the Launch, Compare, the budget ------------------------------------------
 def test_kernel_caption_counts_head_groups_and_tail_from_the_launch():
-    at = app(state=dict(rp_img_pad=25))  # 256 + 50 = 306 cells a row: rows start 0 or 2 cells past a boundary
+    at = app(
+        state=dict(reflect_img_pad=25)
+    )  # 256 + 50 = 306 cells a row: rows start 0 or 2 cells past a boundary
     W_out = 306
     parts = []
     for row in (0, 1):  # independent: a row's first cell sits at element row * W_out of the plane
@@ -314,7 +326,7 @@ def test_runtime_only_after_compare_and_then_cached():
 
 
 def test_a_blur_over_the_budget_is_refused_with_advice():
-    at = app(state=dict(cap=1024, rp_blur=15, rp_img_pad=0))
+    at = app(state=dict(cap=1024, reflect_blur=15, reflect_img_pad=0))
     assert any("smaller blur size K" in w.value for w in at.warning)
     assert not at.error and len(figures(at)) == 2  # the grid and the image still show
 

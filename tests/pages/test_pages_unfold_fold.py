@@ -103,7 +103,14 @@ GEOMETRIES = {
 
 def run_page(geo: dict, pick):
     H, W = geo["size"]
-    state = dict(cap=48, uf_k=geo["k"], uf_stride=geo["s"], uf_pad=geo["p"], uf_dil=geo["d"], uf_pick=pick)
+    state = dict(
+        cap=48,
+        unfold_k=geo["k"],
+        unfold_stride=geo["s"],
+        unfold_pad=geo["p"],
+        unfold_dil=geo["d"],
+        unfold_pick=pick,
+    )
     if H == W:
         return open_page("unfold", state=state)
     return upload_noise(open_page("unfold", state=dict(state, source="upload")), W, H)
@@ -141,7 +148,7 @@ def test_picks_outline_what_independent_loops_find(name):
     )
 
     y, x = geo["pixel"]
-    at.session_state["uf_pick"] = Cell("px", y, x)
+    at.session_state["unfold_pick"] = Cell("px", y, x)
     at.run()
     assert_clean(at)
     figs = charts(at)
@@ -167,7 +174,7 @@ def test_picks_outline_what_independent_loops_find(name):
 
 
 def test_unfold_page_counts_patches_independently():
-    at = open_page("unfold", state=dict(cap=48, uf_k=4, uf_stride=3, uf_pad=2, uf_dil=2))
+    at = open_page("unfold", state=dict(cap=48, unfold_k=4, unfold_stride=3, unfold_pad=2, unfold_dil=2))
     assert_clean(at)
     n = expected_out(48, 4, 3, 2, 2)
     text = " ".join(md.value for md in at.markdown)
@@ -177,26 +184,26 @@ def test_unfold_page_counts_patches_independently():
 
 def test_unfold_page_extremes_and_invalid():
     # K=9, D=4 spans 33 cells: the page's own animation region grows instead of failing on its crop
-    at = open_page("unfold", state=dict(cap=32, uf_k=9, uf_stride=6, uf_pad=4, uf_dil=4))
+    at = open_page("unfold", state=dict(cap=32, unfold_k=9, unfold_stride=6, unfold_pad=4, unfold_dil=4))
     assert_clean(at)
     assert not errors(at)
     assert "The region grew to 33 cells a side" in page_text(at)
     # without padding a 33-cell patch does not fit the 32-pixel image: K stops at 8 and says why
-    at.session_state["uf_pad"] = 0
-    at.session_state["uf_k"] = 9
+    at.session_state["unfold_pad"] = 0
+    at.session_state["unfold_k"] = 9
     at.run()
     assert_clean(at)
     assert not errors(at)
     assert any("spans 33 cells" in i.value for i in at.info)
     kmax = max(k for k in range(1, 10) if 4 * (k - 1) + 1 <= 32)  # the slider cannot ask for more
-    assert at.session_state["uf_k"] == kmax == next(s for s in at.slider if s.label == "Kernel K").max
-    for key, value in dict(uf_k=9, uf_dil=1, uf_pad=0, uf_stride=1, uf_crop=24).items():
+    assert at.session_state["unfold_k"] == kmax == next(s for s in at.slider if s.label == "Kernel K").max
+    for key, value in dict(unfold_k=9, unfold_dil=1, unfold_pad=0, unfold_stride=1, unfold_crop=24).items():
         at.session_state[key] = value
     at.run()
     assert_clean(at)
     dmax = max(d for d in range(1, 5) if d * 8 + 1 <= 32)
     assert next(s for s in at.slider if s.label == "Dilation D").max == dmax
-    for key, value in dict(uf_k=1, uf_stride=1, uf_pad=0, uf_dil=1, uf_crop=24).items():
+    for key, value in dict(unfold_k=1, unfold_stride=1, unfold_pad=0, unfold_dil=1, unfold_crop=24).items():
         at.session_state[key] = value
     at.run()
     assert_clean(at)
@@ -204,7 +211,15 @@ def test_unfold_page_extremes_and_invalid():
 
 
 def test_url_round_trip_of_every_setting_and_the_pick():
-    query = dict(uf_k="5", uf_stride="3", uf_pad="2", uf_dil="2", uf_crop="16", uf_pick="px:10,20", cap="64")
+    query = dict(
+        unfold_k="5",
+        unfold_stride="3",
+        unfold_pad="2",
+        unfold_dil="2",
+        unfold_crop="16",
+        unfold_pick="px:10,20",
+        cap="64",
+    )
     at = open_page("unfold", query=query)
     assert_clean(at)
     assert {k: at.query_params[k] for k in query} == query
@@ -214,12 +229,14 @@ def test_url_round_trip_of_every_setting_and_the_pick():
 def test_keyboard_path_and_the_pick_setting():
     at = open_page("unfold", state=dict(cap=48))
     Wo = expected_out(48, 3, 2, 1, 1)
-    at.number_input(key="w_uf_l").set_value(37).run()
-    assert at.query_params["uf_pick"] == f"patch:{37 // Wo},{37 % Wo}"
-    at.radio(key="w_uf_mode").set_value("px").run()  # a patch becomes the pixel at its middle tap
-    assert at.query_params["uf_pick"] == f"px:{(37 // Wo) * 2 - 1 + 1},{(37 % Wo) * 2 - 1 + 1}"
-    at.number_input(key="w_uf_x").set_value(5).run()
-    assert at.query_params["uf_pick"].endswith(",5") and at.session_state["uf_k"] == 3  # nothing else reset
+    at.number_input(key="w_unfold_l").set_value(37).run()
+    assert at.query_params["unfold_pick"] == f"patch:{37 // Wo},{37 % Wo}"
+    at.radio(key="w_unfold_mode").set_value("px").run()  # a patch becomes the pixel at its middle tap
+    assert at.query_params["unfold_pick"] == f"px:{(37 // Wo) * 2 - 1 + 1},{(37 % Wo) * 2 - 1 + 1}"
+    at.number_input(key="w_unfold_x").set_value(5).run()
+    assert (
+        at.query_params["unfold_pick"].endswith(",5") and at.session_state["unfold_k"] == 3
+    )  # nothing else reset
 
 
 def _fonts(node, path=""):
@@ -251,7 +268,7 @@ def test_presentation_mode_text_is_projector_sized():
 def test_normal_mode_true_axes_sequential_colours_and_launch_captions():
     from gpuops.unfold_fold import unfold_launch
 
-    at = open_page("unfold", state=dict(cap=64, uf_k=3, uf_stride=1, uf_pad=1, uf_dil=1))
+    at = open_page("unfold", state=dict(cap=64, unfold_k=3, unfold_stride=1, unfold_pad=1, unfold_dil=1))
     assert_clean(at)
     figs = charts(at)
     for name, fig in figs.items():  # normal mode: ticks >= 14 px, titles >= 16 px, labels >= 12 px
@@ -277,7 +294,7 @@ def test_normal_mode_true_axes_sequential_colours_and_launch_captions():
     assert count["zmin"] == 0 and count["colorscale"][0][1] == _first_colour(SEQUENTIAL)
     assert arr(count["colorbar"]["tickvals"]).tolist() == list(range(int(arr(count["z"]).max()) + 1))
     g = gpuops.window_geometry(64, 64, 3, 1, 1, 1)
-    pick = at.session_state["uf_pick"]
+    pick = at.session_state["unfold_pick"]
     l = pick.row * expected_out(64, 3, 1, 1, 1) + pick.col
     t = unfold_launch(g, 1, 3).thread_of(0, 0, l)
     assert (
@@ -293,7 +310,7 @@ def _first_colour(name: str) -> str:
 
 
 def test_over_budget_says_what_to_change_and_compare_is_cached():
-    at = open_page("unfold", state=dict(cap=1024, uf_k=9, uf_stride=1, uf_pad=4, uf_dil=1))
+    at = open_page("unfold", state=dict(cap=1024, unfold_k=9, unfold_stride=1, unfold_pad=4, unfold_dil=1))
     assert_clean(at)
     assert any("Raise the stride S" in w.value for w in at.warning)
     assert not charts(at)

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.usefixtures("numpy_backend")
 
 HOME = ("", ())
 DIRECT = ("direct", ())
-PICKED = ("direct", (("dc_pick", "out:40,60"),))
+PICKED = ("direct", (("direct_pick", "out:40,60"),))
 REFLECT = ("reflect", ())
 
 
@@ -24,7 +24,7 @@ REFLECT = ("reflect", ())
         (DIRECT, REFLECT, False, 5.0, True),  # Back from Reflect to Direct
         (PICKED, DIRECT, False, 5.0, True),  # Forward to the pick
         (DIRECT, DIRECT, False, 5.0, False),  # a rerun of the same link
-        (("direct", (("dc_k", "9"),)), DIRECT, False, 5.0, False),  # a link this session never wrote
+        (("direct", (("direct_k", "9"),)), DIRECT, False, 5.0, False),  # a link this session never wrote
         (DIRECT, PICKED, True, 5.0, False),  # a click sent before the pick's URL arrived
         (DIRECT, PICKED, False, SETTLE_S / 2, False),  # a request that waited for the last run
     ],
@@ -46,16 +46,16 @@ def link_of(at) -> dict[str, str]:
 def test_defaults_stay_out_of_the_link_and_the_menu_links_carry_the_settings():
     at = open_page("direct", state=dict(pres=True))
     assert link_of(at) == {"pres": "1"}  # every Direct setting at its default
-    at.session_state["dc_k"] = 5
+    at.session_state["direct_k"] = 5
     at.run()
-    assert link_of(at) == {"pres": "1", "dc_k": "5"}
+    assert link_of(at) == {"pres": "1", "direct_k": "5"}
     links = {el.proto.label: el.proto.query_string for el in at.sidebar.get("page_link")}
     assert links["Reflect padding"] == "pres=1"  # Reflect's settings at their defaults
     assert links["Direct convolution"] == ""  # the current page: followed as it is
 
 
 def test_a_link_someone_wrote_stays_as_written():
-    query = {"dc_k": "3", "dc_stride": "1", "dc_pick": "out:4,5"}  # defaults named explicitly
+    query = {"direct_k": "3", "direct_stride": "1", "direct_pick": "out:4,5"}  # defaults named explicitly
     at = open_page("direct", query=query)
     assert link_of(at) == query
 
@@ -65,17 +65,17 @@ def test_back_restores_but_a_change_sent_with_an_older_link_is_kept():
     session and nothing else changed -> its settings. A person's change sent before the newer
     link arrived (the same older query string, plus the change) -> the change, nothing undone."""
     at = open_page("direct")
-    at.session_state["dc_k"] = 5
+    at.session_state["direct_k"] = 5
     at.run()
-    assert link_of(at) == {"dc_k": "5"}
+    assert link_of(at) == {"direct_k": "5"}
     time.sleep(SETTLE_S)  # a person looks at the page before pressing Back
     at.query_params.clear()  # Back: the link the page's first run wrote
     at.run()
-    assert at.session_state["dc_k"] == 3 and link_of(at) == {}
-    at.session_state["dc_k"] = 5
+    assert at.session_state["direct_k"] == 3 and link_of(at) == {}
+    at.session_state["direct_k"] = 5
     at.run()
     time.sleep(SETTLE_S)
     at.query_params.clear()  # the older link again, with a change typed into the pick's row
-    at.number_input(key="w_dc_pick_row").set_value(7).run()
-    assert at.session_state["dc_k"] == 5, "nothing undone"
-    assert at.session_state["dc_pick"].row == 7
+    at.number_input(key="w_direct_pick_row").set_value(7).run()
+    assert at.session_state["direct_k"] == 5, "nothing undone"
+    assert at.session_state["direct_pick"].row == 7

@@ -102,25 +102,29 @@ def test_hover_outline_colour_differs_from_every_outline_colour():
 def test_a_uniform_region_has_one_colour_in_every_direct_figure():
     """Pixel values sit on one fixed [0, 1] scale in the close-up and the sliding window, so 0.78
     has the same colour in both (before, each figure scaled to its own maximum)."""
-    at = open_page("pages/direct.py", state=dict(cap=32, dc_preset="box blur", dc_pick=Cell("out", 5, 5)))
+    at = open_page(
+        "pages/direct.py", state=dict(cap=32, direct_preset="box blur", direct_pick=Cell("out", 5, 5))
+    )
     figs = {
         c.proto.id.split("-", 2)[-1].removeprefix("chart_").removeprefix("fig_"): json.loads(c.proto.spec)
         for c in at.get("plotly_chart")
     }
-    zoom, window = figs["dc_zoom"], figs["dc_window"]
+    zoom, window = figs["direct_zoom"], figs["direct_window"]
     assert is_image_scale(zoom["data"][0])
     assert is_image_scale(window["data"][0])  # the input side of the sliding window
     assert is_image_scale(window["data"][2])  # a box blur's output stays an image
-    assert is_signed_scale(figs["dc_kernel"]["data"][0])  # a filter, though every weight is positive
+    assert is_signed_scale(figs["direct_kernel"]["data"][0])  # a filter, though every weight is positive
 
 
 def test_edge_filter_outputs_are_signed_and_per_channel_filtering_is_said():
-    at = open_page("pages/direct.py", state=dict(cap=32, dc_preset="Sobel x", dc_pick=Cell("out", 5, 5)))
+    at = open_page(
+        "pages/direct.py", state=dict(cap=32, direct_preset="Sobel x", direct_pick=Cell("out", 5, 5))
+    )
     figs = {
         c.proto.id.split("-", 2)[-1].removeprefix("chart_").removeprefix("fig_"): json.loads(c.proto.spec)
         for c in at.get("plotly_chart")
     }
-    assert is_signed_scale(figs["dc_window"]["data"][2])
+    assert is_signed_scale(figs["direct_window"]["data"][2])
     title = figs["conv_output"]["layout"]["title"]["text"]
     assert "each colour channel filtered on its own" in title
     assert at.session_state["image"].planes.shape[0] == 3
