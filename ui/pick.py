@@ -4,8 +4,9 @@ Plotly heatmaps and images cannot be selected through st.plotly_chart, but in th
 do fire click and hover events. A small Streamlit component (Components v2, inline JavaScript)
 listens to those events on every chart the page shows through `pick.chart(fig, name)`:
 
-- a click becomes a one-run trigger {chart, panel, row, col}: the cell under the mouse, from the
-  axes' own pixel-to-data conversion, so it is exact even on a zoomed or subsampled image;
+- a click becomes a one-run trigger {chart, panel, row, col}: the cell Plotly hit, from the
+  click's event data (the point's x and y, rounded: cells are unit squares centred on whole
+  data coordinates; the panel is the trace's x axis), so it is exact on a zoomed image too;
 - an animation that stops (paused, played to its end, its slider released) becomes the trigger
   {chart, panel: "step", row: the step's index}: the page picks what that step shows, so the pick
   (and a classroom following it) is the step on screen;
@@ -44,21 +45,28 @@ export default function (component) {
   const nameOf = (el) => { const c = [...el.classList]
       .find((k) => k.startsWith(PREFIX)); return c ? c.slice(PREFIX.length) : null; };
   const chartOf = (name) => [...document.querySelectorAll(`.${PREFIX}${name} .js-plotly-plot`)]
-      .find((g) => g._fullLayout);
-  // the cell under the mouse, in the axes of the trace that was hit (subplots have their own axes)
-  const cellAt = (gd, ev) => {
-    const pt = (ev.points || [])[0] || {};
-    const xa = pt.xaxis || gd._fullLayout.xaxis, ya = pt.yaxis || gd._fullLayout.yaxis;
-    const r = gd.getBoundingClientRect();
-    return { panel: xa._id, row: Math.round(ya.p2d(ev.event.clientY - r.top - ya._offset)),
-             col: Math.round(xa.p2d(ev.event.clientX - r.left - xa._offset)) };
+      .find((g) => Array.isArray(g.data) && g.layout);
+  // the cell Plotly hit, from the event's documented point data: its x and y rounded (every
+  // pickable figure draws cells as unit squares centred on whole data coordinates), in the
+  // subplot of the trace that was hit (its x axis: "x", "x2", ...; Plotly's default is "x")
+  const cellAt = (ev) => {
+    const pt = (ev.points || [])[0];
+    if (!pt || !Number.isFinite(+pt.x) || !Number.isFinite(+pt.y)) return null;
+    return { panel: (pt.data && pt.data.xaxis) || "x", row: Math.round(pt.y), col: Math.round(pt.x) };
+  };
+  // the y axis of panel "xN": its layout's anchor (make_subplots sets it), else the y axis of a
+  // trace drawn on it
+  const yOf = (gd, panel) => {
+    const axis = gd.layout[panel === "x" ? "xaxis" : "xaxis" + panel.slice(1)] || {};
+    const trace = gd.data.find((t) => (t.xaxis || "x") === panel) || {};
+    return (axis.anchor && axis.anchor !== "free" ? axis.anchor : null) || trace.yaxis || "y";
   };
   const outline = (gd, cells) => {            // halo + bright line, named so our shapes can be found
     const keep = (gd.layout.shapes || []).filter((s) => s.name !== "hover-hl");
     const st = reg.data.style || {};
     const add = [];
     for (const [panel, r, c] of cells) {
-      const yref = (gd._fullLayout[panel === "x" ? "xaxis" : "xaxis" + panel.slice(1)] || {}).anchor || "y";
+      const yref = yOf(gd, panel);
       const pens = [[st.halo || "black", (st.width || 3) + 3], [st.color || "#ff7f0e", st.width || 3]];
       for (const [color, width] of pens)
         add.push({ type: "rect", name: "hover-hl", xref: panel, yref,
@@ -94,15 +102,16 @@ export default function (component) {
     if (reg.charts.has(gd)) return;
     reg.charts.add(gd);
     gd.on("plotly_click", (ev) => {
-      if (!ev || !ev.event) return;
-      const c = cellAt(gd, ev);
+      const c = ev && ev.event && cellAt(ev);
+      if (!c) return;
       reg.setTriggerValue("click", { chart: name, panel: c.panel, row: c.row, col: c.col });
     });
     let last = "";
     gd.on("plotly_hover", (ev) => {
       const maps = (reg.data.hover || {})[name], rule = (reg.data.rules || {})[name];
-      if ((!maps && !rule) || !ev || !ev.event) return;
-      const c = cellAt(gd, ev), id = `${c.panel}:${c.row},${c.col}`;
+      const c = (maps || rule) && ev && ev.event && cellAt(ev);
+      if (!c) return;
+      const id = `${c.panel}:${c.row},${c.col}`;
       if (id === last) return;
       last = id;
       if (rule) {

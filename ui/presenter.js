@@ -6,6 +6,14 @@
 // the largest visible area. Keys typed into a text box, a number input or a slider (which uses
 // the arrows itself) are left alone. Playing, pausing and stepping use the figure's own buttons
 // and slider steps (their `args`), so the keys do exactly what a click does.
+//
+// It also runs those clicks: the buttons and slider steps (viz/animation.py) have `execute:
+// false`, and every animated chart of the page (pickable or not) is watched here, so a click on
+// Play, Pause or a slider step calls Plotly.animate with the control's own args. Plotly.animate
+// rejects the promise of an animation that a later call interrupts (Pause, a slider step, a
+// new Play): that is how pausing works, so the rejection is caught here. Executed by Plotly
+// itself, the same rejection was logged as "API call to Plotly.animate rejected" plus an
+// unhandled promise rejection at every Pause.
 export default function (component) {
   const reg = (window.__convExplorerKeys ??= {});
   if (reg.listening) return;
@@ -35,7 +43,7 @@ export default function (component) {
   const watch = (gd) => {
     if (gd.__convExplorerKeys) return;
     gd.__convExplorerKeys = true;
-    const steps = () => gd.layout.sliders[0].steps || [];
+    const steps = () => ((gd.layout.sliders || [])[0] || {}).steps || [];
     gd.on("plotly_animatingframe", (ev) => {
       const i = steps().findIndex((s) => s.label === (ev && ev.name));
       if (i >= 0) current.set(gd, i);
@@ -43,13 +51,27 @@ export default function (component) {
     gd.on("plotly_sliderchange", (ev) => {
       const i = steps().findIndex((s) => s === (ev && ev.step) || s.label === (ev && ev.step && ev.step.label));
       if (i >= 0) current.set(gd, i);
+      // a step the user chose (not the slider following the animation): show it
+      if (ev && ev.interaction && ours(ev.step)) press(gd, ev.step);
+    });
+    gd.on("plotly_buttonclicked", (ev) => {
+      const b = ev && ev.button;
+      if (!ours(b)) return;
+      if (String(b.label).includes("Play")) playing.add(gd);
+      else playing.delete(gd);
+      press(gd, b);
     });
     gd.on("plotly_animated", () => playing.delete(gd));
     gd.on("plotly_animationinterrupted", () => playing.delete(gd));
   };
   const indexOf = (gd) => (current.has(gd) ? current.get(gd) : gd.layout.sliders[0].active || 0);
   const button = (gd, word) => gd.layout.updatemenus[0].buttons.find((b) => String(b.label).includes(word));
-  const press = (gd, b) => b && window.Plotly.animate(gd, ...b.args);
+  // a control Plotly leaves to us: an animate command it does not execute itself
+  const ours = (c) => !!c && c.method === "animate" && c.execute === false;
+  // an interrupted animation rejects with no reason (expected); any other failure is an error
+  const press = (gd, c) => c && window.Plotly.animate(gd, ...c.args).catch((err) => {
+    if (err !== undefined) console.error("Conv Explorer: Plotly.animate failed", err);
+  });
 
   const togglePlay = (gd) => {
     if (playing.has(gd)) {
@@ -82,8 +104,9 @@ export default function (component) {
     if (ev.key === " ") togglePlay(gd);
     else step(gd, moves[ev.key]);
   });
-  // charts watched from the start, so a click on Play or the slider keeps the index right
-  const scan = () => animated().forEach(watch);
+  // every chart watched from the start: its controls' clicks are run here, and a click on Play
+  // or the slider keeps the index right
+  const scan = () => document.querySelectorAll(".js-plotly-plot").forEach((gd) => gd.layout && gd.on && watch(gd));
   new MutationObserver(scan).observe(document.body, { childList: true, subtree: true });
   scan();
 }

@@ -4,6 +4,13 @@ Every animated figure of the app (the sliding window, X_unroll's columns, the pa
 transposed convolution's stamps) steps through named frames with Plotly.animate, so one switch
 between pages looks and works the same. Frame data must be plain lists: Plotly.animate does not
 decode the typed arrays Plotly's JSON uses for NumPy input (the frames would draw nothing).
+
+The buttons and slider steps are `execute=False`: Plotly moves them and emits their events but
+leaves the animate call to ui/presenter.js (mounted on every page), which makes it with the
+control's own args and catches the rejection Plotly.animate gives an animation that Pause or a
+slider step interrupts. Executed by Plotly itself, that expected rejection was logged as
+"API call to Plotly.animate rejected" (and an unhandled promise rejection) at every Pause.
+A figure with these controls therefore needs ui/presenter.js on its page.
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ def controls(labels: Sequence[str], style: Style, how: Controls = PLAIN) -> dict
     play = dict(
         label="▶ Play",
         method="animate",
+        execute=False,
         args=[
             play_order(labels, how.active),
             dict(frame=dict(duration=how.ms, redraw=True), fromcurrent=True, transition=dict(duration=0)),
@@ -70,11 +78,13 @@ def controls(labels: Sequence[str], style: Style, how: Controls = PLAIN) -> dict
     pause = dict(
         label="❚❚ Pause",
         method="animate",
+        execute=False,
         args=[[None], dict(frame=dict(duration=0, redraw=False), mode="immediate")],
     )
     steps = [
         dict(
             method="animate",
+            execute=False,
             label=lab,
             args=[
                 [lab],

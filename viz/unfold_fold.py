@@ -338,7 +338,10 @@ def patch_view(zoom: Zoom, title: str, style: Style = NORMAL, marks: Marks = NO_
                 showlegend=False,
             )
         )
-    fig.update_layout(shapes=shapes, showlegend=False)
+    # hoverdistance 1: a start dot is the hover's point only under the mouse (it sits inside its
+    # own cell), never a neighbour's cell within Plotly's default 20 px; the pick bridge takes the
+    # hit point's coordinates as the cell (ui/pick.py)
+    fig.update_layout(shapes=shapes, showlegend=False, hoverdistance=1)
     finish(fig, title, ("column (image coordinates)", "row"), HEIGHT, style)
     _tight(fig, style)
     _image_axes(fig, region)
