@@ -28,7 +28,7 @@ def meta(page, chart: str) -> dict:
     return page.evaluate(
         """(chart) => {
       const gd = [...document.querySelectorAll(`.st-key-pick-${chart} .js-plotly-plot`)]
-          .find((g) => g._fullLayout);
+          .find((g) => g.layout);
       return gd ? (gd.layout.meta || {}) : null;
     }""",
         chart,

@@ -52,8 +52,9 @@ def play_the_animation(page) -> None:
     assert "stamped" in label.text_content(), label.text_content()
     drawn = page.evaluate("""() => {
       const gd = [...document.querySelectorAll('.st-key-pick-backward_anim .js-plotly-plot')]
-          .find((g) => g._fullLayout);
-      const moved = gd._transitionData._frames[0].traces;  // the traces the frames replace
+          .find((g) => g.layout);
+      // which traces the frames replace: Plotly keeps frames internally (no public getter)
+      const moved = gd._transitionData._frames[0].traces;
       return moved.filter((i) => gd.data[i].type === 'heatmap').map((i) => Array.isArray(gd.data[i].z));
     }""")
     assert drawn and all(drawn), (

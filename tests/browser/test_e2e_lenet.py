@@ -104,7 +104,7 @@ def test_train_predict_upload_and_pick(server, browser):
     ink = typed_array(
         page.evaluate(
             """() => [...document.querySelectorAll('.st-key-pick-lenet_draw .js-plotly-plot')]
-                       .find((g) => g._fullLayout).data[0].z"""
+                       .find((g) => g.layout).data[0].z"""
         ),
         float,
     )

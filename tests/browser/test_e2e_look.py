@@ -37,7 +37,10 @@ def test_the_sliding_window_plays_from_the_pick_and_both_panels_stay_readable(br
         )
         # both panels at least 0.3 of the plot's width, on screen (px), at this viewport
         widths = page.evaluate(
-            f"() => {{ const L = {gd}._fullLayout; return [L.xaxis._length, L.xaxis2._length, L.width]; }}"
+            f"""() => {{ const gd = {gd};
+              const area = (s) => gd.querySelector(`.nsewdrag[data-subplot="${{s}}"]`);
+              const w = (s) => area(s).getBoundingClientRect().width;
+              return [w("xy"), w("x2y2"), gd.getBoundingClientRect().width]; }}"""
         )
         assert min(widths[:2]) >= 0.25 * widths[2] and min(widths[:2]) > 150, widths
         # the panels' titles lie inside the figure (the output's was cut to "Output: g")

@@ -39,14 +39,14 @@ def window_columns(page) -> list[int]:
     """The true column index of every position of the matrix window, as the browser holds it."""
     return page.evaluate("""() => {
       const gd = [...document.querySelectorAll('.st-key-pick-matrix .js-plotly-plot')]
-          .find((g) => g._fullLayout);
+          .find((g) => g.layout);
       return Array.from(gd._fullData[1].customdata[0], Number);
     }""")
 
 
 ANIMATION_STATE = """() => {
   const gd = [...document.querySelectorAll('.st-key-pick-animation .js-plotly-plot')]
-      .find((g) => g._fullLayout);
+      .find((g) => g.layout);
   const n = gd.data.length;  // the tap outline, then the column strip, are the last traces
   return {
     x: Array.from(gd.data[n - 2].x).slice(0, 10),
@@ -120,8 +120,8 @@ def test_clicks_both_ways_hover_the_animation_and_a_shared_link(server, browser)
     before = page.evaluate(ANIMATION_STATE)
     page.evaluate("""async () => {
       const gd = [...document.querySelectorAll('.st-key-pick-animation .js-plotly-plot')]
-          .find((g) => g._fullLayout);
-      const frame = gd._transitionData._frames[3].name;
+          .find((g) => g.layout);
+      const frame = gd.layout.sliders[0].steps[3].args[0][0];  // the slider's step 3 names frame 3
       await window.Plotly.animate(gd, [frame], {frame: {duration: 0, redraw: true}, mode: "immediate"});
     }""")
     after = page.evaluate(ANIMATION_STATE)

@@ -235,16 +235,23 @@ def upload_file(page, name: str, data: bytes, wait=None) -> None:
 
 # the drawn Plotly chart inside the pickable chart `chart` (JavaScript, in every snippet below)
 _FIND_PLOT = """const gd = [...document.querySelectorAll(`.st-key-pick-${chart} .js-plotly-plot`)]
-    .find((g) => g._fullLayout);"""
+    .find((g) => g.layout);"""
 
+# A cell's centre from Plotly's public state: the axis ranges it writes back into gd.layout once
+# drawn, and the subplot's plot area in the DOM (its drag rectangle, data-subplot="xy", "x2y2", ...).
+# On a y axis the top of the area is range[1] (reversed or not); on an x axis the left is range[0].
 _CELL_CENTRE = f"""([chart, panel, row, col]) => {{
   {_FIND_PLOT}
   if (!gd) return null;
-  const L = gd._fullLayout;
-  const xa = L[panel === "x" ? "xaxis" : "xaxis" + panel.slice(1)];
-  const ya = L[xa.anchor === "y" ? "yaxis" : "yaxis" + xa.anchor.slice(1)];
-  const r = gd.getBoundingClientRect();
-  return {{ x: r.left + xa._offset + xa.d2p(col), y: r.top + ya._offset + ya.d2p(row) }};
+  const suffix = panel.slice(1);
+  const xa = gd.layout["xaxis" + suffix] || {{}};
+  const yname = xa.anchor || "y" + suffix;
+  const ya = gd.layout["yaxis" + yname.slice(1)] || {{}};
+  const area = gd.querySelector(`.nsewdrag[data-subplot="${{panel}}${{yname}}"]`);
+  if (!area || !xa.range || !ya.range) return null;
+  const r = area.getBoundingClientRect();
+  const [x0, x1] = xa.range, [y0, y1] = ya.range;
+  return {{ x: r.left + ((col - x0) / (x1 - x0)) * r.width, y: r.top + ((y1 - row) / (y1 - y0)) * r.height }};
 }}"""
 
 
@@ -253,7 +260,7 @@ def cell_centre(page, chart: str, row: int, col: int, panel: str = "x") -> tuple
     page.locator(f".st-key-pick-{chart}").scroll_into_view_if_needed()
     page.wait_for_function(
         f"document.querySelector('.st-key-pick-{chart} .js-plotly-plot') && "
-        f"document.querySelector('.st-key-pick-{chart} .js-plotly-plot')._fullLayout",
+        f"document.querySelector('.st-key-pick-{chart} .js-plotly-plot')?.layout?.xaxis?.range",
         timeout=30000,
     )
     where = page.evaluate(_CELL_CENTRE, [chart, panel, row, col])
