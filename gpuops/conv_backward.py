@@ -1,18 +1,26 @@
 """The backward pass of conv2d and the transposed convolution: check -> plan -> run, on CuPy or NumPy.
 
 grad_input and conv_transpose2d are one computation (the adjoint of the forward convolution),
-with three algorithms:
-  scatter    grad_input_v1 (kernels/conv_backward.cu): one thread per output gradient adds dy * w onto the
-             input cells its window read (atomicAdd)
-  gather     grad_input_v2: one thread per input cell sums the output gradients that read it (the flipped
-             filter, PMPP fig. 16.9-16.10); deterministic
-  gemm_fold  cols = W^T @ dY through cuBLAS, then col2im with gpuops.fold (its gather kernel)
-  auto       on the GPU the fastest for the shape, measured once (gpuops.autotune); on the CPU
-             scatter (one strided slice per tap, no K*K-times larger cols)
-grad_weight has two:
-  gemm       unfold(x), then dW = dY @ cols^T through cuBLAS per sample, summed over the batch
-  direct     grad_weight_v1: one block per weight sums dy * x, a shared-memory tree reduction; deterministic
-  auto       on the GPU measured; on the CPU direct
+with four algorithms:
+  scatter       grad_input_v1 (kernels/conv_backward.cu): one thread per output gradient adds dy * w onto
+                the input cells its window read (atomicAdd)
+  gather        grad_input_v2: one thread per input cell sums the output gradients that read it (the
+                flipped filter, PMPP fig. 16.9-16.10); deterministic
+  gemm_fold     cols = W^T @ dY through cuBLAS, then col2im with gpuops.fold (its gather kernel)
+  flipped_conv  gather's sum IS a forward convolution: conv2d of dY (zeros between its cells when
+                stride > 1) with the flipped, in/out-swapped filter, padded by dilation*(k-1) - padding;
+                it runs on the forward's fastest fp32 kernel for that shape (conv2d's auto), so every
+                speed-up of the forward (v3 / v6 tiles, implicit GEMM, im2col) reaches grad_input
+  auto          on the GPU the fastest for the shape, measured once (gpuops.autotune); on the CPU
+                scatter (one strided slice per tap, no K*K-times larger cols)
+grad_weight has three:
+  gemm          unfold(x), then dW = dY @ cols^T through cuBLAS per sample, summed over the batch
+  batch_gemm    gemm as ONE product over the whole batch: dW = dY [M, N*L] @ cols^T [N*L, C*K*K], with
+                the batch's columns laid side by side (in chunks that fit the memory budget); no
+                per-sample products to store and add, and one long GEMM instead of N short ones
+  direct        grad_weight_v1: one block per weight sums dy * x, a shared-memory tree reduction;
+                deterministic
+  auto          on the GPU measured; on the CPU direct
 Reflect padding: the forward pass is a convolution of the reflect-padded input, so the backward
 pass works on the padded input and folds the mirrored cells back with reflect_pad_backward.
 
@@ -50,8 +58,8 @@ from gpuops.reflect_pad import reflect_pad, reflect_pad_backward
 from gpuops.unfold_fold import fold, fold_launch, fold_numpy, unfold_into, unfold_launch, unfold_numpy
 
 SOURCE = "conv_backward.cu"
-GRAD_INPUT_ALGORITHMS = ("scatter", "gather", "gemm_fold")
-GRAD_WEIGHT_ALGORITHMS = ("gemm", "direct")
+GRAD_INPUT_ALGORITHMS = ("scatter", "gather", "gemm_fold", "flipped_conv")
+GRAD_WEIGHT_ALGORITHMS = ("gemm", "batch_gemm", "direct")
 KERNELS = {
     "scatter": "grad_input_v1_scatter",
     "gather": "grad_input_v2_gather",
@@ -60,6 +68,7 @@ KERNELS = {
 SCATTER_MAX_THREADS = 256  # grad_input_v1: threads per block (fewer for small output planes)
 REDUCE_BLOCK = (32, 8, 1)  # grad_weight_v1; a CPU test checks it against the #defines of the .cu file
 FOLD_VARIANT = "gather"  # gemm_fold's col2im: deterministic, and the launch the plan names
+FLIPPED_FORWARD = AUTO  # the conv2d algorithm flipped_conv runs: the forward's fastest fp32 kernel
 
 
 # ---- check --------------------------------------------------------------------------------------
@@ -321,17 +330,20 @@ def weight_reduce_launch(q: GradProblem) -> Launch:
 
 def input_launch(q: GradProblem, algorithm: str) -> Launch | None:
     """The launch that writes grad_input: v1, v2, or gemm_fold's col2im (fold_v2_gather; None
-    for a pointwise problem, where cuBLAS writes dx itself)."""
+    for a pointwise problem, where cuBLAS writes dx itself). None for flipped_conv too: conv2d's
+    auto picks its forward kernel per shape, when it first runs."""
     if algorithm == "scatter":
         return input_scatter_launch(q)
     if algorithm == "gather":
         return input_gather_launch(q)
+    if algorithm == "flipped_conv":
+        return None
     return None if is_pointwise(q.geometry) else fold_launch(q.geometry, q.N, q.C, FOLD_VARIANT)
 
 
 def weight_launch(q: GradProblem, algorithm: str) -> Launch | None:
-    """The kernel launch of a weight-gradient algorithm: grad_weight_v1, or gemm's unfold (the GEMM is
-    cuBLAS; None for a pointwise problem, which unfolds nothing)."""
+    """The kernel launch of a weight-gradient algorithm: grad_weight_v1, or the unfold of gemm and
+    batch_gemm (the GEMM is cuBLAS; None for a pointwise problem, which unfolds nothing)."""
     if algorithm == "direct":
         return weight_reduce_launch(q)
     return None if is_pointwise(q.geometry) else unfold_launch(q.geometry, q.N, q.C)
@@ -340,7 +352,8 @@ def weight_launch(q: GradProblem, algorithm: str) -> Launch | None:
 @dataclass(frozen=True)
 class BackwardPlan:
     """A checked backward (or transposed) call and the launches it makes (None: chosen per call
-    by "auto", nothing to compute, or cuBLAS alone: a pointwise GEMM path)."""
+    by "auto" or by flipped_conv's forward auto, nothing to compute, or cuBLAS alone: a pointwise
+    GEMM path)."""
 
     problem: GradProblem
     input_algorithm: str
@@ -490,12 +503,82 @@ def weight_direct_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.nda
     return dw.reshape(q.w_shape)
 
 
+def weight_batch_gemm_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.ndarray:
+    """Twin of batch_gemm: the batch's cols side by side (C*KH*KW, N*L), dY likewise (M, N*L),
+    then one product per group (all samples at once)."""
+    g, G = q.geometry, q.groups
+    cols = unfold_numpy(x, g).transpose(1, 0, 2).reshape(G, -1, q.N * g.L)  # (G, Cg*KK, N*L)
+    dyt = dy.reshape(q.N, q.M, g.L).transpose(1, 0, 2).reshape(G, q.M // G, q.N * g.L)
+    return (dyt @ cols.transpose(0, 2, 1)).reshape(q.w_shape)
+
+
+# ---- flipped_conv: grad_input as a forward convolution (one composition for both backends) -----------
+def flipped_filter(w: Any, q: GradProblem) -> Any:
+    """The filter of grad_input's convolution: W'[g*Cg + c, o, a, b] = w[g*Mg + o, c, KH-1-a, KW-1-b].
+    Each input channel c becomes a filter over its group's Mg output gradients (in and out swap
+    within each group), and the taps are flipped: gather meets tap ki walking dY backwards."""
+    G, g = q.groups, q.geometry
+    Mg, Cg = q.M // G, q.C // G
+    xp = array_module(w)
+    flipped = w.reshape(G, Mg, Cg, g.KH, g.KW)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4)
+    return xp.ascontiguousarray(flipped).reshape(q.C, Mg, g.KH, g.KW)
+
+
+def flipped_axis(
+    n_dy: int, size: int, k: int, stride: int, dilation: int, pad: int
+) -> tuple[int, int, int, int]:
+    """Along one axis, (cut before, cut after, pad before, pad after) of dY spread out (stride - 1
+    zeros between its cells: (n_dy - 1)*stride + 1 cells) so that a stride-1 convolution with
+    the flipped filter gives the `size` cells of dx.
+
+    Cell i of dx sums dY at spread index i + (k-1-ki)*dilation - before over the flipped taps;
+    the forward put tap ki of output oh on i = oh*stride - pad + ki*dilation, so
+    before = dilation*(k-1) - pad, and `after` is what makes the output `size` long. A negative
+    pad (padding wider than the window's reach) cuts cells no window reads instead."""
+    spread = (n_dy - 1) * stride + 1
+    before = dilation * (k - 1) - pad
+    after = size + dilation * (k - 1) - spread - before
+    return max(0, -before), max(0, -after), max(0, before), max(0, after)
+
+
+def input_flipped_conv(dy: Any, w: Any, q: GradProblem, *, forward: str = FLIPPED_FORWARD) -> Any:
+    """flipped_conv on dy's backend: spread dY when stride > 1 (S*S times the work: auto takes it
+    only where it still wins), cut or pad it (asymmetric pads through an explicit pad), then
+    conv2d with the flipped filter, stride 1, the forward's dilation and groups. On NumPy conv2d
+    runs its tap-by-tap twin: the same composition."""
+    from gpuops.conv2d import conv2d
+
+    g, xp = q.geometry, array_module(dy)
+    rows = flipped_axis(q.H_dy, g.H, g.KH, g.stride_h, g.dil_h, g.pad_top)
+    cols = flipped_axis(q.W_dy, g.W, g.KW, g.stride_w, g.dil_w, g.pad_left)
+    spread = ((q.H_dy - 1) * g.stride_h + 1, (q.W_dy - 1) * g.stride_w + 1)
+    kept = (spread[0] - rows[0] - rows[1], spread[1] - cols[0] - cols[1])
+    if min(kept) < 1:  # no window of the forward reads dx at all on this axis
+        return xp.zeros(q.dx_shape, dtype=np.float32)
+    if (g.stride_h, g.stride_w) != (1, 1):
+        spread_dy = xp.zeros((q.N, q.M, *spread), dtype=np.float32)
+        spread_dy[..., :: g.stride_h, :: g.stride_w] = dy
+        dy = spread_dy
+    dy = dy[..., rows[0] : spread[0] - rows[1], cols[0] : spread[1] - cols[1]]
+    (top, bottom), (left, right) = rows[2:], cols[2:]
+    padding: Any = (top, left)
+    if (top, left) != (bottom, right):
+        dy, padding = xp.pad(dy, ((0, 0), (0, 0), (top, bottom), (left, right))), 0
+    dilation = (g.dil_h, g.dil_w)
+    return conv2d(dy, flipped_filter(w, q), None, 1, padding, dilation, q.groups, algorithm=forward)
+
+
 INPUT_TWINS = {
     "scatter": input_scatter_numpy,
     "gather": input_gather_numpy,
     "gemm_fold": input_gemm_fold_numpy,
+    "flipped_conv": input_flipped_conv,
 }
-WEIGHT_TWINS = {"gemm": weight_gemm_numpy, "direct": weight_direct_numpy}
+WEIGHT_TWINS = {
+    "gemm": weight_gemm_numpy,
+    "batch_gemm": weight_batch_gemm_numpy,
+    "direct": weight_direct_numpy,
+}
 
 
 # ---- the GPU paths -----------------------------------------------------------------------------------
@@ -517,14 +600,22 @@ def _call(q: GradProblem, which: str, out_shape: tuple[int, ...]) -> Call:
     return _calls.get_or_make((cupy.cuda.runtime.getDevice(), q, which), make)
 
 
-def batch_chunk(q: GradProblem, budget_bytes: int | None = None) -> int:
+def batch_chunk(q: GradProblem, budget_bytes: int | None = None, *, side_by_side: bool = False) -> int:
     """Samples per step so that cols stays within the budget (gpuops.cublas.samples_per_chunk);
-    ValueError when one sample alone does not fit or a GEMM side is over cuBLAS's limit."""
+    ValueError when one sample alone does not fit or a GEMM side is over cuBLAS's limit.
+    side_by_side (batch_gemm): cols is also copied with the samples side by side, and the
+    GEMM's inner side is the chunk's pixels, so both count per sample."""
     g = q.geometry
     instead = "use the scatter / gather / direct kernels"
     check_gemm_sides(
         {"output pixels": g.L, "rows of cols per group": (q.C // q.groups) * g.KH * g.KW}, instead
     )
+    if side_by_side:
+        copies = 1 if is_pointwise(g) else 2  # pointwise: x itself is cols, only the copy is new
+        chunk = samples_per_chunk(
+            q.N, copies * q.cols_bytes_per_sample, "batch_gemm (its columns, twice)", instead, budget_bytes
+        )
+        return max(1, min(chunk, INT32_MAX // max(1, g.L)))  # the GEMM's inner side: chunk*L < 2^31
     if is_pointwise(g):
         return max(1, q.N)  # nothing is unfolded
     return samples_per_chunk(
@@ -615,15 +706,50 @@ def _weight_gemm_gpu(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None =
     return dw.reshape(q.w_shape)
 
 
+def _weight_batch_gemm_gpu(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None = None) -> Any:
+    """batch_gemm: per chunk of samples, unfold x, copy cols and dY with the samples side by side
+    ((C*KK, nb*L) and (M, nb*L)), then ONE strided-batched GEMM over the groups gives
+    dW_g = dY_g @ cols_g^T for the whole chunk; chunks are added (one chunk when it fits)."""
+    import cupy
+
+    g, G = q.geometry, q.groups
+    Mg, CgKK, L = q.M // G, (q.C // G) * g.KH * g.KW, g.L
+    chunk = batch_chunk(q, budget_bytes, side_by_side=True)
+    pointwise = is_pointwise(g)  # cols IS x: nothing to unfold
+    cols = None if pointwise else cupy.empty((chunk, q.C * g.KH * g.KW, L), dtype=np.float32)
+    side = cupy.empty(q.C * g.KH * g.KW * chunk * L, dtype=np.float32)  # cols, samples side by side
+    dy_side = cupy.empty(q.M * chunk * L, dtype=np.float32)  # dY likewise
+    dy3 = dy.reshape(q.N, q.M, L)
+    dw = cupy.empty((G, Mg, CgKK), dtype=np.float32)
+    part = cupy.empty_like(dw) if chunk < q.N else None  # the later chunks' products, added to dw
+    for n0 in range(0, q.N, chunk):
+        nb = min(chunk, q.N - n0)
+        batch = x[n0 : n0 + nb]
+        src = batch.reshape(nb, q.C, L) if pointwise else unfold_into(batch, g, cols[:nb])
+        cols_side = side[: q.C * g.KH * g.KW * nb * L].reshape(-1, nb, L)
+        cupy.copyto(cols_side, src.transpose(1, 0, 2))
+        dyt = dy_side[: q.M * nb * L].reshape(q.M, nb, L)
+        cupy.copyto(dyt, dy3[n0 : n0 + nb].transpose(1, 0, 2))
+        out = dw if n0 == 0 else part
+        gemm_strided(dyt.reshape(G, Mg, nb * L), cols_side.reshape(G, CgKK, nb * L), out, trans_b=True)
+        if out is not dw:
+            dw += part
+    return dw.reshape(q.w_shape)
+
+
 def _input_grad_gpu(dy: Any, w: Any, q: GradProblem, algorithm: str) -> Any:
     if algorithm == "gemm_fold":
         return _input_gemm_fold_gpu(dy, w, q)
+    if algorithm == "flipped_conv":
+        return input_flipped_conv(dy, w, q)
     return _call(q, algorithm, q.dx_shape)(dy, w)
 
 
 def _weight_grad_gpu(dy: Any, x: Any, q: GradProblem, algorithm: str) -> Any:
     if algorithm == "gemm":
         return _weight_gemm_gpu(dy, x, q)
+    if algorithm == "batch_gemm":
+        return _weight_batch_gemm_gpu(dy, x, q)
     return _call(q, "direct", q.w_shape)(dy, x)
 
 

@@ -237,6 +237,84 @@ def test_adjoint_identity_with_numbers(geometry, xp, rng):
     assert (forward * y).sum() == pytest.approx(lhs, rel=1e-5)
 
 
+# ---- flipped_conv and batch_gemm: the compositions, on geometries the random cases rarely draw -------------
+FLIPPED_GEOMETRIES = [  # (C, H, W, M, (kh, kw), conv2d keywords)
+    (4, 9, 8, 6, (3, 3), dict(padding="same", dilation=(1, 2), groups=2)),  # even reach: asymmetric pads
+    (3, 7, 10, 3, (4, 2), dict(padding="same")),  # even kernels: one more cell after
+    (2, 6, 5, 4, (1, 1), dict(padding=2)),  # padding past the window's reach: dY is cut, not padded
+    (2, 9, 7, 4, (3, 2), dict(padding=(4, 3), dilation=(1, 2))),
+    (6, 11, 12, 9, (3, 3), dict(stride=2, padding=1, dilation=2, groups=3)),  # spread dY, groups
+    (3, 13, 9, 5, (2, 3), dict(stride=(3, 2), padding=(1, 0))),  # rows no window reads at the end
+    (1, 5, 6, 1, (3, 3), dict(stride=3, padding=2)),
+    (4, 8, 9, 4, (3, 3), dict(padding=(1, 2), groups=4, padding_mode="reflect")),  # depthwise, reflect
+    (3, 6, 7, 5, (5, 3), dict(padding="same", padding_mode="reflect")),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")
+@pytest.mark.parametrize("geometry", FLIPPED_GEOMETRIES, ids=str)
+def test_flipped_conv_and_batch_gemm_equal_autograd(geometry, rng, torch):
+    """grad_input as conv2d(dY, flipped filter) and grad_weight as one GEMM over the batch, against
+    autograd through F.conv2d (reflect: F.pad first, as nn.Conv2d does)."""
+    C, H, W, M, (kh, kw), conv = geometry
+    groups = conv.get("groups", 1)
+    x = rng.standard_normal((3, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((M, C // groups, kh, kw)).astype(np.float32)
+    tx, tw = torch.from_numpy(x).requires_grad_(), torch.from_numpy(w).requires_grad_()
+    plain = {k: v for k, v in conv.items() if k != "padding_mode"}
+    if conv.get("padding_mode") == "reflect":
+        pads = gpuops.plan_conv2d(x.shape, w.shape, None, **conv).geometry.pads  # (left, right, top, bottom)
+        plain["padding"] = 0
+        y = torch.nn.functional.conv2d(torch.nn.functional.pad(tx, pads, mode="reflect"), tw, **plain)
+    else:
+        y = torch.nn.functional.conv2d(tx, tw, **plain)
+    dy = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+    y.backward(torch.from_numpy(dy))
+    gx = gpuops.conv2d_grad_input(dy, x.shape, w, algorithm="flipped_conv", **conv)
+    gw = gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm="batch_gemm", **conv)
+    np.testing.assert_allclose(gx, tx.grad.numpy(), **TOL)
+    np.testing.assert_allclose(gw, tw.grad.numpy(), **TOL)
+
+
+def test_flipped_filter_swaps_in_and_out_and_flips_the_taps(rng):
+    """W'[g*Cg + c, o, a, b] = w[g*Mg + o, c, KH-1-a, KW-1-b], checked entry by entry."""
+    w = rng.standard_normal((6, 2, 3, 2)).astype(np.float32)  # M = 6, C = 4 in 2 groups
+    q = _problem(1, 4, 7, 7, 6, 3, groups=2)
+    q = cb.GradProblem(q.N, q.C, q.M, q.groups, gpuops.window_geometry(7, 7, (3, 2)), 5, 6)
+    flipped = cb.flipped_filter(w, q)
+    assert flipped.shape == (4, 3, 3, 2) and flipped.flags.c_contiguous
+    for group, c, o, a, b in np.ndindex(2, 2, 3, 3, 2):
+        assert flipped[group * 2 + c, o, a, b] == w[group * 3 + o, c, 2 - a, 1 - b]
+
+
+@pytest.mark.parametrize(
+    "axis,expected",
+    [
+        ((7, 7, 3, 1, 1, 1), (0, 0, 1, 1)),  # k 3, pad 1: one cell of padding on each side, as the forward
+        ((5, 7, 3, 1, 1, 0), (0, 0, 2, 2)),  # "valid": the full reach on both sides
+        ((11, 7, 1, 1, 1, 2), (2, 2, 0, 0)),  # padding 2 past a 1x1 window's reach: two cells cut each side
+        ((4, 8, 3, 2, 1, 1), (0, 0, 1, 2)),  # stride 2: 7 spread cells, the 8th row of dx reads padding
+        ((3, 4, 1, 2, 1, 1), (1, 0, 0, 0)),  # the first spread cell is the padding's gradient: cut
+        ((3, 7, 3, 1, 2, 0), (0, 0, 4, 4)),  # dilation 2: reach 4
+    ],
+)
+def test_flipped_axis_pads_and_cuts(axis, expected):
+    """(cut before, cut after, pad before, pad after): spread + pads - cuts - reach = dx's size."""
+    n_dy, size, k, stride, dilation, _ = axis
+    got = cb.flipped_axis(*axis)
+    assert got == expected
+    assert (n_dy - 1) * stride + 1 - got[0] - got[1] + got[2] + got[3] - dilation * (k - 1) == size
+
+
+def test_batch_gemm_budget_counts_both_copies_of_cols():
+    q = _problem(4, 3, 10, 10, 2, 3, padding=1)
+    per_sample = q.cols_bytes_per_sample
+    assert cb.batch_chunk(q, 2 * per_sample, side_by_side=True) == 1  # cols and its side-by-side copy
+    assert cb.batch_chunk(q, 2 * per_sample) == 2  # gemm keeps one copy
+    with pytest.raises(ValueError, match=r"batch_gemm \(its columns, twice\) needs [0-9,]+ bytes for one"):
+        cb.batch_chunk(q, 2 * per_sample - 1, side_by_side=True)
+
+
 # ---- launches (CPU: geometry and thread maps) ------------------------------------------------------------
 def _problem(N, C, H, W, M, K, groups=1, **kw):
     g = gpuops.window_geometry(H, W, K, kw.get("stride", 1), kw.get("padding", 0), kw.get("dilation", 1))
@@ -549,7 +627,46 @@ def test_gemm_paths_split_a_batch_that_outgrows_the_budget(rng):
     ref_x, ref_w, _ = gpuops.conv2d_backward(dy, x, w, **kw)
     np.testing.assert_allclose(cb._input_gemm_fold_gpu(dy_, w_, q, budget).get(), ref_x, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(cb._weight_gemm_gpu(dy_, x_, q, budget).get(), ref_w, rtol=1e-4, atol=1e-3)
+    # batch_gemm keeps cols twice (as unfolded and side by side): 3 samples' worth of one copy
+    # is one sample per chunk; the 3 chunks' products add up
+    side_budget = q.cols_bytes_per_sample * 3
+    assert cb.batch_chunk(q, side_budget, side_by_side=True) == 1
+    got = cb._weight_batch_gemm_gpu(dy_, x_, q, side_budget).get()
+    np.testing.assert_allclose(got, ref_w, rtol=1e-4, atol=1e-3)
     with pytest.raises(
         ValueError, match=r"the GEMM path \(its unfolded columns\) needs [0-9,]+ bytes for one sample"
     ):
         cb.batch_chunk(q, q.cols_bytes_per_sample - 1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "shape", [*GPU_SHAPES, (2, 6, 19, 23, 8, 4, 1, 0, 1, 2), (2, 4, 16, 16, 4, 3, 1, 1, 1, 4)], ids=str
+)
+def test_flipped_conv_on_every_forward_kernel(shape, rng):
+    """grad_input as conv2d(dY, flipped filter) on each fp32 forward kernel (auto picks one per
+    shape), against the float64 loop reference; a depthwise shape reaches v6."""
+    import cupy as cp
+
+    x, w, dy, kw = _gpu_problem(shape, rng)
+    _, q = cb.check_conv2d_backward(dy.shape, x.shape, w.shape, **kw)
+    stride, padding, dilation = ((kw[k],) * 2 for k in ("stride", "padding", "dilation"))
+    ref_x, _, _ = conv2d_backward_ref(dy, x, w, stride, padding, dilation, kw["groups"])
+    for forward in gpuops.ALGORITHMS:
+        got = cb.input_flipped_conv(cp.asarray(dy), cp.asarray(w), q, forward=forward)
+        assert got.shape == x.shape
+        np.testing.assert_allclose(got.get(), ref_x, rtol=1e-4, atol=1e-4, err_msg=forward)
+
+
+@pytest.mark.gpu
+def test_batch_gemm_is_one_gemm_per_chunk_on_a_late_stage_layer(rng):
+    """Many channels on a 7 x 7 plane (where one GEMM per sample has an inner side of 49):
+    batch_gemm against the per-sample gemm and the CPU twin."""
+    import cupy as cp
+
+    x, w, dy, kw = _gpu_problem((8, 64, 7, 7, 96, 3, 1, 1, 1, 1), rng)
+    x_, dy_ = cp.asarray(x), cp.asarray(dy)
+    cpu = gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm="batch_gemm", **kw)
+    for algorithm in ("batch_gemm", "gemm"):
+        got = gpuops.conv2d_grad_weight(dy_, x_, w.shape, algorithm=algorithm, **kw).get()
+        np.testing.assert_allclose(got, cpu, rtol=1e-4, atol=1e-3, err_msg=algorithm)
