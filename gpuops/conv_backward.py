@@ -7,10 +7,11 @@ with four algorithms:
   gather        grad_input_v2: one thread per input cell sums the output gradients that read it (the
                 flipped filter, PMPP fig. 16.9-16.10); deterministic
   gemm_fold     cols = W^T @ dY through cuBLAS, then col2im with gpuops.fold (its gather kernel)
-  flipped_conv  gather's sum IS a forward convolution: conv2d of dY (zeros between its cells when
-                stride > 1) with the flipped, in/out-swapped filter, padded by dilation*(k-1) - padding;
-                it runs on the forward's fastest fp32 kernel for that shape (conv2d's auto), so every
-                speed-up of the forward (v3 / v6 tiles, implicit GEMM, im2col) reaches grad_input
+  flipped_conv  gather's sum IS a forward convolution: conv2d of dY with the flipped, in/out-swapped
+                filter, padded by dilation*(k-1) - padding; with stride S, S x S of them, one per
+                phase of dx (the cells r, r + S, ... meet every S-th tap). Each runs on the
+                forward's fastest fp32 kernel for its shape (conv2d's auto), so every speed-up of
+                the forward (v3 / v6 tiles, implicit GEMM, im2col) reaches grad_input
   auto          on the GPU the fastest for the shape, measured once (gpuops.autotune); on the CPU
                 scatter (one strided slice per tap, no K*K-times larger cols)
 grad_weight has three:
@@ -30,6 +31,8 @@ The NumPy twin of each launcher sits next to it and loops over the taps (ki, kj)
 from __future__ import annotations
 
 import functools
+import itertools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -513,59 +516,86 @@ def weight_batch_gemm_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np
 
 
 # ---- flipped_conv: grad_input as a forward convolution (one composition for both backends) -----------
-def flipped_filter(w: Any, q: GradProblem) -> Any:
+def flipped_filter(w: Any, groups: int) -> Any:
     """The filter of grad_input's convolution: W'[g*Cg + c, o, a, b] = w[g*Mg + o, c, KH-1-a, KW-1-b].
     Each input channel c becomes a filter over its group's Mg output gradients (in and out swap
     within each group), and the taps are flipped: gather meets tap ki walking dY backwards."""
-    G, g = q.groups, q.geometry
-    Mg, Cg = q.M // G, q.C // G
-    xp = array_module(w)
-    flipped = w.reshape(G, Mg, Cg, g.KH, g.KW)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4)
-    return xp.ascontiguousarray(flipped).reshape(q.C, Mg, g.KH, g.KW)
+    M, Cg, KH, KW = w.shape
+    Mg = M // groups
+    flipped = w.reshape(groups, Mg, Cg, KH, KW)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4)
+    return array_module(w).ascontiguousarray(flipped).reshape(groups * Cg, Mg, KH, KW)
 
 
-def flipped_axis(
-    n_dy: int, size: int, k: int, stride: int, dilation: int, pad: int
-) -> tuple[int, int, int, int]:
-    """Along one axis, (cut before, cut after, pad before, pad after) of dY spread out (stride - 1
-    zeros between its cells: (n_dy - 1)*stride + 1 cells) so that a stride-1 convolution with
-    the flipped filter gives the `size` cells of dx.
+@dataclass(frozen=True)
+class Phase:
+    """Along one axis, the dx cells first, first + stride, ... (count of them) and how a stride-1
+    convolution of dY computes them: the taps that reach them (taps, None: no tap does, the
+    cells stay zero), met dilation apart in dY, after cutting / zero-padding dY's ends."""
 
-    Cell i of dx sums dY at spread index i + (k-1-ki)*dilation - before over the flipped taps;
-    the forward put tap ki of output oh on i = oh*stride - pad + ki*dilation, so
-    before = dilation*(k-1) - pad, and `after` is what makes the output `size` long. A negative
-    pad (padding wider than the window's reach) cuts cells no window reads instead."""
-    spread = (n_dy - 1) * stride + 1
-    before = dilation * (k - 1) - pad
-    after = size + dilation * (k - 1) - spread - before
-    return max(0, -before), max(0, -after), max(0, before), max(0, after)
+    first: int
+    count: int
+    taps: slice | None
+    dilation: int = 1
+    cut: tuple[int, int] = (0, 0)
+    pad: tuple[int, int] = (0, 0)
+
+
+def phases(n_dy: int, size: int, k: int, stride: int, dilation: int, pad: int) -> list[Phase]:
+    """grad_input along one axis as `stride` stride-1 convolutions (phase decomposition).
+
+    The forward put tap ki of output oh on i = oh*stride - pad + ki*dilation, so cell
+    i = j*stride + r takes dY[j + (r + pad - ki*dilation) / stride] through tap ki wherever that
+    division is exact: the taps of phase r are every (stride / gcd)-th, and consecutive ones meet
+    dY dilation / gcd apart (gcd of stride and dilation). Flipped, that is a correlation of dY
+    with those taps, dY cut or padded so that it gives the phase's `count` cells. Stride 1: one
+    phase, all taps, padding dilation*(k-1) - pad (negative: cells no window reads are cut)."""
+    common = math.gcd(stride, dilation)
+    step, reach = stride // common, dilation // common
+    out = []
+    for r in range(min(stride, size)):
+        count = ceil_div(size - r, stride)
+        taps = [ki for ki in range(k) if (r + pad - ki * dilation) % stride == 0]
+        if not taps:
+            out.append(Phase(r, count, None))
+            continue
+        before = (taps[-1] * dilation - r - pad) // stride  # dY cells before the first one read
+        after = count + reach * (len(taps) - 1) - n_dy - before
+        cut, padding = (max(0, -before), max(0, -after)), (max(0, before), max(0, after))
+        if n_dy - sum(cut) < 1:  # no cell of dY reaches this phase
+            out.append(Phase(r, count, None))
+            continue
+        out.append(Phase(r, count, slice(taps[0], taps[-1] + 1, step), reach, cut, padding))
+    return out
 
 
 def input_flipped_conv(dy: Any, w: Any, q: GradProblem, *, forward: str = FLIPPED_FORWARD) -> Any:
-    """flipped_conv on dy's backend: spread dY when stride > 1 (S*S times the work: auto takes it
-    only where it still wins), cut or pad it (asymmetric pads through an explicit pad), then
-    conv2d with the flipped filter, stride 1, the forward's dilation and groups. On NumPy conv2d
-    runs its tap-by-tap twin: the same composition."""
+    """flipped_conv on dy's backend: for each phase pair (stride_h x stride_w of them; one for
+    stride 1), conv2d of dY, cut or zero-padded (asymmetric pads through an explicit pad), with
+    the phase's flipped taps, stride 1, the phase's dilation and the forward's groups; a strided
+    phase lands on every stride-th cell of dx. The same work as the forward pass in all; on
+    NumPy conv2d runs its tap-by-tap twin: the same composition."""
     from gpuops.conv2d import conv2d
 
     g, xp = q.geometry, array_module(dy)
-    rows = flipped_axis(q.H_dy, g.H, g.KH, g.stride_h, g.dil_h, g.pad_top)
-    cols = flipped_axis(q.W_dy, g.W, g.KW, g.stride_w, g.dil_w, g.pad_left)
-    spread = ((q.H_dy - 1) * g.stride_h + 1, (q.W_dy - 1) * g.stride_w + 1)
-    kept = (spread[0] - rows[0] - rows[1], spread[1] - cols[0] - cols[1])
-    if min(kept) < 1:  # no window of the forward reads dx at all on this axis
-        return xp.zeros(q.dx_shape, dtype=np.float32)
-    if (g.stride_h, g.stride_w) != (1, 1):
-        spread_dy = xp.zeros((q.N, q.M, *spread), dtype=np.float32)
-        spread_dy[..., :: g.stride_h, :: g.stride_w] = dy
-        dy = spread_dy
-    dy = dy[..., rows[0] : spread[0] - rows[1], cols[0] : spread[1] - cols[1]]
-    (top, bottom), (left, right) = rows[2:], cols[2:]
-    padding: Any = (top, left)
-    if (top, left) != (bottom, right):
-        dy, padding = xp.pad(dy, ((0, 0), (0, 0), (top, bottom), (left, right))), 0
-    dilation = (g.dil_h, g.dil_w)
-    return conv2d(dy, flipped_filter(w, q), None, 1, padding, dilation, q.groups, algorithm=forward)
+    rows = phases(q.H_dy, g.H, g.KH, g.stride_h, g.dil_h, g.pad_top)
+    cols = phases(q.W_dy, g.W, g.KW, g.stride_w, g.dil_w, g.pad_left)
+    single = len(rows) == len(cols) == 1 and rows[0].count == g.H and cols[0].count == g.W
+    dx = None if single and None not in (rows[0].taps, cols[0].taps) else xp.zeros(q.dx_shape, np.float32)
+    for row, col in itertools.product(rows, cols):
+        if row.taps is None or col.taps is None:
+            continue  # no tap reaches these cells: they stay zero
+        part = dy[..., row.cut[0] : q.H_dy - row.cut[1], col.cut[0] : q.W_dy - col.cut[1]]
+        (top, bottom), (left, right) = row.pad, col.pad
+        padding: Any = (top, left)
+        if (top, left) != (bottom, right):
+            part, padding = xp.pad(part, ((0, 0), (0, 0), (top, bottom), (left, right))), 0
+        taps = flipped_filter(xp.ascontiguousarray(w[..., row.taps, col.taps]), q.groups)
+        dilation = (row.dilation, col.dilation)
+        phase = conv2d(part, taps, None, 1, padding, dilation, q.groups, algorithm=forward)
+        if dx is None:
+            return phase  # stride 1: the convolution's output IS dx
+        dx[..., row.first :: g.stride_h, col.first :: g.stride_w] = phase
+    return dx
 
 
 INPUT_TWINS = {

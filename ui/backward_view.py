@@ -120,8 +120,9 @@ def _who_gathers(ex: Example, cell: Cell, src: maps.GradientSources, alg: str) -
     if alg == "flipped_conv":
         return (
             "On the GPU this sum is a forward convolution: conv2d slides the flipped filter over dY "
-            f"(zeros between its cells when stride > 1), and dX[{cell.row}, {cell.col}] is one of its "
-            "outputs, computed by whichever forward kernel is fastest for the shape."
+            "(with stride > 1, one convolution per phase: the cells a stride apart that meet the same "
+            f"taps), and dX[{cell.row}, {cell.col}] is one of its outputs, computed by whichever "
+            "forward kernel is fastest for the shape."
         )
     if launch is None:
         return "cuBLAS computes this cell in the GEMM (1x1 kernel, stride 1, no padding: nothing to fold)."

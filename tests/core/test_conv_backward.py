@@ -243,9 +243,11 @@ FLIPPED_GEOMETRIES = [  # (C, H, W, M, (kh, kw), conv2d keywords)
     (3, 7, 10, 3, (4, 2), dict(padding="same")),  # even kernels: one more cell after
     (2, 6, 5, 4, (1, 1), dict(padding=2)),  # padding past the window's reach: dY is cut, not padded
     (2, 9, 7, 4, (3, 2), dict(padding=(4, 3), dilation=(1, 2))),
-    (6, 11, 12, 9, (3, 3), dict(stride=2, padding=1, dilation=2, groups=3)),  # spread dY, groups
-    (3, 13, 9, 5, (2, 3), dict(stride=(3, 2), padding=(1, 0))),  # rows no window reads at the end
+    (6, 11, 12, 9, (3, 3), dict(stride=2, padding=1, dilation=2, groups=3)),  # phases, groups
+    (3, 13, 9, 5, (2, 3), dict(stride=(3, 2), padding=(1, 0))),  # a phase no tap reaches
     (1, 5, 6, 1, (3, 3), dict(stride=3, padding=2)),
+    (2, 12, 10, 4, (4, 3), dict(stride=(2, 3), dilation=(3, 2), padding=(3, 1))),  # gcd(stride, dilation) 1
+    (2, 12, 11, 2, (3, 3), dict(stride=(4, 2), dilation=(2, 4), padding=2)),  # gcd 2: half the phases empty
     (4, 8, 9, 4, (3, 3), dict(padding=(1, 2), groups=4, padding_mode="reflect")),  # depthwise, reflect
     (3, 6, 7, 5, (5, 3), dict(padding="same", padding_mode="reflect")),
 ]
@@ -279,31 +281,47 @@ def test_flipped_conv_and_batch_gemm_equal_autograd(geometry, rng, torch):
 def test_flipped_filter_swaps_in_and_out_and_flips_the_taps(rng):
     """W'[g*Cg + c, o, a, b] = w[g*Mg + o, c, KH-1-a, KW-1-b], checked entry by entry."""
     w = rng.standard_normal((6, 2, 3, 2)).astype(np.float32)  # M = 6, C = 4 in 2 groups
-    q = _problem(1, 4, 7, 7, 6, 3, groups=2)
-    q = cb.GradProblem(q.N, q.C, q.M, q.groups, gpuops.window_geometry(7, 7, (3, 2)), 5, 6)
-    flipped = cb.flipped_filter(w, q)
+    flipped = cb.flipped_filter(w, groups=2)
     assert flipped.shape == (4, 3, 3, 2) and flipped.flags.c_contiguous
     for group, c, o, a, b in np.ndindex(2, 2, 3, 3, 2):
         assert flipped[group * 2 + c, o, a, b] == w[group * 3 + o, c, 2 - a, 1 - b]
 
 
+P = cb.Phase
+
+
 @pytest.mark.parametrize(
     "axis,expected",
-    [
-        ((7, 7, 3, 1, 1, 1), (0, 0, 1, 1)),  # k 3, pad 1: one cell of padding on each side, as the forward
-        ((5, 7, 3, 1, 1, 0), (0, 0, 2, 2)),  # "valid": the full reach on both sides
-        ((11, 7, 1, 1, 1, 2), (2, 2, 0, 0)),  # padding 2 past a 1x1 window's reach: two cells cut each side
-        ((4, 8, 3, 2, 1, 1), (0, 0, 1, 2)),  # stride 2: 7 spread cells, the 8th row of dx reads padding
-        ((3, 4, 1, 2, 1, 1), (1, 0, 0, 0)),  # the first spread cell is the padding's gradient: cut
-        ((3, 7, 3, 1, 2, 0), (0, 0, 4, 4)),  # dilation 2: reach 4
+    [  # (n_dy, size, k, stride, dilation, pad): (first, count, taps, dilation, cut, pad) per phase
+        ((7, 7, 3, 1, 1, 1), [P(0, 7, slice(0, 3, 1), 1, (0, 0), (1, 1))]),  # pad 1: as the forward
+        ((5, 7, 3, 1, 1, 0), [P(0, 7, slice(0, 3, 1), 1, (0, 0), (2, 2))]),  # "valid": the full reach
+        ((11, 7, 1, 1, 1, 2), [P(0, 7, slice(0, 1, 1), 1, (2, 2), (0, 0))]),  # past a 1x1's reach: cut
+        (  # stride 2: even cells take tap 1 (dx[2j] = dY[j] w[1]), odd ones taps 0 and 2
+            (4, 8, 3, 2, 1, 1),
+            [P(0, 4, slice(1, 2, 2), 1, (0, 0), (0, 0)), P(1, 4, slice(0, 3, 2), 1, (0, 0), (0, 1))],
+        ),
+        (  # stride 2, dilation 2: every tap lands on even cells; odd cells take nothing
+            (5, 9, 3, 2, 2, 2),
+            [P(0, 5, slice(0, 3, 1), 1, (0, 0), (1, 1)), P(1, 4, None)],
+        ),
+        (  # stride 3 > k: the third phase has no tap
+            (2, 7, 2, 3, 1, 0),
+            [P(0, 3, slice(0, 1, 3), 1, (0, 0), (0, 1)), P(1, 2, slice(1, 2, 3), 1), P(2, 2, None)],
+        ),
     ],
 )
-def test_flipped_axis_pads_and_cuts(axis, expected):
-    """(cut before, cut after, pad before, pad after): spread + pads - cuts - reach = dx's size."""
-    n_dy, size, k, stride, dilation, _ = axis
-    got = cb.flipped_axis(*axis)
+def test_phases_of_grad_input(axis, expected):
+    """Hand-derived phases; each phase's convolution gives its count of cells, and the phases
+    together give every cell of dx once."""
+    got = cb.phases(*axis)
     assert got == expected
-    assert (n_dy - 1) * stride + 1 - got[0] - got[1] + got[2] + got[3] - dilation * (k - 1) == size
+    _, size, _, stride, _, _ = axis
+    assert sorted(i for p in got for i in range(p.first, size, stride)) == list(range(size))
+    for p in got:
+        if p.taps is not None:
+            kept = axis[0] - sum(p.cut)
+            taps = len(range(p.taps.start, p.taps.stop, p.taps.step))
+            assert kept + sum(p.pad) - p.dilation * (taps - 1) == p.count
 
 
 def test_batch_gemm_budget_counts_both_copies_of_cols():
