@@ -16,9 +16,10 @@ with four algorithms:
                 scatter (one strided slice per tap, no K*K-times larger cols)
 grad_weight has three:
   gemm          unfold(x), then dW = dY @ cols^T through cuBLAS per sample, summed over the batch
-  batch_gemm    gemm as ONE product over the whole batch: dW = dY [M, N*L] @ cols^T [N*L, C*K*K], with
-                the batch's columns laid side by side (in chunks that fit the memory budget); no
-                per-sample products to store and add, and one long GEMM instead of N short ones
+  batch_gemm    gemm as ONE product over the whole batch: the samples side by side in one wide image
+                (zero columns between them), one unfold of it, then dW = dY_wide [M, N*L'] @ cols^T
+                (in chunks that fit the memory budget); no per-sample products to store and add, and
+                one long GEMM instead of N short ones (L' = L plus the columns between samples)
   direct        grad_weight_v1: one block per weight sums dy * x, a shared-memory tree reduction;
                 deterministic
   auto          on the GPU measured; on the CPU direct
@@ -30,6 +31,7 @@ The NumPy twin of each launcher sits next to it and loops over the taps (ki, kj)
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -349,7 +351,11 @@ def weight_launch(q: GradProblem, algorithm: str) -> Launch | None:
     batch_gemm (the GEMM is cuBLAS; None for a pointwise problem, which unfolds nothing)."""
     if algorithm == "direct":
         return weight_reduce_launch(q)
-    return None if is_pointwise(q.geometry) else unfold_launch(q.geometry, q.N, q.C)
+    if is_pointwise(q.geometry):
+        return None
+    if algorithm == "batch_gemm":  # the unfold of the batch's wide image (when one chunk holds it)
+        return unfold_launch(side_by_side(q.geometry, q.N).wide, 1, q.C)
+    return unfold_launch(q.geometry, q.N, q.C)
 
 
 @dataclass(frozen=True)
@@ -506,13 +512,89 @@ def weight_direct_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.nda
     return dw.reshape(q.w_shape)
 
 
-def weight_batch_gemm_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.ndarray:
-    """Twin of batch_gemm: the batch's cols side by side (C*KH*KW, N*L), dY likewise (M, N*L),
-    then one product per group (all samples at once)."""
-    g, G = q.geometry, q.groups
-    cols = unfold_numpy(x, g).transpose(1, 0, 2).reshape(G, -1, q.N * g.L)  # (G, Cg*KK, N*L)
-    dyt = dy.reshape(q.N, q.M, g.L).transpose(1, 0, 2).reshape(G, q.M // G, q.N * g.L)
-    return (dyt @ cols.transpose(0, 2, 1)).reshape(q.w_shape)
+# ---- batch_gemm: the batch side by side in one wide image (one composition for both backends) --------
+@dataclass(frozen=True)
+class SideBySide:
+    """batch_gemm's layout for `samples` samples: each padded sample row is a block of `block`
+    columns (padded width rounded up to a multiple of stride_w) of one wide image, the top and
+    bottom padding stay the unfold's. Window j of a wide output row reads block j // (block /
+    stride_w) at the sample's own output column j % (block / stride_w); the columns past W_out
+    read into the next block and meet zeros in the wide dY, so ONE unfold and ONE GEMM cover the
+    batch, with the pixels of all samples as the GEMM's inner side."""
+
+    samples: int
+    block: int
+    wide: WindowGeometry
+
+    @property
+    def outputs_per_block(self) -> int:
+        return self.block // self.wide.stride_w
+
+
+def side_by_side(g: WindowGeometry, samples: int) -> SideBySide:
+    """The wide image of `samples` samples; `extra` zero columns after the last block (the
+    unfold's right padding) let its last windows start at every block column, so the wide
+    output row has exactly samples * block / stride_w windows."""
+    block = ceil_div(g.W + g.pad_left + g.pad_right, g.stride_w) * g.stride_w
+    extra = max(0, g.dil_w * (g.KW - 1) + 1 - g.stride_w)
+    wide = dataclasses.replace(g, W=samples * block, pad_left=0, pad_right=extra)
+    return SideBySide(samples, block, wide)
+
+
+def side_by_side_bytes(q: GradProblem) -> int:
+    """Bytes batch_gemm allocates per sample: the wide input, its cols and the wide dY."""
+    g = q.geometry
+    layout = side_by_side(g, 1)
+    columns = g.H_out * layout.outputs_per_block
+    unfolded = 0 if is_pointwise(g) else q.C * g.KH * g.KW * columns
+    return 4 * (q.C * g.H * layout.block + unfolded + q.M * columns)
+
+
+def side_by_side_chunk(q: GradProblem, budget_bytes: int | None = None) -> int:
+    """Samples per wide image: within the memory budget (gpuops.cublas.samples_per_chunk) and
+    cuBLAS's 32-bit sides (the GEMM's inner side is the chunk's wide pixels)."""
+    layout = side_by_side(q.geometry, 1)
+    columns = q.geometry.H_out * layout.outputs_per_block
+    instead = "use weight_algorithm='direct'"
+    check_gemm_sides({"wide output pixels": columns}, instead)
+    chunk = samples_per_chunk(
+        q.N, side_by_side_bytes(q), "batch_gemm (its wide image)", instead, budget_bytes
+    )
+    return max(1, min(chunk, INT32_MAX // columns))
+
+
+def weight_batch_gemm(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None = None) -> Any:
+    """batch_gemm on dy's backend, per chunk of samples (NumPy: the whole batch at once): x and
+    dY copied side by side into wide images (zeros between the samples), one unfold of the wide
+    x (NumPy: its twin; a 1x1 stride-1 layer needs none), then ONE GEMM per group, batched over
+    the groups: dW_g = dY_g [Mg, wide pixels] @ cols_g^T. Chunks are added."""
+    g, G, xp = q.geometry, q.groups, array_module(dy)
+    Mg, CgKK = q.M // G, (q.C // G) * g.KH * g.KW
+    chunk = q.N if xp is np else side_by_side_chunk(q, budget_bytes)
+    dw = None
+    for n0 in range(0, q.N, chunk):
+        nb = min(chunk, q.N - n0)
+        layout = side_by_side(g, nb)
+        x_wide = xp.zeros((q.C, g.H, nb, layout.block), dtype=np.float32)
+        x_wide[..., g.pad_left : g.pad_left + g.W] = x[n0 : n0 + nb].transpose(1, 2, 0, 3)
+        dy_wide = xp.zeros((q.M, g.H_out, nb, layout.outputs_per_block), dtype=np.float32)
+        dy_wide[..., : g.W_out] = dy[n0 : n0 + nb].transpose(1, 2, 0, 3)
+        pixels = layout.wide.L
+        image = x_wide.reshape(1, q.C, g.H, nb * layout.block)
+        if is_pointwise(g):
+            cols = image  # a 1x1 window at stride 1 reads each cell once: the image IS cols
+        elif xp is np:
+            cols = unfold_numpy(image, layout.wide)
+        else:
+            cols = unfold_into(image, layout.wide, xp.empty((1, q.C * g.KH * g.KW, pixels), dtype=np.float32))
+        a, b = dy_wide.reshape(G, Mg, pixels), cols.reshape(G, CgKK, pixels)
+        if xp is np:
+            part = a @ b.transpose(0, 2, 1)
+        else:
+            part = xp.empty((G, Mg, CgKK), dtype=np.float32)
+            gemm_strided(a, b, part, trans_b=True)
+        dw = part if dw is None else dw + part
+    return dw.reshape(q.w_shape)
 
 
 # ---- flipped_conv: grad_input as a forward convolution (one composition for both backends) -----------
@@ -606,7 +688,7 @@ INPUT_TWINS = {
 }
 WEIGHT_TWINS = {
     "gemm": weight_gemm_numpy,
-    "batch_gemm": weight_batch_gemm_numpy,
+    "batch_gemm": lambda dy, x, q: weight_batch_gemm(dy, x, q),
     "direct": weight_direct_numpy,
 }
 
@@ -630,22 +712,14 @@ def _call(q: GradProblem, which: str, out_shape: tuple[int, ...]) -> Call:
     return _calls.get_or_make((cupy.cuda.runtime.getDevice(), q, which), make)
 
 
-def batch_chunk(q: GradProblem, budget_bytes: int | None = None, *, side_by_side: bool = False) -> int:
+def batch_chunk(q: GradProblem, budget_bytes: int | None = None) -> int:
     """Samples per step so that cols stays within the budget (gpuops.cublas.samples_per_chunk);
-    ValueError when one sample alone does not fit or a GEMM side is over cuBLAS's limit.
-    side_by_side (batch_gemm): cols is also copied with the samples side by side, and the
-    GEMM's inner side is the chunk's pixels, so both count per sample."""
+    ValueError when one sample alone does not fit or a GEMM side is over cuBLAS's limit."""
     g = q.geometry
     instead = "use the scatter / gather / direct kernels"
     check_gemm_sides(
         {"output pixels": g.L, "rows of cols per group": (q.C // q.groups) * g.KH * g.KW}, instead
     )
-    if side_by_side:
-        copies = 1 if is_pointwise(g) else 2  # pointwise: x itself is cols, only the copy is new
-        chunk = samples_per_chunk(
-            q.N, copies * q.cols_bytes_per_sample, "batch_gemm (its columns, twice)", instead, budget_bytes
-        )
-        return max(1, min(chunk, INT32_MAX // max(1, g.L)))  # the GEMM's inner side: chunk*L < 2^31
     if is_pointwise(g):
         return max(1, q.N)  # nothing is unfolded
     return samples_per_chunk(
@@ -736,37 +810,6 @@ def _weight_gemm_gpu(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None =
     return dw.reshape(q.w_shape)
 
 
-def _weight_batch_gemm_gpu(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None = None) -> Any:
-    """batch_gemm: per chunk of samples, unfold x, copy cols and dY with the samples side by side
-    ((C*KK, nb*L) and (M, nb*L)), then ONE strided-batched GEMM over the groups gives
-    dW_g = dY_g @ cols_g^T for the whole chunk; chunks are added (one chunk when it fits)."""
-    import cupy
-
-    g, G = q.geometry, q.groups
-    Mg, CgKK, L = q.M // G, (q.C // G) * g.KH * g.KW, g.L
-    chunk = batch_chunk(q, budget_bytes, side_by_side=True)
-    pointwise = is_pointwise(g)  # cols IS x: nothing to unfold
-    cols = None if pointwise else cupy.empty((chunk, q.C * g.KH * g.KW, L), dtype=np.float32)
-    side = cupy.empty(q.C * g.KH * g.KW * chunk * L, dtype=np.float32)  # cols, samples side by side
-    dy_side = cupy.empty(q.M * chunk * L, dtype=np.float32)  # dY likewise
-    dy3 = dy.reshape(q.N, q.M, L)
-    dw = cupy.empty((G, Mg, CgKK), dtype=np.float32)
-    part = cupy.empty_like(dw) if chunk < q.N else None  # the later chunks' products, added to dw
-    for n0 in range(0, q.N, chunk):
-        nb = min(chunk, q.N - n0)
-        batch = x[n0 : n0 + nb]
-        src = batch.reshape(nb, q.C, L) if pointwise else unfold_into(batch, g, cols[:nb])
-        cols_side = side[: q.C * g.KH * g.KW * nb * L].reshape(-1, nb, L)
-        cupy.copyto(cols_side, src.transpose(1, 0, 2))
-        dyt = dy_side[: q.M * nb * L].reshape(q.M, nb, L)
-        cupy.copyto(dyt, dy3[n0 : n0 + nb].transpose(1, 0, 2))
-        out = dw if n0 == 0 else part
-        gemm_strided(dyt.reshape(G, Mg, nb * L), cols_side.reshape(G, CgKK, nb * L), out, trans_b=True)
-        if out is not dw:
-            dw += part
-    return dw.reshape(q.w_shape)
-
-
 def _input_grad_gpu(dy: Any, w: Any, q: GradProblem, algorithm: str) -> Any:
     if algorithm == "gemm_fold":
         return _input_gemm_fold_gpu(dy, w, q)
@@ -779,7 +822,7 @@ def _weight_grad_gpu(dy: Any, x: Any, q: GradProblem, algorithm: str) -> Any:
     if algorithm == "gemm":
         return _weight_gemm_gpu(dy, x, q)
     if algorithm == "batch_gemm":
-        return _weight_batch_gemm_gpu(dy, x, q)
+        return weight_batch_gemm(dy, x, q)
     return _call(q, "direct", q.w_shape)(dy, x)
 
 

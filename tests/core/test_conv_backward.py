@@ -324,13 +324,39 @@ def test_phases_of_grad_input(axis, expected):
             assert kept + sum(p.pad) - p.dilation * (taps - 1) == p.count
 
 
-def test_batch_gemm_budget_counts_both_copies_of_cols():
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        dict(padding=1),
+        dict(stride=2, padding=1),  # 12 + 2 = 14 columns: a block of 14, 7 outputs of which 6 are real
+        dict(stride=3, padding=(0, 2), dilation=2),  # 12 + 4 = 16 -> 18 columns, 6 outputs, 4 real
+        dict(stride=(1, 4)),  # stride 4 > k: 12 columns, 3 outputs, all real
+    ],
+    ids=str,
+)
+def test_side_by_side_windows_read_each_sample_as_the_forward(geometry, rng):
+    """The wide image's unfold, cut back to each sample's real output columns, equals the
+    sample's own unfold; the other columns are what the zeros of the wide dY meet."""
+    x = rng.standard_normal((3, 2, 9, 12)).astype(np.float32)
+    g = gpuops.window_geometry(9, 12, 3, **geometry)
+    layout = cb.side_by_side(g, 3)
+    assert layout.block % g.stride_w == 0 and layout.block >= g.W + g.pad_left + g.pad_right
+    assert (layout.wide.H_out, layout.wide.W_out) == (g.H_out, 3 * layout.outputs_per_block)
+    wide = np.zeros((2, 9, 3, layout.block), np.float32)
+    wide[..., g.pad_left : g.pad_left + 12] = x.transpose(1, 2, 0, 3)
+    cols = cb.unfold_numpy(wide.reshape(1, 2, 9, -1), layout.wide).reshape(18, g.H_out, 3, -1)
+    own = cb.unfold_numpy(x, g).reshape(3, 18, g.H_out, g.W_out)
+    np.testing.assert_array_equal(cols[..., : g.W_out].transpose(2, 0, 1, 3), own)
+
+
+def test_batch_gemm_chunks_fit_the_budget():
     q = _problem(4, 3, 10, 10, 2, 3, padding=1)
-    per_sample = q.cols_bytes_per_sample
-    assert cb.batch_chunk(q, 2 * per_sample, side_by_side=True) == 1  # cols and its side-by-side copy
-    assert cb.batch_chunk(q, 2 * per_sample) == 2  # gemm keeps one copy
-    with pytest.raises(ValueError, match=r"batch_gemm \(its columns, twice\) needs [0-9,]+ bytes for one"):
-        cb.batch_chunk(q, 2 * per_sample - 1, side_by_side=True)
+    per_sample = cb.side_by_side_bytes(q)
+    # the wide input (3 x 10 x 12), its cols (27 x 10 x 12) and the wide dY (2 x 10 x 12), in floats
+    assert per_sample == 4 * (3 * 10 * 12 + 27 * 10 * 12 + 2 * 10 * 12)
+    assert cb.side_by_side_chunk(q, 2 * per_sample + 1) == 2 and cb.side_by_side_chunk(q, 10**9) == 4
+    with pytest.raises(ValueError, match=r"batch_gemm \(its wide image\) needs [0-9,]+ bytes for one sample"):
+        cb.side_by_side_chunk(q, per_sample - 1)
 
 
 # ---- launches (CPU: geometry and thread maps) ------------------------------------------------------------
@@ -602,6 +628,13 @@ def test_the_launches_that_ran_are_the_planned_ones(rng):
         gpuops.conv2d_grad_input(dy, x.shape, w, algorithm="gemm_fold", **kw)
         gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm="gemm", **kw)
     assert ran == [plan.input_launch, plan.weight_launch]  # the fold after cuBLAS, the unfold before it
+    plan = gpuops.plan_conv2d_backward(dy.shape, x.shape, w.shape, weight_algorithm="batch_gemm", **kw)
+    with launch_module.recorded() as ran:
+        gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm="batch_gemm", **kw)
+    block = cb.side_by_side(plan.problem.geometry, 1).block
+    assert (
+        ran == [plan.weight_launch] and plan.weight_launch.arg("W") == 3 * block
+    )  # the 3 samples' wide image
     x, w, dy, kw = _gpu_problem(GPU_SHAPES[3], rng)  # 1x1: cuBLAS alone
     with launch_module.recorded() as ran:
         gx = gpuops.conv2d_grad_input(cp.asarray(dy), x.shape, cp.asarray(w), algorithm="gemm_fold", **kw)
@@ -645,11 +678,10 @@ def test_gemm_paths_split_a_batch_that_outgrows_the_budget(rng):
     ref_x, ref_w, _ = gpuops.conv2d_backward(dy, x, w, **kw)
     np.testing.assert_allclose(cb._input_gemm_fold_gpu(dy_, w_, q, budget).get(), ref_x, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(cb._weight_gemm_gpu(dy_, x_, q, budget).get(), ref_w, rtol=1e-4, atol=1e-3)
-    # batch_gemm keeps cols twice (as unfolded and side by side): 3 samples' worth of one copy
-    # is one sample per chunk; the 3 chunks' products add up
-    side_budget = q.cols_bytes_per_sample * 3
-    assert cb.batch_chunk(q, side_budget, side_by_side=True) == 1
-    got = cb._weight_batch_gemm_gpu(dy_, x_, q, side_budget).get()
+    # batch_gemm: a budget of 1.5 samples' wide images gives one sample per chunk; they add up
+    side_budget = cb.side_by_side_bytes(q) * 3 // 2
+    assert cb.side_by_side_chunk(q, side_budget) == 1
+    got = cb.weight_batch_gemm(dy_, x_, q, side_budget).get()
     np.testing.assert_allclose(got, ref_w, rtol=1e-4, atol=1e-3)
     with pytest.raises(
         ValueError, match=r"the GEMM path \(its unfolded columns\) needs [0-9,]+ bytes for one sample"
