@@ -640,7 +640,7 @@ def phases(n_dy: int, size: int, k: int, stride: int, dilation: int, pad: int) -
         if not taps:
             out.append(Phase(r, count, None))
             continue
-        before = (taps[-1] * dilation - r - pad) // stride  # dY cells before the first one read
+        before = (taps[-1] * dilation - r - pad) // stride  # zeros before dY (negative: cells to cut)
         after = count + reach * (len(taps) - 1) - n_dy - before
         cut, padding = (max(0, -before), max(0, -after)), (max(0, before), max(0, after))
         if n_dy - sum(cut) < 1:  # no cell of dY reaches this phase
@@ -661,8 +661,8 @@ def input_flipped_conv(dy: Any, w: Any, q: GradProblem, *, forward: str = FLIPPE
     g, xp = q.geometry, array_module(dy)
     rows = phases(q.H_dy, g.H, g.KH, g.stride_h, g.dil_h, g.pad_top)
     cols = phases(q.W_dy, g.W, g.KW, g.stride_w, g.dil_w, g.pad_left)
-    single = len(rows) == len(cols) == 1 and rows[0].count == g.H and cols[0].count == g.W
-    dx = None if single and None not in (rows[0].taps, cols[0].taps) else xp.zeros(q.dx_shape, np.float32)
+    single = len(rows) == len(cols) == 1 and None not in (rows[0].taps, cols[0].taps)  # its output is dx
+    dx = None if single else xp.zeros(q.dx_shape, np.float32)
     for row, col in itertools.product(rows, cols):
         if row.taps is None or col.taps is None:
             continue  # no tap reaches these cells: they stay zero
