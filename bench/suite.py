@@ -330,8 +330,8 @@ class Suite:
         F.conv_transpose2d measured in the same run."""
         xp, rng = self.xp, np.random.default_rng(1)
         x = xp.asarray(rng.standard_normal((s.N, s.C, s.H, s.W)).astype(np.float32))
-        w = xp.asarray(rng.standard_normal((s.M, s.C, s.K, s.K)).astype(np.float32))
-        conv = dict(stride=s.stride, padding=s.pad)
+        w = xp.asarray(rng.standard_normal((s.M, s.C // s.groups, s.K, s.K)).astype(np.float32))
+        conv = dict(stride=s.stride, padding=s.pad, groups=s.groups)
         plan = gpuops.plan_conv2d_backward(
             gpuops.plan_conv2d(x.shape, w.shape, **conv).out_shape, x.shape, w.shape, **conv
         )
@@ -344,7 +344,7 @@ class Suite:
             F = torch.nn.functional
             dev = "cuda" if self.gpu else "cpu"
             tx, tw, tdy = (torch.as_tensor(gpuops.to_numpy(a), device=dev) for a in (x, w, dy))
-            aten_args = ([s.stride] * 2, [s.pad] * 2, [1, 1], False, [0, 0], 1)
+            aten_args = ([s.stride] * 2, [s.pad] * 2, [1, 1], False, [0, 0], s.groups)
         algorithms = ("auto", *gpuops.GRAD_INPUT_ALGORITHMS) if self.gpu else ("auto",)
         grad = torch.ops.aten.convolution_backward if F is not None else None
         self.add_op(
@@ -363,11 +363,11 @@ class Suite:
             q.flops,
             {
                 a: lambda a=a: gpuops.conv_transpose2d(
-                    dy, w, None, s.stride, s.pad, output_padding, algorithm=a
+                    dy, w, None, s.stride, s.pad, output_padding, s.groups, algorithm=a
                 )
                 for a in algorithms
             },
-            F and (lambda: F.conv_transpose2d(tdy, tw, None, s.stride, s.pad, output_padding)),
+            F and (lambda: F.conv_transpose2d(tdy, tw, None, s.stride, s.pad, output_padding, s.groups)),
         )
         weight_algorithms = ("auto", *gpuops.GRAD_WEIGHT_ALGORITHMS) if self.gpu else ("auto",)
         self.add_op(
@@ -578,6 +578,46 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+BACKWARD_WIDTHS = (9, 24, 9)  # backward_summary's columns: auto, fastest (time and name), torch
+
+
+def _backward_cells(cells: Iterable[str]) -> str:
+    return "".join(f"{c:>{BACKWARD_WIDTHS[i % 3]}}" for i, c in enumerate(cells))
+
+
+def backward_summary(rows: Iterable[dict[str, Any]]) -> str:
+    """Issue 27's backward target, one line a shape: our auto for grad_input and grad_weight, the
+    fastest algorithm measured for each (auto should be within 5% of it), PyTorch's autograd
+    kernels, and both gradients together against PyTorch's (target <= 1.25x its time)."""
+    ms: dict[tuple[str, str], dict[str, float]] = {}
+    for r in rows:
+        if r["op"] in ("conv2d_grad_input", "conv2d_grad_weight"):
+            ms.setdefault((r["shape"], r["op"]), {})[r["impl"]] = r["median_ms"]
+    columns = ("dx auto", "fastest", "torch", "dw auto", "fastest", "torch")
+    lines = [
+        "ms (lower is better); fastest = our fastest algorithm measured; both/torch = (dx + dw auto) / "
+        "PyTorch's (target <= 1.25)",
+        f"{'shape':<14}{_backward_cells(columns)}  both/torch",
+    ]
+    for shape in dict.fromkeys(shape for shape, _ in ms):
+        cells, autos, peers = [], [], []
+        for op in ("conv2d_grad_input", "conv2d_grad_weight"):
+            times = ms.get((shape, op), {})
+            named = {k[5:]: v for k, v in times.items() if k.startswith("ours:") and k != "ours:auto"}
+            best = min(named, key=named.__getitem__, default=None)
+            autos.append(times.get("ours:auto"))
+            peers.append(times.get("torch"))
+            cells += [
+                "-" if autos[-1] is None else f"{autos[-1]:.3f}",
+                "-" if best is None else f"{named[best]:.3f} {best}",
+                "-" if peers[-1] is None else f"{peers[-1]:.3f}",
+            ]
+        known = None not in autos + peers
+        both = f"{sum(autos) / sum(peers):.2f}" if known else "-"
+        lines.append(f"{shape:<14}{_backward_cells(cells)}{both:>12}")
+    return "\n".join(lines)
+
+
 def tensor_core_sweep(shapes: Iterable[Shape], repeat: int = 10) -> str:
     """The TF32 pipeline on each shape with every block tile and k split of interest (the one
     pipelined_splits picks, none, and twice and half the pick), next to cuDNN-TF32: the
@@ -739,8 +779,10 @@ def main(argv: list[str] | None = None) -> int:
     report = run([ALL_SHAPES[n] for n in names], repeat=args.repeat, parts=args.parts, commit=args.commit)
     print(f"# {gpuops.backend_info().label()}; torch {report['torch']}")
     print(format_table(report["results"]))
-    if any(s in names for s in GEMM_CLASSES):
+    if any(s in names for s in GEMM_CLASSES) and "forward" in args.parts:
         print(tensor_core_summary(report["results"]))
+    if "backward" in args.parts:
+        print(backward_summary(report["results"]))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1) + "\n")

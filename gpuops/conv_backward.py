@@ -1,18 +1,28 @@
 """The backward pass of conv2d and the transposed convolution: check -> plan -> run, on CuPy or NumPy.
 
 grad_input and conv_transpose2d are one computation (the adjoint of the forward convolution),
-with three algorithms:
-  scatter    grad_input_v1 (kernels/conv_backward.cu): one thread per output gradient adds dy * w onto the
-             input cells its window read (atomicAdd)
-  gather     grad_input_v2: one thread per input cell sums the output gradients that read it (the flipped
-             filter, PMPP fig. 16.9-16.10); deterministic
-  gemm_fold  cols = W^T @ dY through cuBLAS, then col2im with gpuops.fold (its gather kernel)
-  auto       on the GPU the fastest for the shape, measured once (gpuops.autotune); on the CPU
-             scatter (one strided slice per tap, no K*K-times larger cols)
-grad_weight has two:
-  gemm       unfold(x), then dW = dY @ cols^T through cuBLAS per sample, summed over the batch
-  direct     grad_weight_v1: one block per weight sums dy * x, a shared-memory tree reduction; deterministic
-  auto       on the GPU measured; on the CPU direct
+with four algorithms:
+  scatter       grad_input_v1 (kernels/conv_backward.cu): one thread per output gradient adds dy * w onto
+                the input cells its window read (atomicAdd)
+  gather        grad_input_v2: one thread per input cell sums the output gradients that read it (the
+                flipped filter, PMPP fig. 16.9-16.10); deterministic
+  gemm_fold     cols = W^T @ dY through cuBLAS, then col2im with gpuops.fold (its gather kernel)
+  flipped_conv  gather's sum IS a forward convolution: conv2d of dY with the flipped, in/out-swapped
+                filter, padded by dilation*(k-1) - padding; with stride S, S x S of them, one per
+                phase of dx (the cells r, r + S, ... meet every S-th tap). Each runs on the
+                forward's fastest fp32 kernel for its shape (conv2d's auto), so every speed-up of
+                the forward (v3 / v6 tiles, implicit GEMM, im2col) reaches grad_input
+  auto          on the GPU the fastest for the shape, measured once (gpuops.autotune); on the CPU
+                scatter (one strided slice per tap, no K*K-times larger cols)
+grad_weight has three:
+  gemm          unfold(x), then dW = dY @ cols^T through cuBLAS per sample, summed over the batch
+  batch_gemm    gemm as ONE product over the whole batch: the samples side by side in one wide image
+                (zero columns between them), one unfold of it, then dW = dY_wide [M, N*L'] @ cols^T
+                (in chunks that fit the memory budget); no per-sample products to store and add, and
+                one long GEMM instead of N short ones (L' = L plus the columns between samples)
+  direct        grad_weight_v1: one block per weight sums dy * x, a shared-memory tree reduction;
+                deterministic
+  auto          on the GPU measured; on the CPU direct
 Reflect padding: the forward pass is a convolution of the reflect-padded input, so the backward
 pass works on the padded input and folds the mirrored cells back with reflect_pad_backward.
 
@@ -21,7 +31,10 @@ The NumPy twin of each launcher sits next to it and loops over the taps (ki, kj)
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import itertools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,8 +63,8 @@ from gpuops.reflect_pad import reflect_pad, reflect_pad_backward
 from gpuops.unfold_fold import fold, fold_launch, fold_numpy, unfold_into, unfold_launch, unfold_numpy
 
 SOURCE = "conv_backward.cu"
-GRAD_INPUT_ALGORITHMS = ("scatter", "gather", "gemm_fold")
-GRAD_WEIGHT_ALGORITHMS = ("gemm", "direct")
+GRAD_INPUT_ALGORITHMS = ("scatter", "gather", "gemm_fold", "flipped_conv")
+GRAD_WEIGHT_ALGORITHMS = ("gemm", "batch_gemm", "direct")
 KERNELS = {
     "scatter": "grad_input_v1_scatter",
     "gather": "grad_input_v2_gather",
@@ -60,6 +73,7 @@ KERNELS = {
 SCATTER_MAX_THREADS = 256  # grad_input_v1: threads per block (fewer for small output planes)
 REDUCE_BLOCK = (32, 8, 1)  # grad_weight_v1; a CPU test checks it against the #defines of the .cu file
 FOLD_VARIANT = "gather"  # gemm_fold's col2im: deterministic, and the launch the plan names
+FLIPPED_FORWARD = AUTO  # the conv2d algorithm flipped_conv runs: the forward's fastest fp32 kernel
 
 
 # ---- check --------------------------------------------------------------------------------------
@@ -321,26 +335,34 @@ def weight_reduce_launch(q: GradProblem) -> Launch:
 
 def input_launch(q: GradProblem, algorithm: str) -> Launch | None:
     """The launch that writes grad_input: v1, v2, or gemm_fold's col2im (fold_v2_gather; None
-    for a pointwise problem, where cuBLAS writes dx itself)."""
+    for a pointwise problem, where cuBLAS writes dx itself). None for flipped_conv too: conv2d's
+    auto picks its forward kernel per shape, when it first runs."""
     if algorithm == "scatter":
         return input_scatter_launch(q)
     if algorithm == "gather":
         return input_gather_launch(q)
+    if algorithm == "flipped_conv":
+        return None
     return None if is_pointwise(q.geometry) else fold_launch(q.geometry, q.N, q.C, FOLD_VARIANT)
 
 
 def weight_launch(q: GradProblem, algorithm: str) -> Launch | None:
-    """The kernel launch of a weight-gradient algorithm: grad_weight_v1, or gemm's unfold (the GEMM is
-    cuBLAS; None for a pointwise problem, which unfolds nothing)."""
+    """The kernel launch of a weight-gradient algorithm: grad_weight_v1, or the unfold of gemm and
+    batch_gemm (the GEMM is cuBLAS; None for a pointwise problem, which unfolds nothing)."""
     if algorithm == "direct":
         return weight_reduce_launch(q)
-    return None if is_pointwise(q.geometry) else unfold_launch(q.geometry, q.N, q.C)
+    if is_pointwise(q.geometry):
+        return None
+    if algorithm == "batch_gemm":  # the unfold of the batch's wide image (when one chunk holds it)
+        return unfold_launch(side_by_side(q.geometry, q.N).wide, 1, q.C)
+    return unfold_launch(q.geometry, q.N, q.C)
 
 
 @dataclass(frozen=True)
 class BackwardPlan:
     """A checked backward (or transposed) call and the launches it makes (None: chosen per call
-    by "auto", nothing to compute, or cuBLAS alone: a pointwise GEMM path)."""
+    by "auto" or by flipped_conv's forward auto, nothing to compute, or cuBLAS alone: a pointwise
+    GEMM path)."""
 
     problem: GradProblem
     input_algorithm: str
@@ -490,12 +512,185 @@ def weight_direct_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.nda
     return dw.reshape(q.w_shape)
 
 
+# ---- batch_gemm: the batch side by side in one wide image (one composition for both backends) --------
+@dataclass(frozen=True)
+class SideBySide:
+    """batch_gemm's layout for `samples` samples: each padded sample row is a block of `block`
+    columns (padded width rounded up to a multiple of stride_w) of one wide image, the top and
+    bottom padding stay the unfold's. Window j of a wide output row reads block j // (block /
+    stride_w) at the sample's own output column j % (block / stride_w); the columns past W_out
+    read into the next block and meet zeros in the wide dY, so ONE unfold and ONE GEMM cover the
+    batch, with the pixels of all samples as the GEMM's inner side."""
+
+    samples: int
+    block: int
+    wide: WindowGeometry
+
+    @property
+    def outputs_per_block(self) -> int:
+        return self.block // self.wide.stride_w
+
+
+def side_by_side(g: WindowGeometry, samples: int) -> SideBySide:
+    """The wide image of `samples` samples; `extra` zero columns after the last block (the
+    unfold's right padding) let its last windows start at every block column, so the wide
+    output row has exactly samples * block / stride_w windows."""
+    block = ceil_div(g.W + g.pad_left + g.pad_right, g.stride_w) * g.stride_w
+    extra = max(0, g.dil_w * (g.KW - 1) + 1 - g.stride_w)
+    wide = dataclasses.replace(g, W=samples * block, pad_left=0, pad_right=extra)
+    return SideBySide(samples, block, wide)
+
+
+def side_by_side_bytes(q: GradProblem) -> int:
+    """Bytes batch_gemm allocates per sample: the wide input, its cols and the wide dY."""
+    g = q.geometry
+    layout = side_by_side(g, 1)
+    columns = g.H_out * layout.outputs_per_block
+    unfolded = 0 if is_pointwise(g) else q.C * g.KH * g.KW * columns
+    return 4 * (q.C * g.H * layout.block + unfolded + q.M * columns)
+
+
+def side_by_side_chunk(q: GradProblem, budget_bytes: int | None = None) -> int:
+    """Samples per wide image: within the memory budget (gpuops.cublas.samples_per_chunk) and
+    cuBLAS's 32-bit sides (the GEMM's inner side is the chunk's wide pixels)."""
+    layout = side_by_side(q.geometry, 1)
+    columns = q.geometry.H_out * layout.outputs_per_block
+    instead = "use weight_algorithm='direct'"
+    check_gemm_sides({"wide output pixels": columns}, instead)
+    chunk = samples_per_chunk(
+        q.N, side_by_side_bytes(q), "batch_gemm (its wide image)", instead, budget_bytes
+    )
+    return max(1, min(chunk, INT32_MAX // columns))
+
+
+def weight_batch_gemm(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None = None) -> Any:
+    """batch_gemm on dy's backend, per chunk of samples (NumPy: the whole batch at once): x and
+    dY copied side by side into wide images (zeros between the samples), one unfold of the wide
+    x (NumPy: its twin; a 1x1 stride-1 layer needs none), then ONE GEMM per group, batched over
+    the groups: dW_g = dY_g [Mg, wide pixels] @ cols_g^T. Chunks are added."""
+    g, G, xp = q.geometry, q.groups, array_module(dy)
+    Mg, CgKK = q.M // G, (q.C // G) * g.KH * g.KW
+    chunk = q.N if xp is np else side_by_side_chunk(q, budget_bytes)
+    dw = None
+    for n0 in range(0, q.N, chunk):
+        nb = min(chunk, q.N - n0)
+        layout = side_by_side(g, nb)
+        x_wide = xp.zeros((q.C, g.H, nb, layout.block), dtype=np.float32)
+        x_wide[..., g.pad_left : g.pad_left + g.W] = x[n0 : n0 + nb].transpose(1, 2, 0, 3)
+        dy_wide = xp.zeros((q.M, g.H_out, nb, layout.outputs_per_block), dtype=np.float32)
+        dy_wide[..., : g.W_out] = dy[n0 : n0 + nb].transpose(1, 2, 0, 3)
+        pixels = layout.wide.L
+        image = x_wide.reshape(1, q.C, g.H, nb * layout.block)
+        if is_pointwise(g):
+            cols = image  # a 1x1 window at stride 1 reads each cell once: the image IS cols
+        elif xp is np:
+            cols = unfold_numpy(image, layout.wide)
+        else:
+            cols = unfold_into(image, layout.wide, xp.empty((1, q.C * g.KH * g.KW, pixels), dtype=np.float32))
+        a, b = dy_wide.reshape(G, Mg, pixels), cols.reshape(G, CgKK, pixels)
+        if xp is np:
+            part = a @ b.transpose(0, 2, 1)
+        else:
+            part = xp.empty((G, Mg, CgKK), dtype=np.float32)
+            gemm_strided(a, b, part, trans_b=True)
+        dw = part if dw is None else dw + part
+    return dw.reshape(q.w_shape)
+
+
+# ---- flipped_conv: grad_input as a forward convolution (one composition for both backends) -----------
+def flipped_filter(w: Any, groups: int) -> Any:
+    """The filter of grad_input's convolution: W'[g*Cg + c, o, a, b] = w[g*Mg + o, c, KH-1-a, KW-1-b].
+    Each input channel c becomes a filter over its group's Mg output gradients (in and out swap
+    within each group), and the taps are flipped: gather meets tap ki walking dY backwards."""
+    M, Cg, KH, KW = w.shape
+    Mg = M // groups
+    flipped = w.reshape(groups, Mg, Cg, KH, KW)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4)
+    return array_module(w).ascontiguousarray(flipped).reshape(groups * Cg, Mg, KH, KW)
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Along one axis, the dx cells first, first + stride, ... (count of them) and how a stride-1
+    convolution of dY computes them: the taps that reach them (taps, None: no tap does, the
+    cells stay zero), met dilation apart in dY, after cutting / zero-padding dY's ends."""
+
+    first: int
+    count: int
+    taps: slice | None
+    dilation: int = 1
+    cut: tuple[int, int] = (0, 0)
+    pad: tuple[int, int] = (0, 0)
+
+
+def phases(n_dy: int, size: int, k: int, stride: int, dilation: int, pad: int) -> list[Phase]:
+    """grad_input along one axis as `stride` stride-1 convolutions (phase decomposition).
+
+    The forward put tap ki of output oh on i = oh*stride - pad + ki*dilation, so cell
+    i = j*stride + r takes dY[j + (r + pad - ki*dilation) / stride] through tap ki wherever that
+    division is exact: the taps of phase r are every (stride / gcd)-th, and consecutive ones meet
+    dY dilation / gcd apart (gcd of stride and dilation). Flipped, that is a correlation of dY
+    with those taps, dY cut or padded so that it gives the phase's `count` cells. Stride 1: one
+    phase, all taps, padding dilation*(k-1) - pad (negative: cells no window reads are cut)."""
+    common = math.gcd(stride, dilation)
+    step, reach = stride // common, dilation // common
+    out = []
+    for r in range(min(stride, size)):
+        count = ceil_div(size - r, stride)
+        taps = [ki for ki in range(k) if (r + pad - ki * dilation) % stride == 0]
+        if not taps:
+            out.append(Phase(r, count, None))
+            continue
+        before = (taps[-1] * dilation - r - pad) // stride  # zeros before dY (negative: cells to cut)
+        after = count + reach * (len(taps) - 1) - n_dy - before
+        cut, padding = (max(0, -before), max(0, -after)), (max(0, before), max(0, after))
+        if n_dy - sum(cut) < 1:  # no cell of dY reaches this phase
+            out.append(Phase(r, count, None))
+            continue
+        out.append(Phase(r, count, slice(taps[0], taps[-1] + 1, step), reach, cut, padding))
+    return out
+
+
+def input_flipped_conv(dy: Any, w: Any, q: GradProblem, *, forward: str = FLIPPED_FORWARD) -> Any:
+    """flipped_conv on dy's backend: for each phase pair (stride_h x stride_w of them; one for
+    stride 1), conv2d of dY, cut or zero-padded (asymmetric pads through an explicit pad), with
+    the phase's flipped taps, stride 1, the phase's dilation and the forward's groups; a strided
+    phase lands on every stride-th cell of dx. The same work as the forward pass in all; on
+    NumPy conv2d runs its tap-by-tap twin: the same composition."""
+    from gpuops.conv2d import conv2d
+
+    g, xp = q.geometry, array_module(dy)
+    rows = phases(q.H_dy, g.H, g.KH, g.stride_h, g.dil_h, g.pad_top)
+    cols = phases(q.W_dy, g.W, g.KW, g.stride_w, g.dil_w, g.pad_left)
+    single = len(rows) == len(cols) == 1 and None not in (rows[0].taps, cols[0].taps)  # its output is dx
+    dx = None if single else xp.zeros(q.dx_shape, np.float32)
+    for row, col in itertools.product(rows, cols):
+        if row.taps is None or col.taps is None:
+            continue  # no tap reaches these cells: they stay zero
+        part = dy[..., row.cut[0] : q.H_dy - row.cut[1], col.cut[0] : q.W_dy - col.cut[1]]
+        (top, bottom), (left, right) = row.pad, col.pad
+        padding: Any = (top, left)
+        if (top, left) != (bottom, right):
+            part, padding = xp.pad(part, ((0, 0), (0, 0), (top, bottom), (left, right))), 0
+        taps = flipped_filter(xp.ascontiguousarray(w[..., row.taps, col.taps]), q.groups)
+        dilation = (row.dilation, col.dilation)
+        phase = conv2d(part, taps, None, 1, padding, dilation, q.groups, algorithm=forward)
+        if dx is None:
+            return phase  # stride 1: the convolution's output IS dx
+        dx[..., row.first :: g.stride_h, col.first :: g.stride_w] = phase
+    return dx
+
+
 INPUT_TWINS = {
     "scatter": input_scatter_numpy,
     "gather": input_gather_numpy,
     "gemm_fold": input_gemm_fold_numpy,
+    "flipped_conv": input_flipped_conv,
 }
-WEIGHT_TWINS = {"gemm": weight_gemm_numpy, "direct": weight_direct_numpy}
+WEIGHT_TWINS = {
+    "gemm": weight_gemm_numpy,
+    "batch_gemm": lambda dy, x, q: weight_batch_gemm(dy, x, q),
+    "direct": weight_direct_numpy,
+}
 
 
 # ---- the GPU paths -----------------------------------------------------------------------------------
@@ -618,12 +813,16 @@ def _weight_gemm_gpu(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None =
 def _input_grad_gpu(dy: Any, w: Any, q: GradProblem, algorithm: str) -> Any:
     if algorithm == "gemm_fold":
         return _input_gemm_fold_gpu(dy, w, q)
+    if algorithm == "flipped_conv":
+        return input_flipped_conv(dy, w, q)
     return _call(q, algorithm, q.dx_shape)(dy, w)
 
 
 def _weight_grad_gpu(dy: Any, x: Any, q: GradProblem, algorithm: str) -> Any:
     if algorithm == "gemm":
         return _weight_gemm_gpu(dy, x, q)
+    if algorithm == "batch_gemm":
+        return weight_batch_gemm(dy, x, q)
     return _call(q, "direct", q.w_shape)(dy, x)
 
 

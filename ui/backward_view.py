@@ -29,8 +29,10 @@ ALG_NAMES = {
     "scatter": "scatter (v1, atomicAdd)",
     "gather": "gather (v2)",
     "gemm_fold": "GEMM + fold",
+    "flipped_conv": "conv2d, flipped filter",
     "direct": "direct (v3)",
     "gemm": "GEMM (unfold + cuBLAS)",
+    "batch_gemm": "one GEMM over the batch",
 }
 HOVER_BYTES = 150_000  # hover maps travel with every rerun: only for small grids
 RUNTIME_FILTERS = 8  # M of the runtime comparison on the user's image
@@ -114,6 +116,13 @@ def _who_gathers(ex: Example, cell: Cell, src: maps.GradientSources, alg: str) -
             f"On the GPU, `{launch.kernel}` has no thread for this cell: the threads of its "
             f"{len(src.outputs)} sources ({'; '.join(threads)}{more}) each atomicAdd their "
             f"product into it, in any order."
+        )
+    if alg == "flipped_conv":
+        return (
+            "On the GPU this sum is a forward convolution: conv2d slides the flipped filter over dY "
+            "(with stride > 1, one convolution per phase: the cells a stride apart that meet the same "
+            f"taps), and dX[{cell.row}, {cell.col}] is one of its outputs, computed by whichever "
+            "forward kernel is fastest for the shape."
         )
     if launch is None:
         return "cuBLAS computes this cell in the GEMM (1x1 kernel, stride 1, no padding: nothing to fold)."

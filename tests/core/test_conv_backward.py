@@ -237,6 +237,128 @@ def test_adjoint_identity_with_numbers(geometry, xp, rng):
     assert (forward * y).sum() == pytest.approx(lhs, rel=1e-5)
 
 
+# ---- flipped_conv and batch_gemm: the compositions, on geometries the random cases rarely draw -------------
+FLIPPED_GEOMETRIES = [  # (C, H, W, M, (kh, kw), conv2d keywords)
+    (4, 9, 8, 6, (3, 3), dict(padding="same", dilation=(1, 2), groups=2)),  # even reach: asymmetric pads
+    (3, 7, 10, 3, (4, 2), dict(padding="same")),  # even kernels: one more cell after
+    (2, 6, 5, 4, (1, 1), dict(padding=2)),  # padding past the window's reach: dY is cut, not padded
+    (2, 9, 7, 4, (3, 2), dict(padding=(4, 3), dilation=(1, 2))),
+    (6, 11, 12, 9, (3, 3), dict(stride=2, padding=1, dilation=2, groups=3)),  # phases, groups
+    (3, 13, 9, 5, (2, 3), dict(stride=(3, 2), padding=(1, 0))),  # a phase no tap reaches
+    (1, 5, 6, 1, (3, 3), dict(stride=3, padding=2)),
+    (2, 12, 10, 4, (4, 3), dict(stride=(2, 3), dilation=(3, 2), padding=(3, 1))),  # gcd(stride, dilation) 1
+    (2, 12, 11, 2, (3, 3), dict(stride=(4, 2), dilation=(2, 4), padding=2)),  # gcd 2: half the phases empty
+    (4, 8, 9, 4, (3, 3), dict(padding=(1, 2), groups=4, padding_mode="reflect")),  # depthwise, reflect
+    (3, 6, 7, 5, (5, 3), dict(padding="same", padding_mode="reflect")),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")
+@pytest.mark.parametrize("geometry", FLIPPED_GEOMETRIES, ids=str)
+def test_flipped_conv_and_batch_gemm_equal_autograd(geometry, rng, torch):
+    """grad_input as conv2d(dY, flipped filter) and grad_weight as one GEMM over the batch, against
+    autograd through F.conv2d (reflect: F.pad first, as nn.Conv2d does)."""
+    C, H, W, M, (kh, kw), conv = geometry
+    groups = conv.get("groups", 1)
+    x = rng.standard_normal((3, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((M, C // groups, kh, kw)).astype(np.float32)
+    tx, tw = torch.from_numpy(x).requires_grad_(), torch.from_numpy(w).requires_grad_()
+    plain = {k: v for k, v in conv.items() if k != "padding_mode"}
+    if conv.get("padding_mode") == "reflect":
+        pads = gpuops.plan_conv2d(x.shape, w.shape, None, **conv).geometry.pads  # (left, right, top, bottom)
+        plain["padding"] = 0
+        y = torch.nn.functional.conv2d(torch.nn.functional.pad(tx, pads, mode="reflect"), tw, **plain)
+    else:
+        y = torch.nn.functional.conv2d(tx, tw, **plain)
+    dy = rng.standard_normal(tuple(y.shape)).astype(np.float32)
+    y.backward(torch.from_numpy(dy))
+    gx = gpuops.conv2d_grad_input(dy, x.shape, w, algorithm="flipped_conv", **conv)
+    gw = gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm="batch_gemm", **conv)
+    np.testing.assert_allclose(gx, tx.grad.numpy(), **TOL)
+    np.testing.assert_allclose(gw, tw.grad.numpy(), **TOL)
+
+
+def test_flipped_filter_swaps_in_and_out_and_flips_the_taps(rng):
+    """W'[g*Cg + c, o, a, b] = w[g*Mg + o, c, KH-1-a, KW-1-b], checked entry by entry."""
+    w = rng.standard_normal((6, 2, 3, 2)).astype(np.float32)  # M = 6, C = 4 in 2 groups
+    flipped = cb.flipped_filter(w, groups=2)
+    assert flipped.shape == (4, 3, 3, 2) and flipped.flags.c_contiguous
+    for group, c, o, a, b in np.ndindex(2, 2, 3, 3, 2):
+        assert flipped[group * 2 + c, o, a, b] == w[group * 3 + o, c, 2 - a, 1 - b]
+
+
+P = cb.Phase
+
+
+@pytest.mark.parametrize(
+    "axis,expected",
+    [  # (n_dy, size, k, stride, dilation, pad): (first, count, taps, dilation, cut, pad) per phase
+        ((7, 7, 3, 1, 1, 1), [P(0, 7, slice(0, 3, 1), 1, (0, 0), (1, 1))]),  # pad 1: as the forward
+        ((5, 7, 3, 1, 1, 0), [P(0, 7, slice(0, 3, 1), 1, (0, 0), (2, 2))]),  # "valid": the full reach
+        ((11, 7, 1, 1, 1, 2), [P(0, 7, slice(0, 1, 1), 1, (2, 2), (0, 0))]),  # past a 1x1's reach: cut
+        (  # stride 2: even cells take tap 1 (dx[2j] = dY[j] w[1]), odd ones taps 0 and 2
+            (4, 8, 3, 2, 1, 1),
+            [P(0, 4, slice(1, 2, 2), 1, (0, 0), (0, 0)), P(1, 4, slice(0, 3, 2), 1, (0, 0), (0, 1))],
+        ),
+        (  # stride 2, dilation 2: every tap lands on even cells; odd cells take nothing
+            (5, 9, 3, 2, 2, 2),
+            [P(0, 5, slice(0, 3, 1), 1, (0, 0), (1, 1)), P(1, 4, None)],
+        ),
+        (  # stride 3 > k: the third phase has no tap
+            (2, 7, 2, 3, 1, 0),
+            [P(0, 3, slice(0, 1, 3), 1, (0, 0), (0, 1)), P(1, 2, slice(1, 2, 3), 1), P(2, 2, None)],
+        ),
+    ],
+)
+def test_phases_of_grad_input(axis, expected):
+    """Hand-derived phases; each phase's convolution gives its count of cells, and the phases
+    together give every cell of dx once."""
+    got = cb.phases(*axis)
+    assert got == expected
+    _, size, _, stride, _, _ = axis
+    assert sorted(i for p in got for i in range(p.first, size, stride)) == list(range(size))
+    for p in got:
+        if p.taps is not None:
+            kept = axis[0] - sum(p.cut)
+            taps = len(range(p.taps.start, p.taps.stop, p.taps.step))
+            assert kept + sum(p.pad) - p.dilation * (taps - 1) == p.count
+
+
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        dict(padding=1),
+        dict(stride=2, padding=1),  # 12 + 2 = 14 columns: a block of 14, 7 outputs of which 6 are real
+        dict(stride=3, padding=(0, 2), dilation=2),  # 12 + 4 = 16 -> 18 columns, 6 outputs, 4 real
+        dict(stride=(1, 4)),  # stride 4 > k: 12 columns, 3 outputs, all real
+    ],
+    ids=str,
+)
+def test_side_by_side_windows_read_each_sample_as_the_forward(geometry, rng):
+    """The wide image's unfold, cut back to each sample's real output columns, equals the
+    sample's own unfold; the other columns are what the zeros of the wide dY meet."""
+    x = rng.standard_normal((3, 2, 9, 12)).astype(np.float32)
+    g = gpuops.window_geometry(9, 12, 3, **geometry)
+    layout = cb.side_by_side(g, 3)
+    assert layout.block % g.stride_w == 0 and layout.block >= g.W + g.pad_left + g.pad_right
+    assert (layout.wide.H_out, layout.wide.W_out) == (g.H_out, 3 * layout.outputs_per_block)
+    wide = np.zeros((2, 9, 3, layout.block), np.float32)
+    wide[..., g.pad_left : g.pad_left + 12] = x.transpose(1, 2, 0, 3)
+    cols = cb.unfold_numpy(wide.reshape(1, 2, 9, -1), layout.wide).reshape(18, g.H_out, 3, -1)
+    own = cb.unfold_numpy(x, g).reshape(3, 18, g.H_out, g.W_out)
+    np.testing.assert_array_equal(cols[..., : g.W_out].transpose(2, 0, 1, 3), own)
+
+
+def test_batch_gemm_chunks_fit_the_budget():
+    q = _problem(4, 3, 10, 10, 2, 3, padding=1)
+    per_sample = cb.side_by_side_bytes(q)
+    # the wide input (3 x 10 x 12), its cols (27 x 10 x 12) and the wide dY (2 x 10 x 12), in floats
+    assert per_sample == 4 * (3 * 10 * 12 + 27 * 10 * 12 + 2 * 10 * 12)
+    assert cb.side_by_side_chunk(q, 2 * per_sample + 1) == 2 and cb.side_by_side_chunk(q, 10**9) == 4
+    with pytest.raises(ValueError, match=r"batch_gemm \(its wide image\) needs [0-9,]+ bytes for one sample"):
+        cb.side_by_side_chunk(q, per_sample - 1)
+
+
 # ---- launches (CPU: geometry and thread maps) ------------------------------------------------------------
 def _problem(N, C, H, W, M, K, groups=1, **kw):
     g = gpuops.window_geometry(H, W, K, kw.get("stride", 1), kw.get("padding", 0), kw.get("dilation", 1))
@@ -506,6 +628,13 @@ def test_the_launches_that_ran_are_the_planned_ones(rng):
         gpuops.conv2d_grad_input(dy, x.shape, w, algorithm="gemm_fold", **kw)
         gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm="gemm", **kw)
     assert ran == [plan.input_launch, plan.weight_launch]  # the fold after cuBLAS, the unfold before it
+    plan = gpuops.plan_conv2d_backward(dy.shape, x.shape, w.shape, weight_algorithm="batch_gemm", **kw)
+    with launch_module.recorded() as ran:
+        gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm="batch_gemm", **kw)
+    block = cb.side_by_side(plan.problem.geometry, 1).block
+    assert (
+        ran == [plan.weight_launch] and plan.weight_launch.arg("W") == 3 * block
+    )  # the 3 samples' wide image
     x, w, dy, kw = _gpu_problem(GPU_SHAPES[3], rng)  # 1x1: cuBLAS alone
     with launch_module.recorded() as ran:
         gx = gpuops.conv2d_grad_input(cp.asarray(dy), x.shape, cp.asarray(w), algorithm="gemm_fold", **kw)
@@ -549,7 +678,45 @@ def test_gemm_paths_split_a_batch_that_outgrows_the_budget(rng):
     ref_x, ref_w, _ = gpuops.conv2d_backward(dy, x, w, **kw)
     np.testing.assert_allclose(cb._input_gemm_fold_gpu(dy_, w_, q, budget).get(), ref_x, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(cb._weight_gemm_gpu(dy_, x_, q, budget).get(), ref_w, rtol=1e-4, atol=1e-3)
+    # batch_gemm: a budget of 1.5 samples' wide images gives one sample per chunk; they add up
+    side_budget = cb.side_by_side_bytes(q) * 3 // 2
+    assert cb.side_by_side_chunk(q, side_budget) == 1
+    got = cb.weight_batch_gemm(dy_, x_, q, side_budget).get()
+    np.testing.assert_allclose(got, ref_w, rtol=1e-4, atol=1e-3)
     with pytest.raises(
         ValueError, match=r"the GEMM path \(its unfolded columns\) needs [0-9,]+ bytes for one sample"
     ):
         cb.batch_chunk(q, q.cols_bytes_per_sample - 1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "shape", [*GPU_SHAPES, (2, 6, 19, 23, 8, 4, 1, 0, 1, 2), (2, 4, 16, 16, 4, 3, 1, 1, 1, 4)], ids=str
+)
+def test_flipped_conv_on_every_forward_kernel(shape, rng):
+    """grad_input as conv2d(dY, flipped filter) on each fp32 forward kernel (auto picks one per
+    shape), against the float64 loop reference; a depthwise shape reaches v6."""
+    import cupy as cp
+
+    x, w, dy, kw = _gpu_problem(shape, rng)
+    _, q = cb.check_conv2d_backward(dy.shape, x.shape, w.shape, **kw)
+    stride, padding, dilation = ((kw[k],) * 2 for k in ("stride", "padding", "dilation"))
+    ref_x, _, _ = conv2d_backward_ref(dy, x, w, stride, padding, dilation, kw["groups"])
+    for forward in gpuops.ALGORITHMS:
+        got = cb.input_flipped_conv(cp.asarray(dy), cp.asarray(w), q, forward=forward)
+        assert got.shape == x.shape
+        np.testing.assert_allclose(got.get(), ref_x, rtol=1e-4, atol=1e-4, err_msg=forward)
+
+
+@pytest.mark.gpu
+def test_batch_gemm_is_one_gemm_per_chunk_on_a_late_stage_layer(rng):
+    """Many channels on a 7 x 7 plane (where one GEMM per sample has an inner side of 49):
+    batch_gemm against the per-sample gemm and the CPU twin."""
+    import cupy as cp
+
+    x, w, dy, kw = _gpu_problem((8, 64, 7, 7, 96, 3, 1, 1, 1, 1), rng)
+    x_, dy_ = cp.asarray(x), cp.asarray(dy)
+    cpu = gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm="batch_gemm", **kw)
+    for algorithm in ("batch_gemm", "gemm"):
+        got = gpuops.conv2d_grad_weight(dy_, x_, w.shape, algorithm=algorithm, **kw).get()
+        np.testing.assert_allclose(got, cpu, rtol=1e-4, atol=1e-3, err_msg=algorithm)

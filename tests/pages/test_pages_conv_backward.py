@@ -428,7 +428,8 @@ def test_runtimes_only_behind_compare_and_downloads_are_offline():
     at.run()
     assert not at.exception and not at.error
     bars = specs(at)["backward_times"]["data"]
-    assert [len(b["y"]) for b in bars] == [3, 2, 2]  # grad_input, grad_weight, reflect_pad_backward
+    every = (gpuops.GRAD_INPUT_ALGORITHMS, gpuops.GRAD_WEIGHT_ALGORITHMS, gpuops.REFLECT_BACKWARD_ALGORITHMS)
+    assert [len(b["y"]) for b in bars] == [len(names) for names in every] == [4, 3, 2]
     assert all(list(b["x"]) == sorted(b["x"]) for b in bars)  # fastest first
     from viz import conv_backward as viz
 
@@ -456,3 +457,14 @@ def test_tags_pair_cells_in_every_panel_or_in_none():
 
     assert tagged_panels(np.ones((4, 4), np.float32)) == {"x", "x2", "x3"}
     assert tagged_panels(np.full((4, 4), -2.5, np.float32)) == set()
+
+
+def test_the_flipped_conv_and_batch_gemm_kernels_run_on_the_page():
+    """The newer algorithms of gpuops are accepted choices and run with a stride-2 geometry; the
+    caption says that a forward convolution computes the picked dX cell."""
+    query = dict(bw_stride="2", bw_pad="1", bw_alg="flipped_conv", bw_walg="batch_gemm", bw_pick="dx:2,3")
+    at = run_page(query)
+    assert not at.exception and not at.error
+    assert (at.query_params["bw_alg"], at.query_params["bw_walg"]) == ("flipped_conv", "batch_gemm")
+    assert any("forward convolution" in c.value and "dX[2, 3]" in c.value for c in at.caption)
+    assert any("With GEMM, unfold copies" in c.value for c in at.caption)  # batch_gemm: unfold + cuBLAS too
