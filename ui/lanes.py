@@ -88,14 +88,13 @@ def wanted_lane(*, lane: str | None, exploring: bool, working_size: int, cookie:
 
 def moving() -> bool:
     """This run stopped to move the browser to the other pool (app.py then writes no URL: the
-    reload carries the link, one history entry)."""
-    return bool(st.session_state.get(_MOVING))
+    reload carries the link, one history entry). Asked once per run, at its end."""
+    return bool(st.session_state.pop(_MOVING, False))
 
 
 def route(url_path: str, sidebar: list[state.Param], *, exploring: bool) -> None:
     """Move this session to the pool its working size belongs to, before the page computes:
     a caption, the component that sets the cookies and reloads, and the end of this run."""
-    st.session_state[_MOVING] = False
     target = wanted_lane(
         lane=this_lane(),
         exploring=exploring,
@@ -104,14 +103,15 @@ def route(url_path: str, sidebar: list[state.Param], *, exploring: bool) -> None
     )
     if target is None:
         return
-    cookies: dict[str, str | None] = {LANE_COOKIE: "large" if target == "large" else None}
-    if st.session_state.get("source") == "upload":
-        png = _upload_png()
-        if png is not None:
-            token = _carry(png)
-            if token is None:
-                return  # the store does not answer: stay here with the image rather than lose it
-            cookies[UPLOAD_COOKIE] = token
+    # an upload not in use is dropped, as Streamlit drops it when its uploader is not shown
+    lane_cookie = "large" if target == "large" else None  # None: cleared, nginx's default pool
+    cookies: dict[str, str | None] = {LANE_COOKIE: lane_cookie, UPLOAD_COOKIE: None}
+    png = _upload_png() if st.session_state.get("source") == "upload" else None
+    if png is not None:
+        token = _carry(png)
+        if token is None:
+            return  # the store does not answer: stay here with the image rather than lose it
+        cookies[UPLOAD_COOKIE] = token
     st.session_state[_MOVING] = True
     st.caption(CAPTIONS[target])
     _move(

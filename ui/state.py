@@ -273,8 +273,11 @@ def link_now(url_path: str, sidebar: list[Param]) -> dict[str, str]:
     (ui/lanes.py reloads the page with it): the URL the run began with, updated with the
     sidebar's settings and the page's (as any session of this process registered them) that this
     session holds. A setting the session never set keeps the URL's text, so a link opened in the
-    first run keeps every setting it names, the page's too."""
+    first run keeps every setting it names, the page's too; Back / Forward (`restoring`) keeps
+    the URL as it is (the page would have restored its settings from it)."""
     query = st.query_params.to_dict()
+    if restoring():
+        return query
     for p in [*sidebar, *_PARAMS_BY_PAGE.get(url_path, [])]:
         if p.key not in st.session_state:
             continue

@@ -63,11 +63,27 @@ def test_an_explorer_at_a_large_size_on_a_light_worker_moves_before_the_page_com
     query = {"cap": "1024", "direct_k": "5", "direct_pick": "out:3,4"}
     at = open_page("direct", query)
     (move,) = moves(at)
-    assert move["cookies"] == {"ce_lane": "large"}  # no upload: nothing else to carry
+    assert move["cookies"] == {"ce_lane": "large", "ce_upload": None}  # no upload: an old token goes
     assert move["query"] == query  # the first run's link, page settings and pick included
     assert any(c.value == lanes.CAPTIONS["large"] for c in at.caption)
     assert not at.title and not at.get("plotly_chart")  # the page did not run here
     assert dict(at.query_params) == query  # nor did the run rewrite the link
+
+
+def test_the_move_carries_the_settings_changed_in_the_session_not_just_the_first_link(monkeypatch):
+    monkeypatch.setenv("CONV_EXPLORER_LANE", "light")
+    at = open_page("direct", {"cap": str(SMALL), "direct_k": "5"})
+    assert moves(at) == []
+    at.session_state["direct_stride"] = 3
+    at.run()
+    at.session_state["direct_k"] = 3  # its default: a setting the link names keeps its place
+    at.run()
+    written = {"cap": str(SMALL), "direct_k": "3", "direct_stride": "3"}
+    assert moves(at) == [] and dict(at.query_params) == written
+    at.session_state["cap"] = 1024
+    at.run()
+    (move,) = moves(at)
+    assert move["query"] == {**written, "cap": "1024"}  # what the URL sync would have written
 
 
 def test_a_small_size_on_a_large_worker_without_the_lane_cookie_stays_no_reload_loop(monkeypatch):
