@@ -114,3 +114,10 @@ def test_an_instructor_raising_the_working_size_stays(monkeypatch):
     at.run()
     assert not at.exception and moves(at) == []
     assert at.query_params["cap"] == "1024" and [t.value for t in at.title] == ["Direct convolution"]
+
+
+def test_a_link_with_an_upload_and_nothing_carried_shows_the_sample_and_says_so(monkeypatch):
+    monkeypatch.setenv("CONV_EXPLORER_LANE", "light")
+    at = open_page("direct", {"source": "upload"})
+    assert at.session_state["image"].name.startswith("sample:")
+    assert any("which links cannot carry" in i.value for i in at.info)
