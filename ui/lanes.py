@@ -106,11 +106,10 @@ def route(url_path: str, sidebar: list[state.Param], *, exploring: bool) -> None
     # an upload not in use is dropped, as Streamlit drops it when its uploader is not shown
     lane_cookie = "large" if target == "large" else None  # None: cleared, nginx's default pool
     cookies: dict[str, str | None] = {LANE_COOKIE: lane_cookie, UPLOAD_COOKIE: None}
-    png = _upload_png() if st.session_state.get("source") == "upload" else None
-    if png is not None:
-        token = _carry(png)
-        if token is None:
-            return  # the store does not answer: stay here with the image rather than lose it
+    if st.session_state.get("source") == "upload":
+        token = _carried_token()
+        if token == "":
+            return  # the store cannot keep it (not answering, over its cap): stay, image and all
         cookies[UPLOAD_COOKIE] = token
     st.session_state[_MOVING] = True
     st.caption(CAPTIONS[target])
@@ -128,29 +127,45 @@ def route(url_path: str, sidebar: list[state.Param], *, exploring: bool) -> None
 
 
 # ---- an uploaded image across the move -----------------------------------------------------------------
-def _upload_png() -> bytes | None:
-    """The session's upload as a PNG at the largest working size (None: no usable upload)."""
+def _carried_token() -> str | None:
+    """The token under which the shared store keeps this session's upload for the next worker:
+    an upload made here is stored under a fresh one, an upload carried here keeps its own (its
+    lifetime renewed). None: no usable upload; "": the store cannot keep it."""
     upload = st.session_state.get("upload_file")
     if upload is None:
-        kept = st.session_state.get(_KEPT)
-        return kept[1] if kept else None
+        kept = _kept()
+        if not kept:
+            return None
+        try:
+            store().backend.expire(UPLOAD_KEY + kept[0], UPLOAD_TTL_S)
+        except Exception:  # StoreUnavailable
+            return ""
+        return kept[0]
     try:
-        return png_bytes(decode_image(upload.getvalue(), KEPT_SIDE).pixels)
+        png = png_bytes(decode_image(upload.getvalue(), KEPT_SIDE).pixels)
     except ImageError:
-        return None
-
-
-def _carry(png: bytes) -> str | None:
-    """Put the PNG into the shared store under a fresh token (None if it cannot be kept)."""
+        return None  # an upload the page cannot use either (it says why)
     try:
         rooms = store()
         if len(png) > rooms.max_image_bytes:
-            return None
+            return ""
         token = secrets.token_urlsafe(24)
         rooms.backend.put(UPLOAD_KEY + token, png, UPLOAD_TTL_S)
     except Exception:  # StoreUnavailable, ConfigError: the move waits for a store that answers
-        return None
+        return ""
     return token
+
+
+def _kept() -> tuple[str, bytes] | None:
+    """(token, PNG) of the upload this session's browser carried here (read once per session)."""
+    ss = st.session_state
+    if _KEPT not in ss:
+        token = st.context.cookies.get(UPLOAD_COOKIE)
+        png = _fetch(token) if isinstance(token, str) and _TOKEN.match(token) else None
+        ss[_KEPT] = (token, png) if png else None
+    if ss.get("upload_file") is not None:
+        ss[_KEPT] = None  # an upload made here takes its place for good
+    return ss[_KEPT]
 
 
 def _fetch(token: str) -> bytes | None:
@@ -166,17 +181,10 @@ def kept_upload() -> Callable[[int], tuple[np.ndarray, str, tuple[str, ...]] | N
     worker (the `ce_upload` cookie), as a function of the working size; None when there is none.
     An upload made here afterwards takes its place for good."""
     ss = st.session_state
-    if this_lane() is None:
+    kept = _kept() if this_lane() is not None else None
+    if not kept:
         return None
-    if _KEPT not in ss:
-        token = st.context.cookies.get(UPLOAD_COOKIE)
-        png = _fetch(token) if isinstance(token, str) and _TOKEN.match(token) else None
-        ss[_KEPT] = (token, png) if png else None
-    if ss.get("upload_file") is not None:
-        ss[_KEPT] = None
-    if not ss[_KEPT]:
-        return None
-    token, png = ss[_KEPT]
+    token, png = kept
 
     def load(cap: int) -> tuple[np.ndarray, str, tuple[str, ...]] | None:
         if ss.get("source") != "upload":
