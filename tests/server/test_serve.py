@@ -95,8 +95,20 @@ def test_an_upload_through_the_proxy_reaches_its_sessions_worker(deployment, st_
             c.close()
 
 
+def wait_restarted(d, worker: int, restarts: int) -> None:
+    """Wait until the supervisor has restarted the worker (more than `restarts` times) and it answers."""
+    deadline = time.monotonic() + 60
+    while True:
+        info = d.children()[f"worker{worker}"]
+        if info["restarts"] > restarts and d._answers(info["port"]):
+            return
+        assert time.monotonic() < deadline, "the supervisor did not restart the worker"
+        time.sleep(0.3)
+
+
 def test_a_killed_worker_comes_back_and_its_students_keep_following(deployment, st_client):  # noqa: F811
     d = deployment
+    restarts = d.children()["worker1"]["restarts"]
     teacher, code = start_room(st_client, d, 0)
     students = [follower(st_client, d, code, 1, i) for i in range(4)]
     try:
@@ -114,10 +126,7 @@ def test_a_killed_worker_comes_back_and_its_students_keep_following(deployment, 
             s.wait_for(lambda s=s: s.value("Stride S") == 2 and s.idle, 60, "following after the restart")
             assert not [e for e in s.errors if "connection closed" not in e], s.errors
         print("students back in their room after (s):", [round(t, 2) for t in back])
-        deadline = time.monotonic() + 60
-        while not (d.children()["worker1"]["restarts"] >= 1 and d._answers(d.children()["worker1"]["port"])):
-            assert time.monotonic() < deadline, "the supervisor did not restart the worker"
-            time.sleep(0.3)
+        wait_restarted(d, 1, restarts)
         assert not teacher.errors, teacher.errors
     finally:
         for c in [teacher, *students]:
@@ -222,3 +231,21 @@ def test_a_class_at_a_large_size_never_moves(deployment, st_client):  # noqa: F8
     finally:
         teacher.close()
         student.close()
+
+
+def test_a_browser_whose_pool_is_down_is_served_by_the_other_and_stays(deployment, st_client):  # noqa: F811
+    """The large pool's one worker killed: nginx sends its browsers to the light pool, where the
+    page does not send them back (their cookie already asks for the large pool): no reload loop."""
+    d = deployment
+    restarts = d.children()["worker1"]["restarts"]
+    d.kill_worker(1)
+    c = st_client(d.url, "direct", "cap=1024", cookie=d.cookies[1], timeout=120)
+    try:
+        c.wait_idle()
+        assert d.worker_named(c.upstream) == 0, c.upstream  # a restarted worker 1 needs seconds to start
+        assert c.moves == 0 and not any("reloading" in t for t in c.texts())
+        assert c.value("Working size (longest side, px)") == "1024"
+        assert not c.errors, c.errors
+    finally:
+        c.close()
+    wait_restarted(d, 1, restarts)

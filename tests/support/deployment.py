@@ -152,6 +152,11 @@ class Deployment:
                 upstream = r.headers.get("X-Conv-Worker", "")
         except OSError:
             return None
+        return self.worker_named(upstream)
+
+    def worker_named(self, upstream: str) -> int:
+        """The worker an X-Conv-Worker header names last ("127.0.0.1:8503, 127.0.0.1:8502" when the
+        first did not answer; "large : 127.0.0.1:8502" when nginx went on to the other pool)."""
         port = int(upstream.split(",")[-1].rsplit(":", 1)[-1])
         return port - self.port - 1
 

@@ -244,6 +244,12 @@ class StClient:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def upstream(self) -> str:
+        """Behind scripts/serve.py's nginx: the worker(s) its websocket's handshake went to, as the
+        proxy's X-Conv-Worker header names them (the last one answered); "" without that proxy."""
+        return self._ws.response.headers.get("X-Conv-Worker", "") if self._ws.response else ""
+
     # ------------------------------------------------------------------ reading the page
     def texts(self, main_only: bool = False) -> list[str]:
         """Text of the elements on the page now, in page order (sidebar first unless main_only)."""
