@@ -31,7 +31,8 @@ errors (exceptions, lost connections), the server's resident memory, the GPU's m
 the CPU seconds per second the server and this load generator took (they share the machine).
 Under lanes (ui/lanes.py) a session that the page moves to the other pool reconnects as a browser
 does (tests/support/st_client.py); `pools` says, per kind, on which pool its sessions ended and
-how many moves they made (the pool a session's cookies ask nginx for).
+how many moves they made (the pool of the worker its last websocket reached, as the proxy's
+X-Conv-Worker header names it).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ class Session(threading.Thread):
         self.refusals = 0
         self.errors: list[str] = []
         self.late: list[float] = []  # seconds each pause overran: this load generator's own stalls
-        self.pool = "light"  # the pool of workers its cookies asked for at the end
+        self.upstream = ""  # the worker its last websocket reached (the proxy's X-Conv-Worker)
         self.moves = 0  # moves between the pools (ui/lanes.py) it followed
 
     def _step(self, client: StClient, action, *args) -> None:
@@ -158,14 +159,9 @@ class Session(threading.Thread):
                     else:
                         self._step(c, c.click, "Run the benchmark")
                 self.errors.extend(c.errors)
-                self.pool, self.moves = pool_of(c), c.moves
+                self.upstream, self.moves = c.upstream, c.moves
         except Exception as exc:  # a lost session is a result, not a crash of the load test
             self.errors.append(f"{type(exc).__name__}: {exc}")
-
-
-def pool_of(client: StClient) -> str:
-    """The pool a client's cookies send it to (scripts/serve.py's nginx map)."""
-    return "large" if client.cookies.get(LANE_COOKIE) == "large" else "light"
 
 
 @dataclass
@@ -180,7 +176,7 @@ class Finished:
     alive: bool
     refusals: int = 0
     late: list[float] = dataclasses.field(default_factory=list)
-    pool: str = "light"
+    upstream: str = ""
     moves: int = 0
 
     def is_alive(self) -> bool:
@@ -209,7 +205,7 @@ def light_crowd(
         for s in crowd
     ]
     for f, s in zip(finished, crowd, strict=True):
-        f.pool, f.moves = s.pool, s.moves
+        f.upstream, f.moves = s.upstream, s.moves
     return finished, cpu
 
 
@@ -493,12 +489,16 @@ def load(
                     "sessions": len(mine),
                     "refusals": sum(s.refusals for s in mine),
                 }
-        pools: dict[str, dict[str, int]] = {}
-        for s in crowd:
-            mine = pools.setdefault(s.kind, {"light": 0, "large": 0, "moves": 0})
-            mine[s.pool] += 1
-            mine["moves"] += s.moves
-        report["pools"] = pools
+        if deployment:
+            pools: dict[str, dict[str, int]] = {}
+            for s in crowd:
+                mine = pools.setdefault(s.kind, {"light": 0, "large": 0, "unknown": 0, "moves": 0})
+                pool = "unknown"
+                if s.upstream:
+                    pool = "large" if deployment.is_large(deployment.worker_named(s.upstream)) else "light"
+                mine[pool] += 1
+                mine["moves"] += s.moves
+            report["pools"] = pools
         errors = [f"{s.name}: {e}" for s in crowd for e in s.errors]
         report.update(
             {
