@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import budget, classroom_ui, navigation, presenter, state
+from ui import budget, classroom_ui, lanes, navigation, presenter, state
 from ui.sidebar import PARAMS as SIDEBAR_PARAMS
 from ui.sidebar import render_sidebar
 
@@ -35,13 +35,16 @@ try:
     queries = {p.url_path: state.link_query(p.url_path, SIDEBAR_PARAMS) for p in PAGES}
     navigation.links(menu, PAGES, page, queries)
     st.session_state[state.PAGE_KEY] = []  # the page registers its own settings (state.use)
-    # a student exploring large images runs one such run at a time per process (ui.budget)
     exploring = classroom_ui.mode() == "exploring"
+    # under `serve`, a student exploring large images moves to workers of their own (ui.lanes);
+    # in one process, such runs go one at a time (ui.budget)
+    lanes.route(page.url_path, SIDEBAR_PARAMS, exploring=exploring)
     with budget.heavy_lane(st.session_state["cap"], in_class=not exploring):
-        st.session_state["image"] = render_sidebar(shared)
+        st.session_state["image"] = render_sidebar(shared or lanes.kept_upload())
         presenter.apply(bool(st.session_state.get("pres")), menu)  # projector text, keys for a remote
         with navigation.app_run(), classroom_ui.after_page(page, SIDEBAR_PARAMS):
             page.run()  # publish (instructor) / own change? (follower) afterwards
 finally:  # also when the run stops early (st.stop, st.rerun): the link shows what is on screen
     classroom_ui.run_ended()
-    state.sync_query(SIDEBAR_PARAMS)
+    if not lanes.moving():  # a move reloads the page with its link (one history entry)
+        state.sync_query(SIDEBAR_PARAMS)

@@ -148,11 +148,14 @@ def run_load(
     procs: int = 1,
     backend: str = "numpy",
     kill_worker_at: float | None = None,
+    large_workers: int | None = None,
 ) -> dict:
     env = {"CONV_EXPLORER_BACKEND": backend, "CONV_EXPLORER_MAX_FOLLOWERS": str(max(400, followers))}
     proc = deployment = None
     if url is None and workers:
-        deployment = Deployment(workers, Path(tempfile.mkdtemp(prefix="ce-serve-")), env=env)
+        deployment = Deployment(
+            workers, Path(tempfile.mkdtemp(prefix="ce-serve-")), env=env, large_workers=large_workers
+        )
         url = deployment.url
     elif url is None:
         port = _free_port()
@@ -172,6 +175,7 @@ def run_load(
         "setting": setting,
         "working_size": cap,
         "workers": workers or 1,
+        "large_workers": deployment.large_workers if deployment else 0,  # a class uses the others
         "client_procs": procs,
         "backend": backend if (proc or deployment) else "remote",
         "cpus": os.cpu_count(),
@@ -223,7 +227,9 @@ def run_load(
             while time.perf_counter() < sent + every:
                 due = kill_worker_at is not None and time.perf_counter() - started >= kill_worker_at
                 if deployment and due and killed_at is None:  # a worker the instructor is not on
-                    deployment.kill_worker((deployment.worker_of("ce_worker=teacher") + 1) % workers)
+                    # the class is on the light pool (followers never move to the large one)
+                    light = deployment.light_workers
+                    deployment.kill_worker((deployment.worker_of("ce_worker=teacher") + 1) % light)
                     killed_at = time.perf_counter()
                     for q in commands:
                         q.put(("killed", killed_at))
@@ -305,6 +311,12 @@ def main() -> int:
     parser.add_argument(
         "--workers", type=int, default=0, help="start scripts/serve.py with this many workers"
     )
+    parser.add_argument(
+        "--large-workers",
+        type=int,
+        help="how many of the workers serve only students exploring large images; a class follows "
+        "on the others (default: scripts/serve.py's, N // 4 from 4 workers)",
+    )
     parser.add_argument("--procs", type=int, default=1, help="client processes the followers are spread over")
     parser.add_argument("--kill-worker-at", type=float, help="seconds into the class to kill a worker")
     parser.add_argument("--backend", default="numpy", choices=["numpy", "cupy", "auto"])
@@ -325,6 +337,7 @@ def main() -> int:
         procs=args.procs,
         backend=args.backend,
         kill_worker_at=args.kill_worker_at,
+        large_workers=args.large_workers,
     )
     print(json.dumps(report, indent=1))
     if args.out:

@@ -1,10 +1,11 @@
 """A classroom server under a hostile mix: heavy sessions beside light ones, no browser needed.
 
 `python3 -m bench.hostile_load [--sessions 30] [--seconds 60] [--heavy 10] [--backend numpy|cupy]
-[--light-pause LO HI] [--workers N] [--out FILE]` starts the app on loopback (with --workers N: the
-deployment of scripts/serve.py, each session with a sticky cookie of its own, every worker warmed
-by one visit; or drives `--url`), measures a light session alone (the quiet baseline, 30 reruns),
-then runs every session at once for
+[--light-pause LO HI] [--workers N [--large-workers L]] [--out FILE]` starts the app on loopback
+(with --workers N: the deployment of scripts/serve.py, its last L workers the large-image pool
+(default: serve's, N // 4 from 4 workers), each session with a sticky cookie of its own, every
+worker warmed by one visit; or drives `--url`), measures a light session alone (the quiet
+baseline, 30 reruns), then runs every session at once for
 `--seconds`, each its own Streamlit session over the websocket (tests/support/st_client.py), and prints a
 JSON report. The light sessions' clients run in a process of their own (students' browsers are
 other machines: beside the heavy sessions' clients their replies also waited for this process's
@@ -28,6 +29,10 @@ the app in the same second: their first runs at once are a start-up burst, repor
 heavy reruns' p50/p95, the page's budget refusals (a refusal is the page working as designed),
 errors (exceptions, lost connections), the server's resident memory, the GPU's memory used, and
 the CPU seconds per second the server and this load generator took (they share the machine).
+Under lanes (ui/lanes.py) a session that the page moves to the other pool reconnects as a browser
+does (tests/support/st_client.py); `pools` says, per kind, on which pool its sessions ended and
+how many moves they made (the pool of the worker its last websocket reached, as the proxy's
+X-Conv-Worker header names it).
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from tests.support.browser import _free_port, start_server
 from tests.support.deployment import Deployment
 from tests.support.st_client import StClient
 
+LANE_COOKIE = "ce_lane"  # scripts/serve.py: "large" sends a browser to the large-image pool
 ROOT = Path(__file__).resolve().parent.parent
 
 REFUSED = "would take"  # the words of ui.budget's refusal
@@ -96,6 +102,8 @@ class Session(threading.Thread):
         self.refusals = 0
         self.errors: list[str] = []
         self.late: list[float] = []  # seconds each pause overran: this load generator's own stalls
+        self.upstream = ""  # the worker its last websocket reached (the proxy's X-Conv-Worker)
+        self.moves = 0  # moves between the pools (ui/lanes.py) it followed
 
     def _step(self, client: StClient, action, *args) -> None:
         seconds = action(*args)
@@ -151,6 +159,7 @@ class Session(threading.Thread):
                     else:
                         self._step(c, c.click, "Run the benchmark")
                 self.errors.extend(c.errors)
+                self.upstream, self.moves = c.upstream, c.moves
         except Exception as exc:  # a lost session is a result, not a crash of the load test
             self.errors.append(f"{type(exc).__name__}: {exc}")
 
@@ -167,6 +176,8 @@ class Finished:
     alive: bool
     refusals: int = 0
     late: list[float] = dataclasses.field(default_factory=list)
+    upstream: str = ""
+    moves: int = 0
 
     def is_alive(self) -> bool:
         return self.alive
@@ -189,10 +200,13 @@ def light_crowd(
     stop.set()
     for s in crowd:
         s.join(timeout=600)
-    return [
+    finished = [
         Finished(s.name, s.kind, s.latencies, s.finished_at, s.errors, s.is_alive(), s.refusals, s.late)
         for s in crowd
-    ], cpu
+    ]
+    for f, s in zip(finished, crowd, strict=True):
+        f.upstream, f.moves = s.upstream, s.moves
+    return finished, cpu
 
 
 def light_crowd_main() -> None:
@@ -262,7 +276,8 @@ def warm_workers(url: str, cookies: list[str]) -> None:
     lecture's workers have after its first minute: the mix measures sharing, not cold starts."""
 
     def visit(cookie: str) -> None:
-        with StClient(url, "direct", timeout=300, cookie=cookie) as c:
+        query = "cap=1024" if LANE_COOKIE + "=large" in cookie else ""  # what that pool serves: it stays
+        with StClient(url, "direct", query, timeout=300, cookie=cookie) as c:
             c.wait_idle()
 
     threads = [threading.Thread(target=visit, args=(c,)) for c in cookies]
@@ -315,6 +330,11 @@ def main() -> int:
     parser.add_argument(
         "--workers", type=int, default=0, help="start scripts/serve.py with this many workers"
     )
+    parser.add_argument(
+        "--large-workers",
+        type=int,
+        help="how many of them serve large images (scripts/serve.py's default: N // 4 from 4 workers)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     report = load(
@@ -328,6 +348,7 @@ def main() -> int:
         light_pause=tuple(args.light_pause),
         warmup=args.warmup,
         workers=args.workers,
+        large_workers=args.large_workers,
     )
     print(json.dumps(report, indent=1))
     if args.out:
@@ -351,12 +372,16 @@ def load(
     warmup: float = 10.0,
     quiet_reruns: int = 30,
     workers: int = 0,
+    large_workers: int | None = None,
 ) -> dict:
     """Run the mix and return the report (CI runs a small one: tests/server/test_hostile_small.py)."""
     proc = deployment = None
     if url is None and workers:
         deployment = Deployment(
-            workers, Path(tempfile.mkdtemp(prefix="ce-serve-")), env={"CONV_EXPLORER_BACKEND": backend}
+            workers,
+            Path(tempfile.mkdtemp(prefix="ce-serve-")),
+            env={"CONV_EXPLORER_BACKEND": backend},
+            large_workers=large_workers,
         )
         url = deployment.url
     elif url is None:
@@ -370,6 +395,7 @@ def load(
         "backend": backend if proc else "remote",
         "light": light,
         "workers": workers or 1,
+        "large_workers": deployment.large_workers if deployment else 0,
         "cpus": os.cpu_count(),
         "light_pause_s": list(light_pause),
         "heavy_kinds": list(heavy_kinds),
@@ -463,6 +489,16 @@ def load(
                     "sessions": len(mine),
                     "refusals": sum(s.refusals for s in mine),
                 }
+        if deployment:
+            pools: dict[str, dict[str, int]] = {}
+            for s in crowd:
+                mine = pools.setdefault(s.kind, {"light": 0, "large": 0, "unknown": 0, "moves": 0})
+                pool = "unknown"
+                if s.upstream:
+                    pool = "large" if deployment.is_large(deployment.worker_named(s.upstream)) else "light"
+                mine[pool] += 1
+                mine["moves"] += s.moves
+            report["pools"] = pools
         errors = [f"{s.name}: {e}" for s in crowd for e in s.errors]
         report.update(
             {

@@ -61,7 +61,9 @@ def show(fig: go.Figure, name: str, caption: str = "", *, pickable: bool = False
 
 
 def upload_notice() -> None:
-    if st.session_state.get("source") == "upload" and st.session_state.get("upload_file") is None:
+    """Upload chosen (a link), but the sample shows: no upload here, nor one carried (ui/lanes.py)."""
+    shown = getattr(st.session_state.get("image"), "name", "")
+    if st.session_state.get("source") == "upload" and shown.startswith("sample:"):
         st.info(view.UPLOAD_NOTICE, icon=":material/upload:")
 
 

@@ -19,6 +19,13 @@ Why these parts (docs/deploy.md says more):
   (`?room=CODE`) or the instructor's resume cookie brings them back into their room. nginx was
   chosen over HAProxy and Caddy for being the most widely known of the three and needing no
   modules beyond Debian's default build for this configuration.
+- Lanes (`--large-workers L`, default a quarter of the workers when there are 4 or more): the
+  last L workers form a pool of their own for students exploring large images (a working size of
+  ui/budget.py's HEAVY_SIZE and more). One interpreter lock per process: a heavy session on a
+  worker makes every light session there wait, and sticky hashing cannot know who will be heavy.
+  The app moves such a session between the pools (ui/lanes.py: it sets the `ce_lane` cookie and
+  reloads the page; a websocket stays on the process it reached). nginx picks the pool by that
+  cookie; if every worker of a pool is down, the other pool serves (the app then stays put).
 - This script restarts a worker, Redis or nginx that exits, and stops them all on Ctrl-C or
   SIGTERM. Standard library only; it runs in the project's .venv (scripts/dev.py).
 """
@@ -41,6 +48,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".serve"  # logs, nginx's config and temp files, Redis's append-only file
 COOKIE = "ce_worker"
+LANE_COOKIE = "ce_lane"  # "large": the browser's session explores large images (ui/lanes.py sets it)
+LANE_ENV = "CONV_EXPLORER_LANE"  # tells a worker its pool: "light" or "large" (unset: lanes off)
+PROGRAM_ENV = {"nginx": "CONV_EXPLORER_NGINX", "redis-server": "CONV_EXPLORER_REDIS_SERVER"}
 RESTART_PAUSE_S = 1.0  # a child that keeps dying is restarted at most this often
 
 
@@ -48,12 +58,29 @@ def say(msg: str) -> None:
     print(f"[serve] {msg}", file=sys.stderr, flush=True)
 
 
+def program(name: str, override: str | None = None) -> str | None:
+    """A program's path: the option, its CONV_EXPLORER_* variable (e.g. a package unpacked with
+    `dpkg -x` on a machine without root), PATH, or Debian's sbin; None if none has it."""
+    named = override or os.environ.get(PROGRAM_ENV.get(name, ""), "")
+    if named:
+        return shutil.which(named)  # a path to an executable file (or a name on PATH)
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin")
+
+
 def find(name: str, override: str | None, package: str) -> str:
-    """The program's path: the option, PATH, or Debian's sbin; a clear error otherwise."""
-    path = override or shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin")
+    """The program's path (see `program`); a clear error otherwise."""
+    path = program(name, override)
     if not path:
-        sys.exit(f"[serve] error: {name} not found: install Debian's package ({package}) or pass --{name}")
+        sys.exit(
+            f"[serve] error: {name} not found: install Debian's package ({package}), pass --{name} "
+            f"or set {PROGRAM_ENV[name]}"
+        )
     return path
+
+
+def default_large_workers(workers: int) -> int:
+    """A quarter of the workers for large images, once there are 4 or more (else lanes are off)."""
+    return workers // 4 if workers >= 4 else 0
 
 
 def port_free(host: str, port: int) -> bool:
@@ -76,11 +103,54 @@ def answers(port: int, path: str = "/_stcore/health", timeout: float = 1.0) -> b
         return False
 
 
-def nginx_config(host: str, port: int, worker_ports: list[int], state: Path) -> str:
+def nginx_config(
+    host: str, port: int, worker_ports: list[int], state: Path, *, large_ports: list[int] = ()
+) -> str:
     """The proxy: sticky by the ce_worker cookie (set on a browser's first request), websockets,
-    the client's address forwarded in X-Real-IP, failover to the next worker."""
-    upstreams = "\n".join(f"    server 127.0.0.1:{p} max_fails=1 fail_timeout=3s;" for p in worker_ports)
+    the client's address forwarded in X-Real-IP, failover to the next worker. With `large_ports`,
+    a second pool: a browser whose ce_lane cookie is "large" goes there (sticky in the same way);
+    when every worker of the chosen pool is down, the other pool answers."""
+
+    def upstream(name: str, ports: list[int]) -> str:
+        servers = "\n".join(f"    server 127.0.0.1:{p} max_fails=1 fail_timeout=3s;" for p in ports)
+        return f"  upstream {name} {{\n    hash $route consistent;\n{servers}\n  }}"
+
+    proxy = """      proxy_http_version 1.1;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection $connection_upgrade;
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Real-IP $remote_addr;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_connect_timeout 2s;
+      proxy_read_timeout 1d;
+      proxy_send_timeout 1d;
+      proxy_buffering off;
+      proxy_request_buffering off;  # uploads stream through: no temp files (nginx's workers may not own them)
+      proxy_next_upstream error timeout http_502 http_503;
+      add_header Set-Cookie $set_route always;
+      add_header X-Conv-Worker $upstream_addr always;"""
     tmp = state / "nginx-tmp"
+    if large_ports:
+        pools = f"""  map $cookie_{LANE_COOKIE} $pool {{ default workers; large large; }}
+  map $cookie_{LANE_COOKIE} $other_pool {{ default large; large workers; }}
+{upstream("workers", worker_ports)}
+{upstream("large", large_ports)}"""
+        locations = f"""    location / {{
+      proxy_pass http://$pool;  # an upstream group's name: no resolver involved
+{proxy}
+      error_page 502 504 = @other_pool;  # every worker of the pool is down: the other pool answers
+    }}
+    location @other_pool {{
+      proxy_pass http://$other_pool;
+{proxy}
+    }}"""
+    else:
+        pools = upstream("workers", worker_ports)
+        locations = f"""    location / {{
+      proxy_pass http://workers;
+{proxy}
+    }}"""
     return f"""# generated by scripts/serve.py: edit that, not this
 worker_processes 2;
 pid {state}/nginx.pid;
@@ -97,30 +167,10 @@ http {{
   map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
   map $cookie_{COOKIE} $route {{ "" $request_id; default $cookie_{COOKIE}; }}
   map $cookie_{COOKIE} $set_route {{ "" "{COOKIE}=$request_id; Path=/; HttpOnly; SameSite=Lax"; default ""; }}
-  upstream workers {{
-    hash $route consistent;
-{upstreams}
-  }}
+{pools}
   server {{
     listen {host}:{port} reuseport;
-    location / {{
-      proxy_pass http://workers;
-      proxy_http_version 1.1;
-      proxy_set_header Upgrade $http_upgrade;
-      proxy_set_header Connection $connection_upgrade;
-      proxy_set_header Host $http_host;
-      proxy_set_header X-Real-IP $remote_addr;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_connect_timeout 2s;
-      proxy_read_timeout 1d;
-      proxy_send_timeout 1d;
-      proxy_buffering off;
-      proxy_request_buffering off;  # uploads stream through: no temp files (nginx's workers may not own them)
-      proxy_next_upstream error timeout http_502 http_503;
-      add_header Set-Cookie $set_route always;
-      add_header X-Conv-Worker $upstream_addr always;
-    }}
+{locations}
   }}
 }}
 """
@@ -193,6 +243,8 @@ def plan(args: argparse.Namespace) -> tuple[list[Child], str]:
         children.append(Child("redis", redis_argv, base_env, state / "redis.log"))
     cookie_secret = secrets.token_urlsafe(32)  # one for all workers: XSRF cookies stay valid on failover
     worker_ports = [args.port + 1 + i for i in range(args.workers)]
+    light = args.workers - args.large_workers  # the first ones; the last L form the large pool
+    base_env.pop(LANE_ENV, None)
     for i, wport in enumerate(worker_ports):
         env = {
             **base_env,
@@ -200,6 +252,8 @@ def plan(args: argparse.Namespace) -> tuple[list[Child], str]:
             "CONV_EXPLORER_TRUST_PROXY": "1",
             "STREAMLIT_SERVER_COOKIE_SECRET": cookie_secret,
         }
+        if args.large_workers:
+            env[LANE_ENV] = "light" if i < light else "large"
         argv = [
             sys.executable,
             "-m",
@@ -218,7 +272,9 @@ def plan(args: argparse.Namespace) -> tuple[list[Child], str]:
         ]
         children.append(Child(f"worker{i}", argv, env, state / f"worker{i}.log", ready_port=wport))
     conf = state / "nginx.conf"
-    conf.write_text(nginx_config(args.host, args.port, worker_ports, state))
+    conf.write_text(
+        nginx_config(args.host, args.port, worker_ports[:light], state, large_ports=worker_ports[light:])
+    )
     nginx = find("nginx", args.nginx, "nginx")
     children.append(
         Child(
@@ -291,8 +347,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--redis-port", type=int, help="port of the Redis this script starts (default: a free one)"
     )
-    parser.add_argument("--redis-server", help="path of redis-server (default: from PATH)")
-    parser.add_argument("--nginx", help="path of nginx (default: from PATH or /usr/sbin)")
+    parser.add_argument(
+        "--large-workers",
+        type=int,
+        help="how many of the workers serve students exploring large images (default: a quarter "
+        "of them with 4 or more workers, else 0; 0: one pool)",
+    )
+    parser.add_argument(
+        "--redis-server", help="path of redis-server (default: $CONV_EXPLORER_REDIS_SERVER, else PATH)"
+    )
+    parser.add_argument(
+        "--nginx", help="path of nginx (default: $CONV_EXPLORER_NGINX, else PATH or /usr/sbin)"
+    )
     parser.add_argument(
         "--state", default=str(STATE), help=f"folder for logs and Redis's data (default {STATE})"
     )
@@ -300,6 +366,13 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.workers <= 256:
         parser.error(f"--workers {args.workers}: between 1 and 256")
+    if args.large_workers is None:
+        args.large_workers = default_large_workers(args.workers)
+    if not 0 <= args.large_workers < args.workers:
+        parser.error(
+            f"--large-workers {args.large_workers}: between 0 and {args.workers - 1} "
+            "(the light sessions need a worker of their own)"
+        )
     for port in (args.port, *(args.port + 1 + i for i in range(args.workers))):
         if not port_free("127.0.0.1", port) or not 0 < port < 65536:
             taken = f"port {port} is taken or invalid: choose another --port"
@@ -322,9 +395,10 @@ def main(argv: list[str]) -> int:
     if waiting:
         say(f"not answering after 120 s: {', '.join(c.name for c in waiting)} (logs in {args.state})")
     shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host
+    lanes = f", {args.large_workers} of them for large images" if args.large_workers else ""
     say(
-        f"Conv Explorer for a class: http://{shown}:{args.port}/ ({args.workers} workers, Redis {redis_url}, "
-        f"nginx; logs in {args.state}). Ctrl-C stops everything."
+        f"Conv Explorer for a class: http://{shown}:{args.port}/ ({args.workers} workers{lanes}, "
+        f"Redis {redis_url}, nginx; logs in {args.state}). Ctrl-C stops everything."
     )
     try:
         supervise(children, stop_requested, Path(args.state).resolve())

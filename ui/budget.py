@@ -39,6 +39,8 @@ ACTIVE_WINDOW_S = 120.0  # a session counts as active this long after its last r
 HEAVY_SIZE = 512  # a session whose working size (longest side, px) is at least this is heavy
 HEAVY_LANES = int(os.environ.get("CONV_EXPLORER_HEAVY_LANES", "1"))  # heavy runs at once per process; 0: any
 HEAVY_WAIT_S = 20.0  # the longest a heavy run waits for its lane before it runs anyway
+# a worker of `serve`'s large-image pool (ui/lanes.py): no light session shares its interpreter
+LARGE_WORKER = os.environ.get("CONV_EXPLORER_LANE", "").strip() == "large"
 
 
 class OverBudgetError(ValueError):
@@ -160,8 +162,13 @@ def heavy_lane(working_size: int, *, in_class: bool = False) -> Iterator[None]:
     heavy run waits at most HEAVY_WAIT_S, then runs anyway: a click is late, never lost. The runs of
     a class (`in_class`: the instructor's, and followers', which take turns of their own) never wait
     here. Re-entrant: a heavy step inside a run that has passed the lane already (a LeNet training
-    chunk of a large-image session) does not wait for it again."""
-    if in_class or HEAVY_LANES <= 0 or working_size < HEAVY_SIZE or getattr(_in_lane, "held", False):
+    chunk of a large-image session) does not wait for it again.
+
+    Under `scripts/dev.py serve` with lanes (ui/lanes.py), heavy sessions run on workers of their
+    own, where nobody light is left to protect: there no run waits here. On a light worker the lane
+    still covers heavy runs that land there (the large pool down, a class at a large size)."""
+    held = getattr(_in_lane, "held", False)
+    if LARGE_WORKER or in_class or HEAVY_LANES <= 0 or working_size < HEAVY_SIZE or held:
         yield
         return
     lanes = _heavy_lanes()

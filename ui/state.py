@@ -268,6 +268,27 @@ def link_query(url_path: str, sidebar: list[Param]) -> dict[str, str]:
     return _texts([*sidebar, *_PARAMS_BY_PAGE.get(url_path, [])])
 
 
+def link_now(url_path: str, sidebar: list[Param]) -> dict[str, str]:
+    """The query string of what this session shows, for a run that stops before its page runs
+    (ui/lanes.py reloads the page with it): the URL the run began with, updated with the
+    sidebar's settings and the page's (as any session of this process registered them) that this
+    session holds. A setting the session never set keeps the URL's text, so a link opened in the
+    first run keeps every setting it names, the page's too; Back / Forward (`restoring`) keeps
+    the URL as it is (the page would have restored its settings from it)."""
+    query = st.query_params.to_dict()
+    if restoring():
+        return query
+    for p in [*sidebar, *_PARAMS_BY_PAGE.get(url_path, [])]:
+        if p.key not in st.session_state:
+            continue
+        text = p.text(st.session_state[p.key])
+        if text and (p.pinned or p.key in query or text != p.text(p.default)):
+            query[p.key] = text
+        else:
+            query.pop(p.key, None)
+    return query
+
+
 def sync_query(sidebar: list[Param], now: Callable[[], float] = time.monotonic) -> None:
     """Write the sidebar's and the current page's settings into the URL (once per run, from
     app.py), so the address bar is always a shareable link of what is on screen. One write, and

@@ -91,6 +91,17 @@ def test_lanes_off_lets_heavy_runs_in_together(monkeypatch):
     assert all(r.done.wait(PATIENCE_S) for r in runs)
 
 
+def test_on_a_large_image_worker_heavy_runs_go_in_together(monkeypatch):
+    """Under serve's lanes (ui/lanes.py) heavy sessions have workers of their own: nobody light to
+    protect there, so the lane lets them all in."""
+    monkeypatch.setattr(budget, "LARGE_WORKER", True)
+    runs = [start(Run(LARGE)) for _ in range(3)]
+    assert all(r.inside.wait(PATIENCE_S) for r in runs)
+    for r in runs:
+        r.leave.set()
+    assert all(r.done.wait(PATIENCE_S) for r in runs)
+
+
 class NestedRun(Run):
     """A heavy rerun whose page takes the lane again inside it (a LeNet training chunk)."""
 

@@ -1,16 +1,18 @@
 """A real deployment for the tests: `scripts/serve.py` with its workers, Redis and nginx.
 
 `Deployment` starts it on free ports with a state folder of its own, finds a sticky-session cookie
-for each worker (by asking the proxy which worker answered), and can kill a worker or pause Redis.
-Outside CI a machine without nginx or redis-server skips these tests with the reason; in CI that
-is an error (.ci/run installs both).
+for each worker (by asking the proxy which worker answered; for a worker of the large-image pool
+with `ce_lane=large` beside it), and can kill a worker or pause Redis. nginx and redis-server come
+from CONV_EXPLORER_NGINX / CONV_EXPLORER_REDIS_SERVER when set (e.g. Debian's packages unpacked
+with `dpkg -x` on a machine without root), else from PATH or /usr/sbin. Outside CI a machine
+without them skips these tests with the reason; in CI that is an error (.ci/run installs both).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +26,19 @@ import pytest
 from tests.support.helpers import IN_CI
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _serve_module():
+    """scripts/serve.py as a module (where it finds its programs, its default pools)."""
+    spec = importlib.util.spec_from_file_location("conv_explorer_serve", ROOT / "scripts" / "serve.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    return module
+
+
+serve = _serve_module()
+LARGE_COOKIE = f"{serve.LANE_COOKIE}=large"
 
 
 def _free_block(n: int) -> int:
@@ -48,21 +63,29 @@ def _free_block(n: int) -> int:
 
 
 def require_programs() -> None:
-    missing = [
-        name
-        for name in ("nginx", "redis-server")
-        if not (shutil.which(name) or shutil.which(name, path="/usr/sbin"))
-    ]
+    missing = [name for name in ("nginx", "redis-server") if not serve.program(name)]
     if missing:
         if IN_CI:
             raise RuntimeError(f"CI must install {', '.join(missing)} for the deployment tests")
-        pytest.skip(f"not installed here: {', '.join(missing)} (apt-get install nginx redis-server)")
+        named = ", ".join(serve.PROGRAM_ENV[m] for m in missing)
+        how = f"apt-get install nginx redis-server, or set {named}"
+        pytest.skip(f"not installed here: {', '.join(missing)} ({how})")
 
 
 class Deployment:
-    def __init__(self, workers: int, state: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        workers: int,
+        state: Path,
+        env: dict[str, str] | None = None,
+        *,
+        large_workers: int | None = None,
+    ) -> None:
+        """large_workers: how many of the workers form the large-image pool (None: serve's default)."""
         require_programs()
         self.workers = workers
+        self.large_workers = serve.default_large_workers(workers) if large_workers is None else large_workers
+        self.light_workers = workers - self.large_workers  # workers 0 .. light-1; the others are large
         self.state = state
         self.port = _free_block(workers + 1)
         self.url = f"http://127.0.0.1:{self.port}"
@@ -77,6 +100,8 @@ class Deployment:
             "127.0.0.1",
             "--state",
             str(state),
+            "--large-workers",
+            str(self.large_workers),
         ]
         self.proc = subprocess.Popen(
             cmd,
@@ -127,20 +152,32 @@ class Deployment:
                 upstream = r.headers.get("X-Conv-Worker", "")
         except OSError:
             return None
+        return self.worker_named(upstream)
+
+    def worker_named(self, upstream: str) -> int:
+        """The worker an X-Conv-Worker header names last ("127.0.0.1:8503, 127.0.0.1:8502" when the
+        first did not answer; "large : 127.0.0.1:8502" when nginx went on to the other pool)."""
         port = int(upstream.split(",")[-1].rsplit(":", 1)[-1])
         return port - self.port - 1
 
+    def is_large(self, worker: int) -> bool:
+        return worker >= self.light_workers
+
     def _cookies(self) -> dict[int, str]:
-        """One sticky cookie per worker."""
+        """The cookies that send a browser to each worker: a sticky cookie, and for a worker of
+        the large-image pool the lane cookie too."""
         found: dict[int, str] = {}
-        for i in range(500):
-            cookie = f"ce_worker=test{i}"
-            w = self.worker_of(cookie)
-            if w is not None:
-                found.setdefault(w, cookie)
-            if len(found) == self.workers:
-                return found
-        raise RuntimeError(f"no cookie for every worker: {found}")
+        for lane in ("", LARGE_COOKIE) if self.large_workers else ("",):
+            for i in range(500):
+                cookie = f"ce_worker=test{i}" + (f"; {lane}" if lane else "")
+                w = self.worker_of(cookie)
+                if w is not None:
+                    found.setdefault(w, cookie)
+                if len(found) == (self.workers if lane else self.light_workers):
+                    break
+        if len(found) < self.workers:
+            raise RuntimeError(f"no cookie for every worker: {found}")
+        return found
 
     def kill_worker(self, i: int) -> int:
         pid = self.children()[f"worker{i}"]["pid"]
@@ -161,7 +198,13 @@ class Deployment:
 
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory):
-    # every test client comes from 127.0.0.1: one address may run a room per test
-    d = Deployment(2, tmp_path_factory.mktemp("serve"), env={"CONV_EXPLORER_MAX_ROOMS_PER_CLIENT": "10"})
+    # every test client comes from 127.0.0.1: one address may run a room per test. Worker 0 serves
+    # the light pool, worker 1 the large-image pool (ui/lanes.py): the lanes are tested on the way
+    d = Deployment(
+        2,
+        tmp_path_factory.mktemp("serve"),
+        env={"CONV_EXPLORER_MAX_ROOMS_PER_CLIENT": "10"},
+        large_workers=1,
+    )
     yield d
     d.stop()

@@ -20,7 +20,12 @@ speaks on ws://HOST:PORT/_stcore/stream (binary protobufs: BackMsg up, ForwardMs
 - upload a file to a file uploader as the browser does (`upload(label, name, data)`): ask for
   its URL over the websocket (file_urls_request), PUT it as multipart form data with the XSRF
   cookie and header, then rerun with the uploader holding the file's info;
-- measure: `rerun()` / `set()` return the seconds from sending to the run's script_finished.
+- measure: `rerun()` / `set()` return the seconds from sending to the run's script_finished;
+- keep cookies as a browser's jar (`cookies`, sent with the websocket's handshake and every HTTP
+  request) and follow a move to the other pool of workers (ui/lanes.py) as the browser does: when
+  a run mounts the lane component, take its cookies and its link, reconnect (a new session, as a
+  reload is) and wait for the first run there. `rerun()` then measures up to that run; `moves`
+  counts them.
 
 Stdlib + `websockets` (a Streamlit dependency) + Streamlit's protobufs; one reader thread per client.
 """
@@ -28,6 +33,7 @@ Stdlib + `websockets` (a Streamlit dependency) + Streamlit's protobufs; one read
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 import urllib.request
@@ -35,7 +41,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.Common_pb2 import UploadedFileInfo
@@ -58,6 +64,8 @@ WIDGETS = {
     "file_uploader",
 }
 XSRF_COOKIE = "_streamlit_xsrf"
+LANE_COMPONENT = "conv_explorer_lane"  # ui/lanes.py: the page asks the browser to move
+MAX_MOVES_IN_A_ROW = 2  # a move that leads to another move at once is followed once more, no further
 
 
 class ClientError(RuntimeError):
@@ -153,14 +161,26 @@ class StClient:
         self.session_id = ""
         self._file_urls: dict[str, Any] = {}  # request id -> FileURLsResponse
         self._xsrf: str | None = None
-        self.cookie = cookie  # e.g. "ce_worker=..." (the proxy's sticky-session cookie)
+        self.cookies: dict[str, str] = _parse_cookies(cookie)  # e.g. the proxy's ce_worker
         self.reconnects = 0
+        self.moves = 0  # moves to the other pool of workers this client followed
+        self._move: dict | None = None  # a move the last run asked for, not followed yet
         self._open()
+
+    @property
+    def cookie(self) -> str | None:
+        """The Cookie header this browser sends (None: no cookies)."""
+        with self._lock:
+            jar = dict(self.cookies)
+        if self._xsrf:
+            jar.setdefault(XSRF_COOKIE, self._xsrf)
+        return "; ".join(f"{k}={v}" for k, v in jar.items()) or None
 
     def _open(self) -> None:
         """Connect the websocket and ask for the first run, as a browser's page load does."""
         ws_url = "ws" + self.base[4:] + "/_stcore/stream"
-        headers = {"Cookie": self.cookie} if self.cookie else None
+        cookie = self.cookie
+        headers = {"Cookie": cookie} if cookie else None
         self._ws = connect(
             ws_url,
             subprotocols=["streamlit"],
@@ -191,13 +211,44 @@ class StClient:
             self._widgets.clear()
             self._timers.clear()
             self._active = None
+            self._move = None
             self.stats.full_runs = 0
             self.reconnects += 1
         self._open()
 
+    def follow_move(self) -> bool:
+        """If the last run asked to move to the other pool (ui/lanes.py), do what the browser does:
+        set its cookies, reload its link (a new session on the worker the proxy now picks) and
+        wait for the first run there. Returns whether it moved."""
+        moved = False
+        for _ in range(MAX_MOVES_IN_A_ROW):
+            with self._lock:
+                move, self._move = self._move, None
+            if not move:
+                break
+            with self._lock:
+                for name, value in (move.get("cookies") or {}).items():
+                    if value is None:
+                        self.cookies.pop(name, None)
+                    else:
+                        self.cookies[name] = str(value)
+                self.query_string = urlencode(move.get("query") or {})
+            self.moves += 1
+            moved = True
+            self._closed = True  # this browser leaves: the socket's end is no error
+            self.reconnect()
+            self.wait_for(lambda: self.stats.full_runs > 0 and self.idle, what="the first run after a move")
+        return moved
+
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def upstream(self) -> str:
+        """Behind scripts/serve.py's nginx: the worker(s) its websocket's handshake went to, as the
+        proxy's X-Conv-Worker header names them (the last one answered); "" without that proxy."""
+        return self._ws.response.headers.get("X-Conv-Worker", "") if self._ws.response else ""
 
     # ------------------------------------------------------------------ reading the page
     def texts(self, main_only: bool = False) -> list[str]:
@@ -280,9 +331,8 @@ class StClient:
     def _put(self, url: str, name: str, data: bytes, mime: str) -> None:
         """PUT one file as multipart form data, with the XSRF cookie and the same token as header."""
         if self._xsrf is None:  # the health check the browser makes first sets the cookie
-            health = urllib.request.Request(
-                self.base + "/_stcore/health", headers={"Cookie": self.cookie or ""}
-            )
+            jar = self.cookie or ""
+            health = urllib.request.Request(self.base + "/_stcore/health", headers={"Cookie": jar})
             with urllib.request.urlopen(health, timeout=self.timeout) as r:
                 cookies = [c.split(";", 1)[0] for c in r.headers.get_all("Set-Cookie") or []]
             self._xsrf = next((c.split("=", 1)[1] for c in cookies if c.startswith(XSRF_COOKIE + "=")), "")
@@ -296,12 +346,11 @@ class StClient:
             + f"\r\n--{boundary}--\r\n".encode()
         )
         headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
-        cookies = [self.cookie] if self.cookie else []  # the proxy's sticky cookie: the session's worker
         if self._xsrf:
-            cookies.append(f"{XSRF_COOKIE}={self._xsrf}")
             headers["X-Xsrftoken"] = self._xsrf
-        if cookies:
-            headers["Cookie"] = "; ".join(cookies)
+        cookie = self.cookie  # the proxy's cookies (the session's worker) and the XSRF cookie
+        if cookie:
+            headers["Cookie"] = cookie
         target = url if url.startswith("http") else self.base + url
         req = urllib.request.Request(target, data=body, method="PUT", headers=headers)
         with urllib.request.urlopen(req, timeout=self.timeout) as r:
@@ -323,6 +372,7 @@ class StClient:
         if not wait:
             return None
         self.wait_for(lambda: self._full_run_since(sent), what="the rerun")
+        self.follow_move()
         latency = time.perf_counter() - sent
         self.latencies.append(latency)
         return latency
@@ -330,6 +380,7 @@ class StClient:
     def wait_idle(self, timeout: float | None = None) -> None:
         """Wait for the first full run (or the next one, if a run is going on)."""
         self.wait_for(lambda: self.stats.full_runs > 0 and self.idle, timeout, "the first run")
+        self.follow_move()
 
     def wait_for(
         self, predicate: Callable[[], bool], timeout: float | None = None, what: str = "a condition"
@@ -508,6 +559,8 @@ class StClient:
             kind = el.WhichOneof("type")
             if kind == "exception":
                 self.errors.append(f"{el.exception.type}: {el.exception.message}")
+            if kind == "bidi_component" and el.bidi_component.component_name.endswith(LANE_COMPONENT):
+                self._move = json.loads(el.bidi_component.json or "{}")
             if kind in WIDGETS:
                 self._widget(kind, getattr(el, kind))
         elif which == "add_block":
@@ -551,6 +604,16 @@ class StClient:
                 self.on_run(self, run)
             except Exception as exc:
                 self.errors.append(f"on_run: {type(exc).__name__}: {exc}")
+
+
+def _parse_cookies(header: str | None) -> dict[str, str]:
+    """A Cookie header ("a=1; b=2") as a jar."""
+    jar = {}
+    for part in (header or "").split(";"):
+        name, eq, value = part.strip().partition("=")
+        if name and eq:
+            jar[name] = value
+    return jar
 
 
 def _page_keys(app_pages: Any) -> dict[str, str]:
