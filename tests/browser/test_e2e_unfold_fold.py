@@ -37,11 +37,8 @@ def outlines(page, chart: str, colour: str, xref: str = "x") -> set[tuple[float,
 
 def window_columns(page) -> list[int]:
     """The true column index of every position of the matrix window, as the browser holds it."""
-    return page.evaluate("""() => {
-      const gd = [...document.querySelectorAll('.st-key-pick-matrix .js-plotly-plot')]
-          .find((g) => g.layout);
-      return Array.from(gd._fullData[1].customdata[0], Number);
-    }""")
+    customdata = web.trace_array(page, "matrix", 1, "customdata")
+    return [int(v) for v in customdata[0]]
 
 
 ANIMATION_STATE = """() => {
