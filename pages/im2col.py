@@ -174,7 +174,7 @@ def section_example() -> None:
     with shown_errors("The example"):
         g = gpuops.window_geometry(H, W, K, S, P, D)
         picker = view.Picker(PICK, PICK_C, g, C, M)
-        picker.apply(pick.bridge(hover=view.hover_maps(g, C, M), style=st_style.outline_style()))
+        picker.apply(pick.bridge(rules=view.hover_rules(g, C, M), style=st_style.outline_style()))
         picker.fitted()
         p = section_pick(picker)
         top = st.container()

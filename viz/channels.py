@@ -108,26 +108,6 @@ def channel_figure(
     return fig
 
 
-def hover_pairs(
-    layout: ChannelLayout, chart: str
-) -> dict[tuple[str, int, int], list[tuple[str, str, int, int]]]:
-    """Hover maps for ui.pick: an output map (or its filter's row) lights the filter row and the
-    input channels it sums; an input channel its column and the maps that read it."""
-    pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]] = {}
-    for m in range(layout.C_out):
-        inputs = layout.inputs_of(m)
-        lit = [(chart, BANK, m, c) for c in inputs] + [(chart, INPUTS, 0, c) for c in inputs]
-        pairs[(OUTPUTS, m, 0)] = lit
-        for c in inputs:
-            pairs[(BANK, m, c)] = [*lit, (chart, OUTPUTS, m, 0)]
-    for c in range(layout.C_in):
-        outputs = layout.outputs_of(c)
-        pairs[(INPUTS, 0, c)] = [(chart, BANK, m, c) for m in outputs] + [
-            (chart, OUTPUTS, m, 0) for m in outputs
-        ]
-    return pairs
-
-
 # ---- the same layer in 3-D: volumes of channels, the picked filter as a block ---------------------------
 _BOX_I, _BOX_J, _BOX_K = (  # the 12 triangles of a box's 6 faces, over its 8 corners (x, y, z bits)
     [0, 0, 4, 4, 0, 0, 2, 2, 0, 0, 1, 1],

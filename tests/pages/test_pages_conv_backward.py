@@ -462,9 +462,18 @@ def test_tags_pair_cells_in_every_panel_or_in_none():
 def test_the_flipped_conv_and_batch_gemm_kernels_run_on_the_page():
     """The newer algorithms of gpuops are accepted choices and run with a stride-2 geometry; the
     caption says that a forward convolution computes the picked dX cell."""
-    query = dict(backward_stride="2", backward_pad="1", backward_alg="flipped_conv", backward_walg="batch_gemm", backward_pick="dx:2,3")
+    query = dict(
+        backward_stride="2",
+        backward_pad="1",
+        backward_alg="flipped_conv",
+        backward_walg="batch_gemm",
+        backward_pick="dx:2,3",
+    )
     at = run_page(query)
     assert not at.exception and not at.error
-    assert (at.query_params["backward_alg"], at.query_params["backward_walg"]) == ("flipped_conv", "batch_gemm")
+    assert (at.query_params["backward_alg"], at.query_params["backward_walg"]) == (
+        "flipped_conv",
+        "batch_gemm",
+    )
     assert any("forward convolution" in c.value and "dX[2, 3]" in c.value for c in at.caption)
     assert any("With GEMM, unfold copies" in c.value for c in at.caption)  # batch_gemm: unfold + cuBLAS too
