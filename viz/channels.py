@@ -95,11 +95,11 @@ def channel_figure(
             shapes += outline((m, 0), style, Pen(READER, panel=OUTPUTS))
     kind = "depthwise" if L.depthwise else f"{L.groups} group{'s' if L.groups > 1 else ''}"
     title = (
-        f"{L.C_in} input channels -> {L.C_out} filters of {L.per_group_in} x {L.K} x {L.K} -> {L.C_out} maps "
-        f"({kind}: weight {tuple(L.weight_shape)}, {L.weights():,} weights)"
+        f"{L.C_in} input channels -> {L.C_out} filters of {L.per_group_in} x {L.K} x {L.K} "
+        f"-> {L.C_out} maps<br>({kind}: weight {tuple(L.weight_shape)}, {L.weights():,} weights)"
     )
     cell_px = 2.6 * style.font
-    height = int((L.C_out + 1) * cell_px + 90 + 2 * style.title)
+    height = int((L.C_out + 1) * cell_px + 90 + 3 * style.title)  # a two-line title
     layout_dict = base_layout(title, 0, style)
     layout_dict["height"] = height
     fig.update_layout(**layout_dict, shapes=shapes)
