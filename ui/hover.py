@@ -61,6 +61,16 @@ def window(
     )
 
 
+def layer_window(
+    g: WindowGeometry, *, layer: str, previous: Sequence[Place], counts: tuple[int, int] | None = None
+) -> Rules:
+    """A layer whose channels are panels of one chart (any panel): a cell outlines the cells of
+    the previous layer its window reads (inside it), on every place of `previous`; a panel "*"
+    there is the hovered cell's own channel (pooling reads its own channel)."""
+    rule = {"kind": "taps", "g": geometry(g, counts), "mode": "zeros", "inside": True}
+    return {layer: [{**rule, "targets": _places(previous)}]}
+
+
 def kernel_and_window(
     g: WindowGeometry, mode: str, out: tuple[int, int], *, kernel: Place, around: Place, image: Place
 ) -> Rules:

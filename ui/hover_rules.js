@@ -16,17 +16,19 @@ const HoverRules = (() => {
 
   const kinds = {
     // an output pixel: its window's taps (padding included unless `inside`), and with reflect
-    // padding the cells those copy
-    taps: (rule, r, c) => {
+    // padding the cells those copy; on `target`, or on every place of `targets` (panel "*": the
+    // hovered one, for a layer whose channels are panels)
+    taps: (rule, r, c, panel) => {
       const [Ho, Wo] = M.outputs(rule.g);
       if (!inGrid(r, c, Ho, Wo)) return null;
       const cells = [];
       for (const [tr, tc, sr, sc] of M.receptiveField(rule.g, r, c, rule.mode)) {
-        if (rule.inside && (sr !== tr || sc !== tc)) continue;
+        if (rule.inside && (sr < 0 || sr !== tr || sc !== tc)) continue;  // a padding tap: (-1, -1) too
         cells.push([tr, tc]);
         if (sr >= 0 && (sr !== tr || sc !== tc)) cells.push([sr, sc]);
       }
-      return put({}, [rule.target], cells);
+      const where = (rule.targets || [rule.target]).map(([chart, p]) => [chart, p === "*" ? panel : p]);
+      return put({}, where, cells);
     },
     // an input cell: every output whose window reads it
     readers: (rule, r, c) => {

@@ -10,12 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gpuops import lenet
 from gpuops.checks import WindowGeometry
 from gpuops.maps import channels, conv_backward, im2col, reflect_pad, unfold_fold
 from gpuops.maps import conv2d as maps
 from tests.browser.test_e2e_index_math_js import geometries
 from tests.support import browser as web
-from ui import hover
+from ui import hover, lenet_view
+from viz.lenet import panel_id
 
 pytestmark = pytest.mark.e2e
 
@@ -201,6 +203,9 @@ def test_pool_windows_with_a_given_output_count(outlines):
         {"p": {("x2", 0, 1)}},
         {},
     ]
+    padded = WindowGeometry(4, 4, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1)  # output (0, 0) taps (-1, -1) .. (0, 0)
+    rules = hover.window(padded, "zeros", outputs=("p", "x2"), inputs=("p", "x"), inside=True)
+    assert outlines(rules, "p", [("x2", 0, 0)]) == [{"p": {("x", 0, 0)}}]
 
 
 def test_channel_groups(outlines):
@@ -218,3 +223,24 @@ def test_channel_groups(outlines):
         for c, found in enumerate(outlines(rules, "ch", [("x", 0, c) for c in range(c_in)])):
             outs = layout.outputs_of(c)
             assert found == {"ch": {("x2", m, c) for m in outs} | {("x3", m, 0) for m in outs}}
+
+
+def test_lenet_stages_outline_what_each_cell_reads(outlines):
+    """Every cell of every stage, on two networks: the previous stage's cells it reads, as
+    gpuops.lenet.reads names them (a convolution: every channel; a pool: its own)."""
+    for cfg in (lenet.LeNetConfig(), lenet.LeNetConfig(size=12, c1=2, c2=3, k=3)):
+        rules = lenet_view.hover_rules(cfg)
+        shapes = cfg.shapes()
+        for stage in lenet.CONV_STAGES:
+            C, H, W = shapes[stage]
+            cells = [(c, r, q) for c in range(C) for r in range(H) for q in range(W)]
+            got = outlines(rules, f"lenet_{stage}", [(panel_id(c), r, q) for c, r, q in cells])
+            for (c, r, q), found in zip(cells, got, strict=True):
+                span = lenet.reads(cfg, stage, c, r, q)
+                want = {
+                    (panel_id(k), y, x)
+                    for k in span.channels
+                    for y in range(span.r0, span.r1 + 1)
+                    for x in range(span.c0, span.c1 + 1)
+                }
+                assert found == {f"lenet_{span.stage}": want}, (cfg, stage, c, r, q)
