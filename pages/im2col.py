@@ -74,7 +74,7 @@ def section_settings() -> tuple[int, ...]:
 def section_pick(picker: view.Picker) -> Cell:
     """The keyboard path, in sync with clicks: the kind of pick, then its numbers."""
     p = state.get(PICK)
-    cols = st.columns([3.2, 1, 1, 1, 1.6], vertical_alignment="bottom")
+    cols = st.columns([3.2, 1, 1, 1.6, 1], vertical_alignment="bottom")  # 3: "= output pixel (oh, ow)"
     st.session_state["w_im2col_kind"] = p.space
     cols[0].radio(
         "Picked (click a figure, or type)",
