@@ -301,8 +301,10 @@ class Direct:
         )
 
     def window_rules(self) -> hover.Rules:
-        """Hovering either image outlines an output's window or an input cell's readers."""
-        return hover.window(self.g, self.conv.mode, outputs=("conv_output", "x"), inputs=("conv_input", "x"))
+        """Hovering an output (the output image, the thread figure) outlines its window on the
+        input image and the shared-memory tile; an input cell its readers on the output figures."""
+        outputs, inputs = [(c, "x") for c in CHARTS_OUT], [(c, "x") for c in CHARTS_IN if c != "direct_zoom"]
+        return hover.windows(self.g, self.conv.mode, outputs=outputs, inputs=inputs)
 
     def pick_inputs(self, params: tuple[Param, Param], cell: Cell) -> None:
         """The keyboard path: the pick as number inputs in sync with clicks, and the channel shown."""

@@ -54,10 +54,26 @@ def window(
     """A window operation shown as outputs and inputs (own coordinates, padding at negative and
     past-the-edge ones): an output outlines its taps (inside: only those on the input; reflect:
     also the cells they copy), an input cell every output that reads it."""
+    return windows(g, mode, outputs=[outputs], inputs=[inputs], inside=inside, counts=counts)
+
+
+def windows(
+    g: WindowGeometry,
+    mode: str,
+    *,
+    outputs: Sequence[Place],
+    inputs: Sequence[Place],
+    inside: bool = False,
+    counts: tuple[int, int] | None = None,
+) -> Rules:
+    """`window` for a page that shows its outputs and its inputs in several figures: hovering
+    any of them outlines on every figure of the other side."""
     geo = geometry(g, counts)
+    taps = {"kind": "taps", "g": geo, "mode": mode, "targets": _places(inputs), "inside": inside}
+    readers = {"kind": "readers", "g": geo, "mode": mode, "targets": _places(outputs)}
     return combine(
-        _rule("taps", outputs, g=geo, mode=mode, target=list(inputs), inside=inside),
-        _rule("readers", inputs, g=geo, mode=mode, target=list(outputs)),
+        *(_rule(**taps, on=place) for place in outputs),
+        *(_rule(**readers, on=place) for place in inputs),
     )
 
 

@@ -30,10 +30,10 @@ const HoverRules = (() => {
       const where = (rule.targets || [rule.target]).map(([chart, p]) => [chart, p === "*" ? panel : p]);
       return put({}, where, cells);
     },
-    // an input cell: every output whose window reads it
+    // an input cell: every output whose window reads it, on `target` or every place of `targets`
     readers: (rule, r, c) => {
       if (!inGrid(r, c, rule.g.H, rule.g.W)) return null;
-      return put({}, [rule.target], M.readers(rule.g, r, c, rule.mode));
+      return put({}, rule.targets || [rule.target], M.readers(rule.g, r, c, rule.mode));
     },
     // a weight (i, j) of the kernel: the cell it multiplies for output `out`
     kernel_taps: (rule, i, j) => {

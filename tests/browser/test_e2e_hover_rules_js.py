@@ -244,3 +244,25 @@ def test_lenet_stages_outline_what_each_cell_reads(outlines):
                     for x in range(span.c0, span.c1 + 1)
                 }
                 assert found == {f"lenet_{span.stage}": want}, (cfg, stage, c, r, q)
+
+
+def test_outputs_and_inputs_shown_in_several_figures(outlines):
+    """Direct's output image and thread figure, its input image and shared tile: a hover on any of
+    them outlines on every figure of the other side."""
+    for g in geometries(8, seed=29):
+        for mode in ("zeros", "reflect"):
+            rules = hover.windows(g, mode, outputs=[("o", "x"), ("t", "x")], inputs=[("i", "x"), ("s", "x")])
+            out = (g.H_out - 1, 0)
+            rf = maps.receptive_field(g, *out, mode)
+            cells = {("x", int(r), int(c)) for r, c in zip(rf.rows.ravel(), rf.cols.ravel(), strict=True)}
+            cells |= {
+                ("x", int(r), int(c))
+                for r, c in zip(rf.source_rows.ravel(), rf.source_cols.ravel(), strict=True)
+                if r >= 0
+            }
+            for chart in ("o", "t"):
+                assert outlines(rules, chart, [("x", *out)]) == [{"i": cells, "s": cells}], (g, mode)
+            readers = {("x", int(r[0]), int(r[1])) for r in maps.readers_of(g, 0, g.W - 1, mode)}
+            for chart in ("i", "s"):
+                want = {"o": readers, "t": readers} if readers else {}
+                assert outlines(rules, chart, [("x", 0, g.W - 1)]) == [want], (g, mode)
