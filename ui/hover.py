@@ -130,13 +130,22 @@ def unroll(
 
 
 def unfold_window(
-    g: WindowGeometry, C: int, window: Sequence[int], *, matrix: Place, zoom: Place, image: Place
+    g: WindowGeometry,
+    C: int,
+    window: Sequence[int],
+    *,
+    matrix: Place,
+    zoom: Place,
+    image: Place,
+    pixels: Sequence[Place] = (),
 ) -> Rules:
-    """unfold's close-up beside the matrix columns `window`: a pixel outlines the window's entries
-    that copy it; an entry the pixel it copies (close-up and image)."""
+    """unfold's close-up beside the matrix columns `window`: a pixel (of the close-up, the image
+    or any figure of `pixels`) outlines the window's entries that copy it; an entry the pixel it
+    copies (close-up and image)."""
     geo, cols = geometry(g), [int(v) for v in window]
+    copies = {"kind": "unfold_pixel", "g": geo, "C": C, "window": cols, "target": list(matrix)}
     return combine(
-        _rule("unfold_pixel", zoom, g=geo, C=C, window=cols, target=list(matrix)),
+        *(_rule(**copies, on=place) for place in (zoom, image, *pixels)),
         _rule("unfold_entry", matrix, g=geo, C=C, window=cols, targets=_places([zoom, image])),
     )
 

@@ -143,8 +143,8 @@ class Unfolding:
         return maps.region_around(g, maps.covering_box(g, cell.row, cell.col), ZOOM)
 
     def hover(self, cell: Cell) -> hover.Rules:
-        """Hovering a pixel of the patch view outlines its copies in the matrix window; hovering a
-        matrix entry the pixel it copies (in the browser, without a rerun)."""
+        """Hovering a pixel (patch view, image, fold maps) outlines its copies in the matrix window;
+        hovering a matrix entry the pixel it copies (in the browser, without a rerun)."""
         return hover.unfold_window(
             self.g,
             self.image.planes.shape[0],
@@ -152,6 +152,7 @@ class Unfolding:
             matrix=("matrix", "x2"),
             zoom=("zoom", "x"),
             image=("image", "x"),
+            pixels=[(chart, "x") for chart in PIXEL_CHARTS],
         )
 
     # ---- what the figures draw ---------------------------------------------------------------------

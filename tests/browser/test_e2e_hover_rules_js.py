@@ -123,13 +123,17 @@ def test_unfold_close_up_and_matrix_window(outlines):
     for g in geometries(12, seed=9):
         C = 1 + g.H % 2
         window = unfold_fold.column_window(g, g.L // 2, 5)
-        rules = hover.unfold_window(g, C, window, matrix=("m", "x2"), zoom=("z", "x"), image=("i", "x"))
+        rules = hover.unfold_window(
+            g, C, window, matrix=("m", "x2"), zoom=("z", "x"), image=("i", "x"), pixels=[("c", "x")]
+        )
         region = (0, g.H - 1, 0, g.W - 1)
         copies = unfold_fold.copies_in_window(C, g, window, region)
         pixels = [("x", y, x) for y in range(g.H) for x in range(g.W)]
-        for (_, y, x), found in zip(pixels, outlines(rules, "z", pixels), strict=True):
+        on_zoom = outlines(rules, "z", pixels)
+        for (_, y, x), found in zip(pixels, on_zoom, strict=True):
             want = {("x2", r, pos) for r, pos in copies.get((y, x), [])}
             assert found == ({"m": want} if want else {}), (g, y, x)
+        assert outlines(rules, "i", pixels) == on_zoom and outlines(rules, "c", pixels) == on_zoom
         entries = [("x2", r, pos) for r in range(C * g.KH * g.KW) for pos in range(len(window))]
         source = {(r, pos): pixel for pixel, found in copies.items() for r, pos in found}
         for (_, r, pos), found in zip(entries, outlines(rules, "m", entries), strict=True):
