@@ -197,7 +197,10 @@ def section_kernel(p_img: int) -> None:
 
 
 h, w, pads, p_img = settings()
-rules = hover.reflect_pad(h, w, pads, padded=(GRID, "x2"), inputs=[(GRID, "x")])
+rules = hover.combine(
+    hover.reflect_pad(h, w, pads, padded=(GRID, "x2"), inputs=[(GRID, "x")]),
+    hover.padded_copies(H, W, (p_img,) * 4, on=(IMAGE, "x")),
+)
 grids = {
     (GRID, "x"): Grid(PICK, "in", (h, w)),
     (GRID, "x2"): Grid(PICK, "pad", maps.padded_shape(h, w, pads)),

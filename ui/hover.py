@@ -169,6 +169,12 @@ def reflect_pad(
     return combine(*parts)
 
 
+def padded_copies(H: int, W: int, pads: tuple[int, int, int, int], *, on: Place) -> Rules:
+    """A reflect-padded image drawn alone (padded coordinates): a cell outlines the cell it copies
+    and every other copy of that cell."""
+    return _rule("pad_mirror", on, H=int(H), W=int(W), pads=[int(p) for p in pads], targets=[list(on)])
+
+
 def backward(g: WindowGeometry, *, dy: Place, w: Place, flipped: Place, dx: Place) -> Rules:
     """The backward pass seen from dX and dY: a dX cell outlines the output gradients it gathers,
     the taps and the flipped taps; a dY cell the dX cells it is added into and the taps."""

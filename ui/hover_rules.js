@@ -98,6 +98,13 @@ const HoverRules = (() => {
       if (!inGrid(oy, ox, rule.H + t + b, rule.W + l + r)) return null;
       return put({}, rule.targets, [M.padSource(rule.H, rule.W, rule.pads, oy, ox)]);
     },
+    // a cell of a padded image drawn alone: its source and every other copy of that source
+    pad_mirror: (rule, oy, ox) => {
+      const [l, r, t, b] = rule.pads;
+      if (!inGrid(oy, ox, rule.H + t + b, rule.W + l + r)) return null;
+      const [y, x] = M.padSource(rule.H, rule.W, rule.pads, oy, ox);
+      return put({}, rule.targets, M.padCopies(rule.H, rule.W, rule.pads, y, x));
+    },
     // an input cell: the padded cells that copy it, and the same cell on `same`
     pad_copies: (rule, y, x) => {
       if (!inGrid(y, x, rule.H, rule.W)) return null;

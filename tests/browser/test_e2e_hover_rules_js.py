@@ -270,3 +270,17 @@ def test_outputs_and_inputs_shown_in_several_figures(outlines):
             for chart in ("i", "s"):
                 want = {"o": readers, "t": readers} if readers else {}
                 assert outlines(rules, chart, [("x", 0, g.W - 1)]) == [want], (g, mode)
+
+
+def test_a_padded_image_outlines_the_source_and_its_copies(outlines):
+    rng = np.random.default_rng(31)
+    for _ in range(10):
+        H, W = (int(v) for v in rng.integers(2, 9, 2))
+        pads = (*(int(v) for v in rng.integers(0, W, 2)), *(int(v) for v in rng.integers(0, H, 2)))
+        rules = hover.padded_copies(H, W, pads, on=("img", "x"))
+        rows, cols = reflect_pad.source_map(H, W, pads)
+        padded = [("x", oy, ox) for oy in range(rows.shape[0]) for ox in range(rows.shape[1])]
+        for (_, oy, ox), found in zip(padded, outlines(rules, "img", padded), strict=True):
+            copies = reflect_pad.copies_of(H, W, pads, int(rows[oy, ox]), int(cols[oy, ox]))
+            assert found == {"img": {("x", int(a), int(b)) for a, b in copies}}, (H, W, pads, oy, ox)
+            assert ("x", oy, ox) in found["img"]  # the hovered cell is one of the copies
