@@ -223,12 +223,10 @@ def section_runtimes(g: gpuops.WindowGeometry, pads: tuple[int, int, int, int]) 
 g = settings()
 rp_h, rp_w = int(state.get(RP_H)), int(state.get(RP_W))
 rp_pads = tuple(int(state.get(p)) for p in (RP_L, RP_R, RP_T, RP_B))
-hover = session_cached(
-    ("backward_hover", g, rp_h, rp_w, rp_pads), lambda: view.hover_maps(g, (rp_h, rp_w), rp_pads, CHARTS)
-)
+rules = view.hover_rules(g, (rp_h, rp_w), rp_pads, CHARTS)
 rp_shapes = {"in": (rp_h, rp_w), "pad": maps.padded_shape(rp_h, rp_w, rp_pads)}
 grids = view.click_grids(g, rp_shapes, (PICK, WPICK, RP_PICK), CHARTS)
-picking.click_cell(pick.bridge(hover=hover, style=sty.outline_style()), grids)
+picking.click_cell(pick.bridge(rules=rules, style=sty.outline_style()), grids)
 if g is not None:
     dx_cell = picking.fitted(PICK, {"dx": (g.H, g.W), "dy": (g.H_out, g.W_out)})
     w_cell = picking.fitted(WPICK, {"w": (g.KH, g.KW), "x": (g.H, g.W)})

@@ -5,7 +5,7 @@ import streamlit as st
 
 from gpuops.maps.channels import ChannelLayout
 from ui import channels_view as view
-from ui import navigation, pick, state
+from ui import hover, navigation, pick, state
 from ui.common import figure, shown_errors, style
 from ui.state import Cell, Param
 from viz import channels as viz
@@ -100,6 +100,7 @@ def section(layout: ChannelLayout) -> None:
 
 with shown_errors("The channel view"):
     layout = settings()
-    hover = pick.hover_map(viz.hover_pairs(layout, CHART))
-    apply_click(pick.bridge(hover={CHART: hover}, style=sty.outline_style()), layout)
+    panels = (viz.INPUTS, viz.BANK, viz.OUTPUTS)
+    rules = hover.channel_groups(layout.C_in, layout.C_out, layout.groups, chart=CHART, panels=panels)
+    apply_click(pick.bridge(rules=rules, style=sty.outline_style()), layout)
     section(layout)

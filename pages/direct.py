@@ -132,7 +132,7 @@ def section_receptive_field(direct: Direct, cell: Cell, zoom: tuple[int, int, in
     left, right = st.columns([1.1, 1])
     with left:
         fig = viz.receptive_field_figure(
-            closeup, look, f"Receptive field of output ({oh}, {ow}), channel {ch}"
+            closeup, look, f"Receptive field of output ({oh}, {ow})<br>channel {ch}"
         )
         show(fig, "direct_zoom", direct.closeup_caption(cell), pickable=True)
     with right:

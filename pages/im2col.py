@@ -74,7 +74,7 @@ def section_settings() -> tuple[int, ...]:
 def section_pick(picker: view.Picker) -> Cell:
     """The keyboard path, in sync with clicks: the kind of pick, then its numbers."""
     p = state.get(PICK)
-    cols = st.columns([3.2, 1, 1, 1, 1.6], vertical_alignment="bottom")
+    cols = st.columns([3.2, 1, 1, 1.6, 1], vertical_alignment="bottom")  # 3: "= output pixel (oh, ow)"
     st.session_state["w_im2col_kind"] = p.space
     cols[0].radio(
         "Picked (click a figure, or type)",
@@ -174,7 +174,7 @@ def section_example() -> None:
     with shown_errors("The example"):
         g = gpuops.window_geometry(H, W, K, S, P, D)
         picker = view.Picker(PICK, PICK_C, g, C, M)
-        picker.apply(pick.bridge(hover=view.hover_maps(g, C, M), style=st_style.outline_style()))
+        picker.apply(pick.bridge(rules=view.hover_rules(g, C, M), style=st_style.outline_style()))
         picker.fitted()
         p = section_pick(picker)
         top = st.container()

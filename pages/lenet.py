@@ -208,6 +208,7 @@ def section_digit(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
             viz.digit_figure(image, sty, read=p.field),
             "lenet_input",
             "Red: the input cells the picked cell depends on (its receptive field).",
+            pickable=True,  # hover outlines land here; a click on it picks nothing
         )
     with right:
         figure(
@@ -235,7 +236,7 @@ def section_digit(cfg: lenet.LeNetConfig, run: lenet.TrainSettings) -> None:
 
 with shown_errors("The settings"):
     cfg, run = settings()
-    apply_click(pick.bridge(style=sty.outline_style()), cfg)
+    apply_click(pick.bridge(rules=view.hover_rules(cfg), style=sty.outline_style()), cfg)
     with shown_errors("Training"):
         more = section_train(cfg, run)
         section_weights(cfg, run)

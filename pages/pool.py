@@ -3,8 +3,7 @@
 import streamlit as st
 
 from gpuops import pool
-from gpuops.maps import pool as maps
-from ui import navigation, pick, picking, state
+from ui import hover, navigation, pick, picking, state
 from ui import pool_view as view
 from ui.common import backend_name, cuda_source, figure, shown_errors, style
 from ui.picking import Grid
@@ -109,12 +108,15 @@ def section_source(mode: str, g: pool.PoolGeometry, rule: pool.AvgRule) -> None:
 
 with shown_errors("Pooling"):
     mode, g, rule, seed = settings()
-    hover = pick.hover_map(viz.hover_pairs(CHART, maps.all_windows(g), maps.all_readers(g)))
+    counts = (g.H_out, g.W_out)  # ceil_mode may count one more window than the formula
+    rules = hover.window(
+        g.window, "zeros", outputs=(CHART, "x2"), inputs=(CHART, "x"), inside=True, counts=counts
+    )
     grids = {
         (CHART, "x"): Grid(PICK, "in", g.in_hw),
         (CHART, "x2"): Grid(PICK, "out", (g.H_out, g.W_out)),
     }
-    picking.click_cell(pick.bridge(hover={CHART: hover}, style=sty.outline_style()), grids)
+    picking.click_cell(pick.bridge(rules=rules, style=sty.outline_style()), grids)
     cell = picking.fitted(PICK, {"in": g.in_hw, "out": (g.H_out, g.W_out)})
     section_grid(view.run(mode, g, rule, view.values(g, seed)), cell)
     section_source(mode, g, rule)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from gpuops.maps import reflect_pad as maps
 from gpuops.reflect_pad import reflect_pad_launch
-from ui import navigation, pick, picking, reflect_view, state
+from ui import hover, navigation, pick, picking, reflect_view, state
 from ui.common import backend_name, compare, cuda_source, figure, shown_errors, style
 from ui.images import to_display
 from ui.picking import Grid
@@ -197,13 +197,16 @@ def section_kernel(p_img: int) -> None:
 
 
 h, w, pads, p_img = settings()
-hover = pick.hover_map(viz.grid_hover(maps.links(h, w, pads), GRID))
+rules = hover.combine(
+    hover.reflect_pad(h, w, pads, padded=(GRID, "x2"), inputs=[(GRID, "x")]),
+    hover.padded_copies(H, W, (p_img,) * 4, on=(IMAGE, "x")),
+)
 grids = {
     (GRID, "x"): Grid(PICK, "in", (h, w)),
     (GRID, "x2"): Grid(PICK, "pad", maps.padded_shape(h, w, pads)),
     (IMAGE, "x"): Grid(IMG_PICK, "pad", maps.padded_shape(H, W, (p_img,) * 4)),
 }
-picking.click_cell(pick.bridge(hover={GRID: hover}, style=sty.outline_style()), grids)
+picking.click_cell(pick.bridge(rules=rules, style=sty.outline_style()), grids)
 cell = picking.fitted(PICK, {"in": (h, w), "pad": maps.padded_shape(h, w, pads)})
 # a laptop sees the grid and the image side by side; a projector one at a time, larger
 left_col, right_col = (

@@ -155,7 +155,7 @@ def section_fold(cell: Cell, result: Folded) -> None:
         )
     with b:
         figure(
-            viz.count_map(counts, "Overlap count: patches covering each pixel", sty, pixel=(y, x)),
+            viz.count_map(counts, "Overlap count:<br>patches covering each pixel", sty, pixel=(y, x)),
             "count",
             f"From {int(counts.min())} to {int(counts.max())} patches; pixel ({y}, {x}) is covered by "
             f"{int(counts[y, x])}. Click a pixel to see its patches.",

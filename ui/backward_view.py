@@ -1,6 +1,6 @@
 """What the Backward & transposed page computes, kept out of the page script: the small example (x,
 w, dY and the gradients the chosen kernels compute), the reflect-pad backward example, the adjoint
-identity, the hover maps, the runtime candidates, and the sentences that name the GPU thread
+identity, the hover rules, the runtime candidates, and the sentences that name the GPU thread
 behind each number."""
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ import gpuops
 from gpuops.conv2d import check_conv2d
 from gpuops.launch import Launch, ThreadRef
 from gpuops.maps import conv_backward as maps
-from gpuops.maps.reflect_pad import copies_of
 from gpuops.reflect_pad import reflect_pad_backward_launch
-from ui import budget, pick
+from ui import budget, hover
 from ui.picking import Grid
 from ui.records import Example
 from ui.sidebar import SourceImage
@@ -34,7 +33,6 @@ ALG_NAMES = {
     "gemm": "GEMM (unfold + cuBLAS)",
     "batch_gemm": "one GEMM over the batch",
 }
-HOVER_BYTES = 150_000  # hover maps travel with every rerun: only for small grids
 RUNTIME_FILTERS = 8  # M of the runtime comparison on the user's image
 
 Pads = tuple[int, int, int, int]
@@ -366,32 +364,27 @@ def by_operation(groups: dict[str, dict], timings: dict) -> dict[str, dict[str, 
     }
 
 
-# ---- hover maps --------------------------------------------------------------------------------------------
-def hover_maps(
+# ---- hover rules ---------------------------------------------------------------------------------------
+def hover_rules(
     g: gpuops.WindowGeometry | None, grid: tuple[int, int], pads: Pads, charts: tuple[str, ...]
-) -> dict:
-    """Client-side hover maps of every small grid on the page (dropped when they grow large).
+) -> hover.Rules:
+    """What hovering a cell of each figure on the page outlines, answered in the browser.
     charts: the names of dX|dY, the animation, the count map, dW and the reflect-pad figure."""
     dx_chart, anim_chart, count_chart, dw_chart, rp_chart = charts
-    (h, w), out = grid, {}
+    (h, w), parts = grid, []
     if g is not None:
-        sources = {}
-        for i in range(g.H):
-            for j in range(g.W):
-                s = maps.gradient_sources(g, i, j)
-                sources[(i, j)] = (s.outputs, s.taps, s.flipped)
-        targets = {(i, j): maps.scatter_targets(g, i, j) for i in range(g.H_out) for j in range(g.W_out)}
-        by_weight = {(i, j): maps.weight_pairs(g, i, j) for i in range(g.KH) for j in range(g.KW)}
-        by_input = {key: np.hstack([outs, taps]).reshape(-1, 4) for key, (outs, taps, _) in sources.items()}
-        out[dx_chart] = pick.hover_map(viz.grad_input_hover(dx_chart, sources, targets))
-        out[count_chart] = pick.hover_map(
-            viz.counts_hover([(anim_chart, "x"), (dx_chart, "x")], {k: v[0] for k, v in sources.items()})
-        )
-        out[dw_chart] = pick.hover_map(viz.grad_weight_hover(dw_chart, by_weight, by_input))
+        parts += [
+            hover.backward(
+                g, dy=(dx_chart, "x"), w=(dx_chart, "x2"), flipped=(dx_chart, "x3"), dx=(dx_chart, "x4")
+            ),
+            hover.gradient_reach(g, on=(count_chart, "x"), outputs=[(anim_chart, "x"), (dx_chart, "x")]),
+            hover.weight_gradient(g, x=(dw_chart, "x"), dy=(dw_chart, "x2"), dw=(dw_chart, "x3")),
+        ]
     if all(p < side for p, side in zip(pads, (w, w, h, h), strict=True)):  # else the widgets fit them first
-        copies = {(y, x): copies_of(h, w, pads, y, x) for y in range(h) for x in range(w)}
-        out[rp_chart] = pick.hover_map(viz.reflect_hover(rp_chart, copies))
-    return {name: m for name, m in out.items() if pick.size_of({name: m}) <= HOVER_BYTES}
+        parts.append(
+            hover.reflect_pad(h, w, pads, padded=(rp_chart, "x"), inputs=[(rp_chart, "x2"), (rp_chart, "x3")])
+        )
+    return hover.combine(*parts)
 
 
 # ---- captions --------------------------------------------------------------------------------------------

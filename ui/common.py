@@ -121,7 +121,7 @@ def figure(
 ) -> None:
     """A figure, its one-line caption, and an HTML download of it (built only when clicked; the
     HTML carries Plotly's JavaScript, so it opens offline). pickable: its cells answer clicks
-    and hover maps through ui.pick (the page mounts pick.bridge once)."""
+    and hover rules through ui.pick (the page mounts pick.bridge once)."""
     if pickable:
         pick.chart(fig, name)
     else:

@@ -1,6 +1,6 @@
 """What the Direct convolution page computes, kept out of the page script: the settings fitted to the
 image, the custom kernel's editor, the convolution within the rerun budget, and, for the pick, the
-records the figures draw, its hover maps and the sentences built from the Launch that ran.
+records the figures draw, its hover rules and the sentences built from the Launch that ran.
 
 `Direct` binds the image and the computed convolution once per run, so the page asks it about the
 pick (`direct.detail_of(cell)`) instead of passing the geometry around.
@@ -19,7 +19,7 @@ import streamlit as st
 import gpuops
 from gpuops import filters
 from gpuops.maps import conv2d as maps
-from ui import budget, kernel_editor, padding_view, pick, state
+from ui import budget, hover, kernel_editor, padding_view, pick, state
 from ui.common import backend_name, session_cached
 from ui.images import png_bytes, to_display
 from ui.kernel_param import KernelParam
@@ -288,30 +288,23 @@ class Direct:
         rf = maps.receptive_field(self.g, *detail, self.conv.mode)
         return maps.around(rf.rows, rf.cols, self.g, 1 if self.g.KH * self.g.dil_h > 9 else 2)
 
-    def hover(self, cell: Cell) -> pick.HoverMaps:
-        """Hovering a weight outlines the cell it multiplies; hovering a close-up cell its weight (and
-        a mirrored padding cell the cell it copies). Small grids only."""
-        g, detail = self.g, self.detail_of(cell)
-        rf = maps.receptive_field(g, *detail, self.conv.mode)
-        taps = [(i, j, int(rf.rows[i, j]), int(rf.cols[i, j])) for i, j in np.ndindex(rf.rows.shape)]
-        kernel_map = {
-            ("x", i, j): [("direct_zoom", "x", r, c), ("conv_input", "x", r, c)] for i, j, r, c in taps
-        }
-        zoom_map = {("x", r, c): [("direct_kernel", "x", i, j)] for i, j, r, c in taps}
-        if self.conv.mode == "reflect":  # a padding cell of the close-up -> the cell it copies
-            win = maps.padded_window(self.image.planes[0], g, self.conv.mode, *self.zoom(detail))
-            for a, b in zip(*np.nonzero(~win.inside & (win.source_rows >= 0)), strict=True):
-                src = (int(win.source_rows[a, b]), int(win.source_cols[a, b]))
-                zoom_map.setdefault(("x", int(win.rows[a]), int(win.cols[b])), []).extend(
-                    [("direct_zoom", "x", *src), ("conv_input", "x", *src)]
-                )
-        out = {"direct_kernel": pick.hover_map(kernel_map), "direct_zoom": pick.hover_map(zoom_map)}
-        return out if pick.size_of(out) < 60_000 else {}
+    def hover(self, cell: Cell) -> hover.Rules:
+        """Hovering a weight outlines the cell it multiplies for the detail output; hovering a
+        close-up cell its weight (and a mirrored padding cell the cell it copies)."""
+        return hover.kernel_and_window(
+            self.g,
+            self.conv.mode,
+            self.detail_of(cell),
+            kernel=("direct_kernel", "x"),
+            around=("direct_zoom", "x"),
+            image=("conv_input", "x"),
+        )
 
-    def window_rules(self) -> dict:
-        """Hovering either image outlines an output's window or an input cell's readers, computed
-        in the browser from the geometry (no rerun, any image size)."""
-        return pick.window_rules(self.g, self.conv.mode, outputs="conv_output", inputs="conv_input")
+    def window_rules(self) -> hover.Rules:
+        """Hovering an output (the output image, the thread figure) outlines its window on the
+        input image and the shared-memory tile; an input cell its readers on the output figures."""
+        outputs, inputs = [(c, "x") for c in CHARTS_OUT], [(c, "x") for c in CHARTS_IN if c != "direct_zoom"]
+        return hover.windows(self.g, self.conv.mode, outputs=outputs, inputs=inputs)
 
     def pick_inputs(self, params: tuple[Param, Param], cell: Cell) -> None:
         """The keyboard path: the pick as number inputs in sync with clicks, and the channel shown."""

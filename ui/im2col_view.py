@@ -1,6 +1,6 @@
 """What the im2col + GEMM page computes, kept out of the page script: PMPP's worked example and its
 editable numbers, X_unroll and Y, the pick (a column, an output, or an input cell with its
-channel), the records the figures draw, hover maps, the expansion curves, the runtime split's
+channel), the records the figures draw, hover rules, the expansion curves, the runtime split's
 candidates and the sentences built from them."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import streamlit as st
 import gpuops
 from gpuops.launch import Launch
 from gpuops.maps import im2col as maps
-from ui import budget, pick, state
+from ui import budget, hover, pick, state
 from ui.sidebar import CAP_OPTIONS, SourceImage
 from ui.state import Cell, Param
 from viz import im2col as viz
@@ -34,7 +34,6 @@ BOOK_W = [
 BOOK_Y = [[[14, 20], [15, 24]], [[12, 24], [17, 26]]]
 BOOK_SHAPE = (3, 3, 3, 2, 2)  # C, H, W, K, M
 CHARTS = ("inputs", "xunroll", "ymat", "wmat")  # pickable figures
-HOVER_TARGETS = 10_000  # outlines per chart's hover map (~150 kB, sent with every rerun), at most
 CELLS, GENERATION = "im2col_cells", "im2col_gen"  # session_state: the numbers, the editors' generation
 
 
@@ -258,15 +257,20 @@ def unroll_of(C: int, g: gpuops.WindowGeometry) -> viz.Unroll:
     )
 
 
-def hover_maps(g: gpuops.WindowGeometry, C: int, M: int) -> pick.HoverMaps:
-    """Client-side outlines for the small example (no rerun): hovering an input cell outlines its
-    copies in X_unroll; a column of X_unroll or of Y outlines the cells it reads and its output."""
-    taps = [maps.column_taps(C, g, col) for col in range(g.L)]
-    copies = {
-        (c, i, j): maps.copies_of(C, g, c, i, j) for c in range(C) for i in range(g.H) for j in range(g.W)
-    }
-    pairs = viz.hover_pairs(copies, taps, M, CHARTS, max_targets=HOVER_TARGETS)
-    return {name: pick.hover_map(chart_pairs) for name, chart_pairs in pairs.items()}
+def hover_rules(g: gpuops.WindowGeometry, C: int, M: int) -> hover.Rules:
+    """Outlines in the browser (no rerun): hovering an input cell outlines its copies in X_unroll;
+    a column of X_unroll or of Y the cells it reads and its output (and, from Y, its filter)."""
+    inputs, xunroll, ymat, wmat = CHARTS
+    return hover.unroll(
+        g,
+        C,
+        M,
+        inputs=inputs,
+        panels=[viz.input_panel(c) for c in range(C)],
+        xunroll=(xunroll, "x"),
+        ymat=(ymat, "x"),
+        wmat=(wmat, "x"),
+    )
 
 
 def first_row_marks(ex: Example, p: Cell, channel: int) -> tuple[viz.InputMarks, viz.OutputMarks]:

@@ -5,15 +5,16 @@ Training and the session's networks live in ui/lenet.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
 import gpuops
 from gpuops import lenet
+from ui import hover, pick
 from ui import lenet as training
-from ui import pick
 from ui.state import Cell
-from viz.lenet import panel_index
+from viz.lenet import panel_id, panel_index
 
 STAGES = (  # the feature maps drawn, with their titles
     ("conv1", "conv1 + activation: 6 maps, 16 x 16"),
@@ -90,6 +91,27 @@ def clicked_pick(cfg: lenet.LeNetConfig, click: pick.Click | None) -> Cell | Non
     if channel is None or not training.inside(cfg, stage, channel, click.row, click.col):
         return None
     return training.pack_pick(cfg, stage, channel, click.row, click.col)
+
+
+def hover_rules(cfg: lenet.LeNetConfig) -> hover.Rules:
+    """Hovering a cell of a stage's maps outlines, in the browser, the cells of the previous stage
+    it reads: a convolution's k x k window on every channel, a pool's 2 x 2 on its own channel
+    (the input is chart lenet_input)."""
+    shapes = cfg.shapes()
+    order = ("input", *(name for name, _ in STAGES))
+    parts = []
+    for prev, stage in pairwise(order):
+        C, H, W = shapes[prev]
+        if stage.startswith("pool"):  # 2 x 2 windows, stride 2
+            g = gpuops.WindowGeometry(H, W, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1)
+            previous = [(f"lenet_{prev}", "*")]
+        else:
+            pad = cfg.pad1 if stage == "conv1" else 0
+            g = gpuops.WindowGeometry(H, W, cfg.k, cfg.k, 1, 1, pad, pad, pad, pad, 1, 1)
+            previous = [(f"lenet_{prev}", panel_id(c)) for c in range(C)]
+        layer = f"lenet_{stage}"
+        parts.append(hover.layer_window(g, layer=layer, previous=previous, counts=shapes[stage][1:]))
+    return hover.combine(*parts)
 
 
 def stage_maps(acts: lenet.Activations) -> dict[str, np.ndarray]:

@@ -10,11 +10,10 @@ listens to those events on every chart the page shows through `pick.chart(fig, n
 - an animation that stops (paused, played to its end, its slider released) becomes the trigger
   {chart, panel: "step", row: the step's index}: the page picks what that step shows, so the pick
   (and a classroom following it) is the step on screen;
-- hovering a cell of a small grid outlines the cells it maps to (given as `hover` maps from
-  Python), in the same or another chart, without a rerun (layout shapes, drawn by Plotly.relayout);
-- hovering a cell of an image of any size does the same from the geometry (`rules`): an output
-  pixel outlines the input cells its window reads, an input cell the outputs that read it,
-  computed in the browser by the index formulas' JavaScript twin (ui/index_math.js).
+- hovering a cell outlines the cells it maps to, in the same or other charts, without a rerun
+  (layout shapes, drawn by Plotly.relayout): the page sends `rules` (ui/hover.py), a geometry and
+  where to draw, and the browser computes the cells (ui/hover_rules.js, with the index formulas'
+  JavaScript twin ui/index_math.js), so a grid of any size answers every hover without Python.
 
 A page mounts the bridge once (`pick.bridge(...)`) before drawing, and applies the click to its
 settings before computing anything, so every figure of the run shows the new pick.
@@ -22,15 +21,12 @@ settings before computing anything, so every figure of the run shows the new pic
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
-
-from gpuops.checks import WindowGeometry
 
 PREFIX = "pick-"  # charts live in st.container(key=PREFIX + name): CSS class st-key-pick-<name>
 
@@ -74,22 +70,6 @@ export default function (component) {
     }
     window.Plotly.relayout(gd, { shapes: keep.concat(add) });
   };
-  // a geometry rule: hovering output (r, c) outlines its taps on the target (and, with reflect
-  // padding, the cells they copy); hovering input cell (r, c) outlines the outputs that read it
-  const ruleCells = (rule, r, c) => {
-    const g = rule.g, [Ho, Wo] = ConvIndexMath.outputs(g), M = ConvIndexMath;
-    if (rule.kind === "taps") {
-      if (r < 0 || c < 0 || r >= Ho || c >= Wo) return null;
-      const cells = [];
-      for (const [tr, tc, sr, sc] of M.receptiveField(g, r, c, rule.mode)) {
-        cells.push([rule.panel, tr, tc]);
-        if (sr >= 0 && (sr !== tr || sc !== tc)) cells.push([rule.panel, sr, sc]);
-      }
-      return cells;
-    }
-    if (r < 0 || c < 0 || r >= g.H || c >= g.W) return null;
-    return M.readers(g, r, c, rule.mode).map(([oh, ow]) => [rule.panel, oh, ow]);
-  };
   reg.painted ??= new Set();
   const paint = (targets) => {                // targets: {chartName: [[panel, row, col], ...]}
     for (const name of new Set([...reg.painted, ...Object.keys(targets)])) {
@@ -108,22 +88,17 @@ export default function (component) {
     });
     let last = "";
     gd.on("plotly_hover", (ev) => {
-      const maps = (reg.data.hover || {})[name], rule = (reg.data.rules || {})[name];
-      const c = (maps || rule) && ev && ev.event && cellAt(ev);
+      const rules = (reg.data.rules || {})[name];
+      const c = rules && ev && ev.event && cellAt(ev);
       if (!c) return;
       const id = `${c.panel}:${c.row},${c.col}`;
       if (id === last) return;
       last = id;
-      if (rule) {
-        const cells = ruleCells(rule, c.row, c.col);
-        paint(cells ? { [rule.target]: cells, [name]: [[c.panel, c.row, c.col]] } : {});
-        return;
-      }
-      const hit = (maps[c.panel] || {})[`${c.row},${c.col}`];
+      const hit = HoverRules.cells(rules, c.panel, c.row, c.col);
       paint(hit ? { ...hit, [name]: [[c.panel, c.row, c.col], ...(hit[name] || [])] } : {});
     });
     gd.on("plotly_unhover", () => {
-      if ((reg.data.hover || {})[name] || (reg.data.rules || {})[name]) { last = ""; paint({}); }
+      if ((reg.data.rules || {})[name]) { last = ""; paint({}); }
     });
     // an animation paused, played to its end or its slider released: the step it shows is a pick
     // {chart, panel: "step", row: step index}, so a classroom follows the instructor's step
@@ -150,8 +125,11 @@ export default function (component) {
 }
 """
 
-# the index formulas' JavaScript twin first (a plain script), then the bridge's module
-_JS = (Path(__file__).resolve().parent / "index_math.js").read_text(encoding="utf-8") + _BRIDGE_JS
+# the index formulas' JavaScript twin and the hover rules first (plain scripts), then the bridge's module
+_HERE = Path(__file__).resolve().parent
+_JS = (
+    "".join((_HERE / f).read_text(encoding="utf-8") for f in ("index_math.js", "hover_rules.js")) + _BRIDGE_JS
+)
 _bridge = st.components.v2.component("conv_explorer_pick", js=_JS)
 KEY = "pick_bridge"  # the bridge's state in st.session_state
 
@@ -167,37 +145,19 @@ class Click:
     col: int
 
 
-HoverMaps = dict[str, dict[str, dict[str, dict[str, list[list[Any]]]]]]
-
-
-def bridge(
-    *, hover: HoverMaps | None = None, style: dict | None = None, rules: dict | None = None
-) -> Click | None:
+def bridge(*, rules: dict | None = None, style: dict | None = None) -> Click | None:
     """Mount the bridge for this page's charts; return the cell clicked since the last run.
 
-    hover: {chart: {panel: {"row,col": {target chart: [[panel, row, col], ...]}}}} for grids small
-    enough to map every cell client-side; rules: hover computed in the browser from a geometry
-    (`window_rules`), for images of any size; style: {"color", "halo", "width"} of the outlines.
+    rules: what hovering each chart outlines, computed in the browser ({chart: [rule, ...]},
+    built by ui/hover.py); style: {"color", "halo", "width"} of the outlines.
     """
-    data = {"hover": hover or {}, "style": style or {}, "rules": rules or {}}
+    data = {"style": style or {}, "rules": rules or {}}
     result = _bridge(key=KEY, data=data, height=0, on_click_change=lambda: None)
     return _as_click(getattr(result, "click", None))
 
 
-def window_rules(g: WindowGeometry, mode: str, *, outputs: str, inputs: str, panel: str = "x") -> dict:
-    """Hover rules for a pair of charts showing a window operation's outputs and inputs (in
-    their own coordinates, padding at negative / past-the-edge coordinates): an output pixel
-    outlines its taps on `inputs` (with reflect padding also the cells they copy), an input cell
-    outlines on `outputs` every output that reads it."""
-    geometry = {f: getattr(g, f) for f in WindowGeometry.__dataclass_fields__}
-    return {
-        outputs: {"kind": "taps", "target": inputs, "panel": panel, "g": geometry, "mode": mode},
-        inputs: {"kind": "readers", "target": outputs, "panel": panel, "g": geometry, "mode": mode},
-    }
-
-
 def pending() -> Click | None:
-    """This run's click, read before the bridge is mounted: a page whose hover maps follow the
+    """This run's click, read before the bridge is mounted: a page whose hover rules follow the
     pick needs the new pick before it can mount the bridge with them."""
     raw = st.session_state.get(KEY)
     return _as_click(raw.get("click") if isinstance(raw, dict) else None)
@@ -213,21 +173,6 @@ def _as_click(event: Any) -> Click | None:
 
 
 def chart(fig: go.Figure, name: str, **kwargs: Any) -> None:
-    """Show a figure whose cells answer clicks (and hover maps) through the bridge."""
+    """Show a figure whose cells answer clicks (and hover rules) through the bridge."""
     with st.container(key=PREFIX + name):
         st.plotly_chart(fig, key=f"chart_{name}", config={"displaylogo": False}, **kwargs)
-
-
-def hover_map(pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]]) -> dict:
-    """Build one chart's hover maps from {(panel, row, col): [(target chart, panel, row, col), ...]}."""
-    out: dict[str, dict[str, dict[str, list[list[Any]]]]] = {}
-    for (panel, row, col), targets in pairs.items():
-        cell = out.setdefault(panel, {}).setdefault(f"{row},{col}", {})
-        for chart_name, t_panel, t_row, t_col in targets:
-            cell.setdefault(chart_name, []).append([t_panel, int(t_row), int(t_col)])
-    return out
-
-
-def size_of(maps: HoverMaps) -> int:
-    """Bytes the hover maps add to every rerun (keep them for small grids only)."""
-    return len(json.dumps(maps))

@@ -1,14 +1,14 @@
 """The pick skeleton every operation page shares: a click on a cell of a figure becomes the pick,
-the pick stays inside grids that shrink under it, the keyboard edits it, and the hover maps that
+the pick stays inside grids that shrink under it, the keyboard edits it, and the hover rules that
 follow it are mounted with the bridge (ui.pick).
 
 A pick is a `Cell` in a URL setting (ui.state). Pages describe their pickable grids and rules;
 the order of one run is always the same:
 
-    settings -> click (read before the bridge mounts) -> clamp into the grids -> hover maps -> bridge
+    settings -> click (read before the bridge mounts) -> clamp into the grids -> hover rules -> bridge
 
-`resolve` runs that order for a page whose hover maps follow its one pick; `click_cell`, `fitted`
-and `pick_inputs` are the pieces, for pages with several picks whose hover maps do not move.
+`resolve` runs that order for a page whose hover rules follow its one pick; `click_cell`, `fitted`
+and `pick_inputs` are the pieces, for pages with several picks whose hover rules do not move.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from ui import pick, state
+from ui import hover, pick, state
 from ui.state import Cell, Param
 from viz.style import Style
 
@@ -94,35 +94,34 @@ def pick_inputs(param: Param, cell: Cell, spaces: Mapping[str, tuple[str, Shape]
 class Rules:
     """How a page's one pick follows its figures. fit: the stored pick (None: none yet) moved
     inside the current geometry, or the page's default; clicked: the pick a click makes (None:
-    not a cell of the page's); hover: the hover maps that go with a pick; keep_default: False
-    leaves a default pick out of the link (it follows the image until a cell is picked);
-    in_browser: hover computed in the browser from a geometry (`pick.window_rules`), for images of
-    any size; it does not follow the pick."""
+    not a cell of the page's); hover: the hover rules that go with a pick (ui.hover); keep_default:
+    False leaves a default pick out of the link (it follows the image until a cell is picked);
+    in_browser: hover rules that do not follow the pick."""
 
     fit: Callable[[Cell | None], Cell]
     clicked: Callable[[pick.Click, Cell], Cell | None]
-    hover: Callable[[Cell], pick.HoverMaps]
+    hover: Callable[[Cell], hover.Rules]
     keep_default: bool = True
-    in_browser: dict | None = None
+    in_browser: hover.Rules | None = None
 
 
 def resolve(param: Param, rules: Rules, look: Style) -> Cell:
     """This run's pick, in the skeleton's order: the stored pick fitted to the geometry; this run's
-    click, read before the bridge mounts; the bridge mounted with that pick's hover maps. A click
+    click, read before the bridge mounts; the bridge mounted with that pick's hover rules. A click
     only the bridge saw (none was pending) is applied after, and the page runs again when the
-    new pick needs other hover maps. The pick is stored, so the link shows it."""
+    new pick needs other hover rules. The pick is stored, so the link shows it."""
     stored = state.get(param)
     cell = rules.fit(stored)
     peeked = pick.pending()
     moved = rules.clicked(peeked, cell) if peeked is not None else None
     cell = moved or cell
-    hover = rules.hover(cell)
-    click = pick.bridge(hover=hover, style=look.outline_style(), rules=rules.in_browser)
+    following = rules.hover(cell)
+    click = pick.bridge(style=look.outline_style(), rules=hover.combine(rules.in_browser or {}, following))
     if click is not None and peeked is None:
         late = rules.clicked(click, cell)
         if late is not None and late != cell:
             moved, cell = late, late
-            if rules.hover(cell) != hover:
+            if rules.hover(cell) != following:
                 state.put(param, cell)
                 state.rerun()
     if stored is not None or moved is not None or rules.keep_default:

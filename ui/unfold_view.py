@@ -1,6 +1,6 @@
 """What the Unfold / Fold page computes, kept out of the page script: unfold and fold of the image,
 where the pick lies in the patch grid and the matrix, the records its figures draw, its hover
-maps, the timing candidates and the sentences built from the kernels' launches.
+rules, the timing candidates and the sentences built from the kernels' launches.
 
 `Unfolding` binds the image and the geometry once per run, so the page asks it questions about
 the pick (`unfolding.column_of(cell)`) instead of passing the geometry around.
@@ -17,7 +17,7 @@ import streamlit as st
 import gpuops
 from gpuops.launch import Launch
 from gpuops.maps import unfold_fold as maps
-from ui import budget, pick
+from ui import budget, hover, pick
 from ui.images import to_display
 from ui.records import Folded
 from ui.sidebar import SourceImage
@@ -25,7 +25,7 @@ from ui.state import Cell
 from viz import unfold_fold as viz
 from viz.style import Style
 
-ZOOM = 16  # the patch view shows at least this many cells a side; hover maps up to this size
+ZOOM = 16  # the patch view shows at least this many cells a side
 PIXEL_CHARTS = ("folded", "count", "restored")  # a click on these always picks a pixel
 CPU_BYTES_PER_S = 0.4e9  # NumPy unfold + fold on a 2-core CPU (writing the matrix the first time)
 ASK = "_uf_ask"  # session_state: the keyboard input changed since the last run
@@ -142,25 +142,18 @@ class Unfolding:
             return maps.region_around(g, maps.patch_box(g, cell.row, cell.col), ZOOM)
         return maps.region_around(g, maps.covering_box(g, cell.row, cell.col), ZOOM)
 
-    def hover(self, cell: Cell) -> pick.HoverMaps:
-        """On a small patch view: hovering a pixel outlines its copies in the matrix window; hovering a
-        matrix entry outlines the pixel it copies (in the browser, without a rerun)."""
-        region = self.zoom_region(cell)
-        top, bottom, left, right = region
-        if (bottom - top + 1) * (right - left + 1) > ZOOM * ZOOM:
-            return {}
-        C = self.image.planes.shape[0]
-        copies = maps.copies_in_window(C, self.g, self.window_of(cell), region)
-        zoom = {
-            ("x", y, x): [("matrix", "x2", r, pos) for r, pos in found] for (y, x), found in copies.items()
-        }
-        entries = {
-            ("x2", r, pos): [("zoom", "x", y, x), ("image", "x", y, x)]
-            for (y, x), found in copies.items()
-            for r, pos in found
-        }
-        out = {"zoom": pick.hover_map(zoom), "matrix": pick.hover_map(entries)}
-        return out if pick.size_of(out) <= 80_000 else {}
+    def hover(self, cell: Cell) -> hover.Rules:
+        """Hovering a pixel (patch view, image, fold maps) outlines its copies in the matrix window;
+        hovering a matrix entry the pixel it copies (in the browser, without a rerun)."""
+        return hover.unfold_window(
+            self.g,
+            self.image.planes.shape[0],
+            self.window_of(cell),
+            matrix=("matrix", "x2"),
+            zoom=("zoom", "x"),
+            image=("image", "x"),
+            pixels=[(chart, "x") for chart in PIXEL_CHARTS],
+        )
 
     # ---- what the figures draw ---------------------------------------------------------------------
     def views(self, cell: Cell, counts: np.ndarray) -> tuple[viz.Marks, viz.Marks, viz.Zoom, str]:

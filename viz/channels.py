@@ -95,37 +95,17 @@ def channel_figure(
             shapes += outline((m, 0), style, Pen(READER, panel=OUTPUTS))
     kind = "depthwise" if L.depthwise else f"{L.groups} group{'s' if L.groups > 1 else ''}"
     title = (
-        f"{L.C_in} input channels -> {L.C_out} filters of {L.per_group_in} x {L.K} x {L.K} -> {L.C_out} maps "
-        f"({kind}: weight {tuple(L.weight_shape)}, {L.weights():,} weights)"
+        f"{L.C_in} input channels -> {L.C_out} filters of {L.per_group_in} x {L.K} x {L.K} "
+        f"-> {L.C_out} maps<br>({kind}: weight {tuple(L.weight_shape)}, {L.weights():,} weights)"
     )
     cell_px = 2.6 * style.font
-    height = int((L.C_out + 1) * cell_px + 90 + 2 * style.title)
+    height = int((L.C_out + 1) * cell_px + 90 + 3 * style.title)  # a two-line title
     layout_dict = base_layout(title, 0, style)
     layout_dict["height"] = height
     fig.update_layout(**layout_dict, shapes=shapes)
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, ticks="")
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, ticks="", autorange="reversed")
     return fig
-
-
-def hover_pairs(
-    layout: ChannelLayout, chart: str
-) -> dict[tuple[str, int, int], list[tuple[str, str, int, int]]]:
-    """Hover maps for ui.pick: an output map (or its filter's row) lights the filter row and the
-    input channels it sums; an input channel its column and the maps that read it."""
-    pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]] = {}
-    for m in range(layout.C_out):
-        inputs = layout.inputs_of(m)
-        lit = [(chart, BANK, m, c) for c in inputs] + [(chart, INPUTS, 0, c) for c in inputs]
-        pairs[(OUTPUTS, m, 0)] = lit
-        for c in inputs:
-            pairs[(BANK, m, c)] = [*lit, (chart, OUTPUTS, m, 0)]
-    for c in range(layout.C_in):
-        outputs = layout.outputs_of(c)
-        pairs[(INPUTS, 0, c)] = [(chart, BANK, m, c) for m in outputs] + [
-            (chart, OUTPUTS, m, 0) for m in outputs
-        ]
-    return pairs
 
 
 # ---- the same layer in 3-D: volumes of channels, the picked filter as a block ---------------------------

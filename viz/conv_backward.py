@@ -469,30 +469,6 @@ def grad_input_figure(ex: Example, style: Style, *, picked: tuple[str, int, int]
     return panels_figure(panels, title, style, marks)
 
 
-def grad_input_hover(
-    chart: str,
-    sources: Mapping[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]],
-    targets: Mapping[tuple[int, int], np.ndarray],
-) -> dict:
-    """Hover pairs for ui.pick.hover_map: a dX cell lights up its sources in dY and the taps in
-    w and w flipped; a dY cell lights up the dX cells it adds into and the taps of w.
-
-    sources: (ih, iw) -> (outputs (k, 2), taps (k, 2), flipped (k, 2)); targets: (oh, ow) -> (k, 4)
-    rows (ih, iw, ki, kj)."""
-    pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]] = {}
-    for (ih, iw), (outputs, taps, flipped) in sources.items():
-        pairs[("x4", ih, iw)] = (
-            [(chart, "x", int(a), int(b)) for a, b in outputs]
-            + [(chart, "x2", int(a), int(b)) for a, b in taps]
-            + [(chart, "x3", int(a), int(b)) for a, b in flipped]
-        )
-    for (oh, ow), rows in targets.items():
-        pairs[("x", oh, ow)] = [(chart, "x4", int(a), int(b)) for a, b in rows[:, :2]] + [
-            (chart, "x2", int(a), int(b)) for a, b in rows[:, 2:4]
-        ]
-    return pairs
-
-
 # ---- the sums, written out with their numbers --------------------------------------------------------
 def _num(v: float) -> str:
     """A value for a formula: whole numbers without decimals, negatives in brackets."""
@@ -725,15 +701,6 @@ def overlap_figure(
     return fig
 
 
-def counts_hover(targets: Sequence[tuple[str, str]], sources: Mapping[tuple[int, int], np.ndarray]) -> dict:
-    """Hover pairs for the count map: an output cell lights up the input cells whose stamps land
-    on it, in each (chart, panel) of `targets` (the animation's input, dY above)."""
-    return {
-        ("x", r, c): [(chart, panel, int(a), int(b)) for chart, panel in targets for a, b in outs]
-        for (r, c), outs in sources.items()
-    }
-
-
 # ---- dE/dW -----------------------------------------------------------------------------------------
 @figure_memo
 def grad_weight_figure(
@@ -762,26 +729,6 @@ def grad_weight_figure(
     else:
         title = f"x[{r}, {c}] feeds {len(pairs)} weight gradient term{'s' * (len(pairs) != 1)}"
     return panels_figure(panels, title, style, marks)
-
-
-def grad_weight_hover(
-    chart: str,
-    by_weight: Mapping[tuple[int, int], np.ndarray],
-    by_input: Mapping[tuple[int, int], np.ndarray],
-) -> dict:
-    """Hover pairs: a dW cell lights up the x cells and dY cells it sums over; an x cell the dY
-    cells and dW cells it feeds. by_weight: (ki, kj) -> (k, 4) (oh, ow, ih, iw); by_input:
-    (ih, iw) -> (k, 4) (oh, ow, ki, kj)."""
-    pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]] = {}
-    for (ki, kj), rows in by_weight.items():
-        pairs[("x3", ki, kj)] = [(chart, "x2", int(a), int(b)) for a, b in rows[:, :2]] + [
-            (chart, "x", int(a), int(b)) for a, b in rows[:, 2:]
-        ]
-    for (ih, iw), rows in by_input.items():
-        pairs[("x", ih, iw)] = [(chart, "x2", int(a), int(b)) for a, b in rows[:, :2]] + [
-            (chart, "x3", int(a), int(b)) for a, b in rows[:, 2:]
-        ]
-    return pairs
 
 
 # ---- reflect-pad backward -------------------------------------------------------------------------------
@@ -822,19 +769,6 @@ def reflect_backward_figure(
         y, x = cells[0]
         title = f"Padded cell ({r}, {c}) sends its gradient to input cell ({y}, {x})"
     return panels_figure(panels, title, style, marks)
-
-
-def reflect_hover(chart: str, copies: Mapping[tuple[int, int], np.ndarray]) -> dict:
-    """Hover pairs: an input cell (count map or dX) lights up the padded cells it sums; a padded
-    cell lights up the input cell its gradient goes to. copies: (y, x) -> (k, 2) padded cells."""
-    pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]] = {}
-    for (y, x), cells in copies.items():
-        padded = [(chart, "x", int(a), int(b)) for a, b in cells]
-        pairs[("x2", y, x)] = [*padded, (chart, "x3", y, x)]
-        pairs[("x3", y, x)] = [*padded, (chart, "x2", y, x)]
-        for a, b in cells:
-            pairs[("x", int(a), int(b))] = [(chart, "x2", y, x), (chart, "x3", y, x)]
-    return pairs
 
 
 # ---- runtimes --------------------------------------------------------------------------------------------

@@ -179,16 +179,3 @@ def gradient_figure(
         constraintoward="top",
     )
     return fig
-
-
-def hover_pairs(
-    chart: str, windows: dict[tuple[int, int], Cells], readers: dict[tuple[int, int], Cells]
-) -> dict[tuple[str, int, int], list[tuple[str, str, int, int]]]:
-    """Hover maps for ui.pick: an output cell lights its window's input cells, an input cell the
-    outputs that read it."""
-    pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]] = {}
-    for (oh, ow), cells in windows.items():
-        pairs[("x2", oh, ow)] = [(chart, "x", r, c) for r, c in cells]
-    for (ih, iw), cells in readers.items():
-        pairs[("x", ih, iw)] = [(chart, "x2", r, c) for r, c in cells]
-    return pairs

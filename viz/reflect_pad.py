@@ -204,16 +204,6 @@ def grid_figure(
     return fig
 
 
-def grid_hover(links: Sequence[tuple[tuple[int, int], tuple[int, int]]], chart: str) -> dict:
-    """Hover pairs for ui.pick.hover_map: a padded cell (panel x2) lights up its source in the
-    input (panel x); an input cell lights up every padded cell that copies it."""
-    pairs: dict[tuple[str, int, int], list[tuple[str, str, int, int]]] = {}
-    for (oy, ox), (y, x) in links:
-        pairs[("x2", oy, ox)] = [(chart, "x", y, x)]
-        pairs.setdefault(("x", y, x), []).append((chart, "x2", oy, ox))
-    return pairs
-
-
 # ---- the formula, filled in -------------------------------------------------------------------------
 def _n(v: int) -> str:
     return f"({v})" if v < 0 else str(v)

@@ -107,18 +107,3 @@ def ties_with_winner(g: PoolGeometry, x: np.ndarray, indices: np.ndarray, oh: in
     """How many cells of output (oh, ow)'s window hold its winner's value (1: no tie)."""
     r, c = winner(indices, g.window.W, oh, ow)
     return sum(1 for v in window_values(g, x, oh, ow) if v == x[r, c])
-
-
-def all_windows(g: PoolGeometry) -> dict[tuple[int, int], list[tuple[int, int]]]:
-    """Every output's window taps inside the input (the hover map of a small grid)."""
-    return {
-        (oh, ow): [(t.ih, t.iw) for t in window_taps(g, oh, ow) if t.inside]
-        for oh in range(g.H_out)
-        for ow in range(g.W_out)
-    }
-
-
-def all_readers(g: PoolGeometry) -> dict[tuple[int, int], list[tuple[int, int]]]:
-    """Every input cell's readers (the hover map's way back)."""
-    H, W = g.in_hw
-    return {(ih, iw): outputs_reading(g, ih, iw) for ih in range(H) for iw in range(W)}

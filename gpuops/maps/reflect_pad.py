@@ -122,16 +122,6 @@ def nearest_cell(row: int, col: int, shape: tuple[int, int]) -> tuple[int, int]:
     return min(max(int(row), 0), shape[0] - 1), min(max(int(col), 0), shape[1] - 1)
 
 
-def links(H: int, W: int, pads: tuple[int, int, int, int]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """Every (padded cell, input cell it copies) pair, row by row: the hover maps of a small grid."""
-    rows, cols = source_map(H, W, pads)
-    return [
-        ((oy, ox), (int(rows[oy, ox]), int(cols[oy, ox])))
-        for oy in range(rows.shape[0])
-        for ox in range(rows.shape[1])
-    ]
-
-
 @dataclass(frozen=True)
 class RowStores:
     """How one output row of the reflect kernel is written (from its Launch's thread map): single

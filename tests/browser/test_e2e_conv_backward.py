@@ -41,6 +41,24 @@ def pick_in_url(page) -> str:
     return parse_qs(urlparse(page.url).query).get("backward_pick", ["dx:3,3"])[0]
 
 
+# Plotly's public animation event names the traces each frame replaces (ev.frame.traces): keep them
+LISTEN = """() => {
+  const gd = [...document.querySelectorAll('.st-key-pick-backward_anim .js-plotly-plot')]
+      .find((g) => g.layout);
+  window.__framesSeen = [];
+  gd.on('plotly_animatingframe', (ev) => window.__framesSeen.push((ev.frame && ev.frame.traces) || []));
+}"""
+
+# whether each heatmap the frames replaced holds a plain array in gd.data (Plotly's public figure
+# data): Plotly.animate leaves a typed-array spec undecoded, and draws nothing from it
+ANIMATED_HEATMAPS = """() => {
+  const gd = [...document.querySelectorAll('.st-key-pick-backward_anim .js-plotly-plot')]
+      .find((g) => g.layout);
+  const moved = new Set(window.__framesSeen.flat());
+  return [...moved].filter((i) => gd.data[i].type === 'heatmap').map((i) => Array.isArray(gd.data[i].z));
+}"""
+
+
 def play_the_animation(page) -> None:
     """Press Play on the stamp animation: the slider's current value moves on from the first frame."""
     chart = page.locator(".st-key-pick-backward_anim")
@@ -48,15 +66,10 @@ def play_the_animation(page) -> None:
     label = chart.locator("text.slider-label").first  # the current value (the steps' own labels follow)
     label.wait_for(timeout=30000)
     assert "no stamp yet" in label.text_content()
+    page.evaluate(LISTEN)
     web.press_play(page, chart, label, "no stamp yet")
     assert "stamped" in label.text_content(), label.text_content()
-    drawn = page.evaluate("""() => {
-      const gd = [...document.querySelectorAll('.st-key-pick-backward_anim .js-plotly-plot')]
-          .find((g) => g.layout);
-      // which traces the frames replace: Plotly keeps frames internally (no public getter)
-      const moved = gd._transitionData._frames[0].traces;
-      return moved.filter((i) => gd.data[i].type === 'heatmap').map((i) => Array.isArray(gd.data[i].z));
-    }""")
+    drawn = page.evaluate(ANIMATED_HEATMAPS)
     assert drawn and all(drawn), (
         "the animated heatmaps hold arrays (Plotly.animate leaves typed-array specs undecoded)"
     )

@@ -13,6 +13,10 @@ import pytest
 from gpuops import index_math as im
 from gpuops.checks import WindowGeometry
 from gpuops.maps import conv2d as maps
+from gpuops.maps import conv_backward as backward
+from gpuops.maps import im2col
+from gpuops.maps import reflect_pad as reflect
+from gpuops.maps.channels import ChannelLayout
 from tests.support import browser as web
 
 pytestmark = pytest.mark.e2e
@@ -97,3 +101,83 @@ def test_windows_receptive_fields_and_readers_match_the_index_maps(js):
             for (ih, iw), got in zip(cells, readers, strict=True):
                 want = sorted({(int(r[0]), int(r[1])) for r in maps.readers_of(g, ih, iw, mode)})
                 assert [tuple(x) for x in got] == want, (g, mode, ih, iw)
+
+
+def test_tap_of_inverts_input_coord(js):
+    cases = list(
+        itertools.product(range(0, 4), range(1, 4), range(0, 3), range(-3, 12), range(1, 3), range(1, 4))
+    )
+    got = js("tapOf", cases)
+    for (o, s, p, i, d, taps), k in zip(cases, got, strict=True):
+        want = [t for t in range(taps) if im.input_coord(o, s, p, t, d) == i]
+        assert k == (want[0] if want else -1), (o, s, p, i, d, taps)
+
+
+def test_im2col_rows_columns_taps_and_copies_match_the_maps(js):
+    for g in geometries(25, seed=11):
+        C = 1 + g.H % 3
+        rows = list(itertools.product(range(C), range(g.KH), range(g.KW)))
+        numbers = js("unrollRow", [(as_js(g), *t) for t in rows])
+        assert numbers == list(range(len(rows)))  # im2col.row_labels' order
+        assert js("rowTap", [(as_js(g), r) for r in numbers]) == [list(t) for t in im2col.row_labels(C, g)]
+        positions = [(oh, ow) for oh in range(g.H_out) for ow in range(g.W_out)]
+        columns = js("unrollColumn", [(as_js(g), *p) for p in positions])
+        assert columns == [im2col.column_of(g, *p) for p in positions]
+        assert js("columnPosition", [(as_js(g), l) for l in columns]) == [list(p) for p in positions]
+        taps = js("columnTaps", [(C, as_js(g), l) for l in columns])
+        for l, got in zip(columns, taps, strict=True):
+            want = np.stack(im2col.column_taps(C, g, l), -1).tolist()
+            assert got == [[int(a), int(b), int(c), bool(d)] for a, b, c, d in want], (g, l)
+        cells = [(c, ih, iw) for c in range(C) for ih in range(g.H) for iw in range(g.W)]
+        copies = js("copiesOf", [(C, as_js(g), *cell) for cell in cells])
+        for cell, got in zip(cells, copies, strict=True):
+            assert sorted(map(tuple, got)) == sorted(map(tuple, im2col.copies_of(C, g, *cell).tolist())), cell
+
+
+def test_backward_sources_targets_and_weight_pairs_match_the_maps(js):
+    for g in geometries(25, seed=13):
+        cells = [(ih, iw) for ih in range(g.H) for iw in range(g.W)]
+        sources = js("gradientSources", [(as_js(g), *c) for c in cells])
+        for cell, got in zip(cells, sources, strict=True):
+            s = backward.gradient_sources(g, *cell)
+            assert got == np.hstack([s.outputs, s.taps, s.flipped]).reshape(-1, 6).tolist(), (g, cell)
+        outs = [(oh, ow) for oh in range(g.H_out) for ow in range(g.W_out)]
+        targets = js("scatterTargets", [(as_js(g), *o) for o in outs])
+        assert targets == [backward.scatter_targets(g, *o).tolist() for o in outs], g
+        taps = [(ki, kj) for ki in range(g.KH) for kj in range(g.KW)]
+        pairs = js("weightPairs", [(as_js(g), *t) for t in taps])
+        assert pairs == [backward.weight_pairs(g, *t).tolist() for t in taps], g
+
+
+def test_reflect_pad_sources_and_copies_match_the_maps(js):
+    rng = np.random.default_rng(17)
+    for _ in range(30):
+        H, W = (int(v) for v in rng.integers(1, 9, 2))
+        pads = (*(int(v) for v in rng.integers(0, W, 2)), *(int(v) for v in rng.integers(0, H, 2)))
+        rows, cols = reflect.source_map(H, W, pads)
+        padded = [(oy, ox) for oy in range(rows.shape[0]) for ox in range(rows.shape[1])]
+        got = js("padSource", [(H, W, list(pads), *p) for p in padded])
+        assert got == [[int(rows[p]), int(cols[p])] for p in padded], (H, W, pads)
+        cells = [(y, x) for y in range(H) for x in range(W)]
+        copies = js("padCopies", [(H, W, list(pads), *c) for c in cells])
+        assert copies == [reflect.copies_of(H, W, pads, *c).tolist() for c in cells], (H, W, pads)
+
+
+def test_a_given_output_count_wins_over_the_formula(js):
+    """Pooling's ceil_mode counts one more window: readers and outputs use the count given."""
+    g = WindowGeometry(5, 5, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1)
+    given = {**as_js(g), "H_out": 3, "W_out": 3}
+    assert js("outputs", [(as_js(g),), (given,)]) == [[2, 2], [3, 3]]
+    assert js("readers", [(as_js(g), 4, 4, "zeros"), (given, 4, 4, "zeros")]) == [[], [[2, 2]]]
+
+
+def test_group_members_match_the_channel_layout(js):
+    for c_in, c_out, groups in [(6, 4, 2), (4, 8, 4), (3, 3, 1), (8, 2, 2), (6, 6, 6)]:
+        layout = ChannelLayout(c_in, c_out, groups, 3)
+        per_in, per_out = c_in // groups, c_out // groups
+        assert js("groupMembers", [(m, per_out, per_in) for m in range(c_out)]) == [
+            layout.inputs_of(m) for m in range(c_out)
+        ]
+        assert js("groupMembers", [(c, per_in, per_out) for c in range(c_in)]) == [
+            layout.outputs_of(c) for c in range(c_in)
+        ]

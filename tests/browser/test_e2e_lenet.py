@@ -80,6 +80,18 @@ def test_train_predict_upload_and_pick(server, browser):
     assert {(r, c) for _, r, c in read} == {(2.0, 1.0)}
     assert "conv2 map 5, cell (2, 1)" in page.inner_text("body")
     assert "lenet_pick=convb" in web.current_url(page)
+    # hover pool2 map 3, cell (1, 0): conv2's map 3 outlines the 2 x 2 window it pools, no rerun
+    web.hover_cell(page, "lenet_pool2", 1, 0, panel="x4")
+    deadline = time.time() + 5
+    while time.time() < deadline and not web.highlighted_cells(page, "lenet_conv2"):
+        time.sleep(0.1)
+    hovered = {
+        (s["xref"], (s["y0"] + s["y1"]) / 2, (s["x0"] + s["x1"]) / 2)
+        for s in web.shapes_of(page, "lenet_conv2")
+        if s.get("name") == "hover-hl"
+    }
+    assert hovered == {("x4", float(r), float(c)) for r in (2, 3) for c in (0, 1)}
+    assert page.locator(web.RUNNING).count() == 0, "no rerun"
     # the trained weights, downloaded and loaded in another session (a student's): the same prediction
     predicted = prediction(page)
     with page.expect_download() as download:

@@ -37,11 +37,21 @@ def outlines(page, chart: str, colour: str, xref: str = "x") -> set[tuple[float,
 
 def window_columns(page) -> list[int]:
     """The true column index of every position of the matrix window, as the browser holds it."""
-    return page.evaluate("""() => {
-      const gd = [...document.querySelectorAll('.st-key-pick-matrix .js-plotly-plot')]
-          .find((g) => g.layout);
-      return Array.from(gd._fullData[1].customdata[0], Number);
-    }""")
+    customdata = web.trace_array(page, "matrix", 1, "customdata")
+    return [int(v) for v in customdata[0]]
+
+
+def window_copies(columns: list[int], pixel: tuple[int, int], geometry: tuple, w_out: int) -> set:
+    """Every entry (row, column) of the matrix window that copies `pixel` (3 colour channels),
+    from the sliding window itself: patch l reads (oh*S - P + ki*D, ow*S - P + kj*D)."""
+    k, s, p, d = geometry
+    found = set()
+    for l in columns:
+        for ki in range(k):
+            for kj in range(k):
+                if (l // w_out * s - p + ki * d, l % w_out * s - p + kj * d) == pixel:
+                    found |= {((c * k + ki) * k + kj, l) for c in range(3)}
+    return found
 
 
 ANIMATION_STATE = """() => {
@@ -102,12 +112,7 @@ def test_clicks_both_ways_hover_the_animation_and_a_shared_link(server, browser)
     while time.time() < deadline and not web.highlighted_cells(page, "matrix"):
         time.sleep(0.1)
     shown = {(int(r), columns[int(c)]) for r, c in web.highlighted_cells(page, "matrix")}
-    expected = set()  # every entry (row, column) of the window that copies pixel (y, x)
-    for l in columns:
-        for ki in range(K):
-            for kj in range(K):
-                if (l // W_OUT * S - P + ki * D, l % W_OUT * S - P + kj * D) == (y, x):
-                    expected |= {((c * K + ki) * K + kj, l) for c in range(3)}
+    expected = window_copies(columns, (y, x), (K, S, P, D), W_OUT)
     assert shown == expected and expected
     assert page.locator(web.RUNNING).count() == 0, "no rerun started"
     # and back: an entry of the matrix window outlines the pixel it copies
@@ -134,3 +139,25 @@ def test_clicks_both_ways_hover_the_animation_and_a_shared_link(server, browser)
         assert fresh.get_by_label("Pixel col").input_value() == "200"
         assert "Picked pixel (40, 200)" in fresh.inner_text("body")
         web.shot(fresh, "unfold_1920x1080")
+
+
+def test_a_patch_larger_than_the_close_up_has_hover_too(server, browser):
+    """K = 9, D = 4: a patch spans 33 pixels, past the 16 x 16 the per-cell hover maps allowed; the
+    rules answer hovers at any size, in the browser."""
+    k, s, p, d = 9, 2, 1, 4
+    w_out = (256 + 2 * p - d * (k - 1) - 1) // s + 1
+    page = browser.new_page(viewport={"width": 1366, "height": 1500})
+    page.goto(f"{server}/unfold?unfold_k={k}&unfold_dil={d}&unfold_pick=patch:20,30")
+    web.wait_idle(page)
+    web.no_exception(page)
+    columns = window_columns(page)
+    y, x = 20 * s - p + 4 * d, 30 * s - p + 4 * d  # the patch's middle tap
+    web.hover_cell(page, "zoom", y, x)
+    deadline = time.time() + 5
+    while time.time() < deadline and not web.highlighted_cells(page, "matrix"):
+        time.sleep(0.1)
+    shown = {(int(r), columns[int(c)]) for r, c in web.highlighted_cells(page, "matrix")}
+    expected = window_copies(columns, (y, x), (k, s, p, d), w_out)
+    assert shown == expected and expected
+    assert page.locator(web.RUNNING).count() == 0, "no rerun started"
+    page.close()

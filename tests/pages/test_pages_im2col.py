@@ -355,10 +355,10 @@ def test_runtime_split_only_on_compare_and_refused_over_the_budget():
     assert figure(at, "im2col's steps") and not [b for b in at.button if b.label.startswith("Compare")]
 
 
-# ---- index maps and hover maps -----------------------------------------------------------------------------
+# ---- index maps -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(GEOMETRIES))
 def test_index_maps_equal_the_sliding_window(name):
-    C, H, W, K, M, S, P, D = GEOMETRIES[name]
+    C, H, W, K, _, S, P, D = GEOMETRIES[name]
     g = gpuops.window_geometry(H, W, K, S, P, D)
     cols = windows(H, W, K, S, P, D)
     assert len(cols) == g.L
@@ -378,20 +378,6 @@ def test_index_maps_equal_the_sliding_window(name):
         assert maps.max_dilation(H, W, P, K) == max(
             d for d in range(1, 20) if d * (K - 1) + 1 <= min(H, W) + 2 * P
         )
-    pairs = viz.hover_pairs(
-        {(c, i, j): maps.copies_of(C, g, c, i, j) for c in range(C) for i in range(H) for j in range(W)},
-        [maps.column_taps(C, g, l) for l in range(g.L)],
-        M,
-        ("inputs", "xunroll", "ymat", "wmat"),
-        max_targets=10**6,
-    )
-    assert {(r, l) for _, _, r, l in pairs["inputs"][(viz.input_panel(C - 1), H - 1, 1)]} == copies(
-        C, H, W, K, S, P, D, C - 1, H - 1, 1
-    )
-    hovered = pairs["xunroll"][("x", 0, 1)]
-    assert {(p, r, q) for chart, p, r, q in hovered if chart == "inputs"} == {
-        (panel(c), r, q) for c in range(C) for r, q in cols[1] if 0 <= r < H and 0 <= q < W
-    }
 
 
 def test_styles_of_both_modes_build_every_figure_without_labels_smaller_than_allowed():

@@ -1,5 +1,5 @@
 """ui.picking, the pick skeleton every page runs: clicks land on grids, picks follow shrinking grids,
-and resolve() applies this run's click before it builds the hover maps. Each check runs a small
+and resolve() applies this run's click before it builds the hover rules. Each check runs a small
 script in AppTest (the skeleton lives in a Streamlit session); the page tests check the same rules
 through the pages themselves."""
 
@@ -104,7 +104,7 @@ def test_resolve_uses_the_default_and_keeps_it_in_the_link_only_when_asked(keep)
     at.run()
     assert not at.exception
     cell, stored, hovered = at.session_state["resolved"]
-    assert cell == "out:4,4" and hovered == ["out:4,4"]  # the hover maps follow the pick in use
+    assert cell == "out:4,4" and hovered == ["out:4,4"]  # the hover rules follow the pick in use
     assert stored == ("out:4,4" if keep else "None")
 
 
@@ -117,7 +117,7 @@ def test_resolve_fits_a_stored_pick_into_the_geometry_and_stores_it():
 
 
 def test_resolve_applies_this_runs_click_before_it_builds_the_hover_maps():
-    """The click of this run (read before the bridge mounts) is the pick the hover maps are built
+    """The click of this run (read before the bridge mounts) is the pick the hover rules are built
     for: the page draws the new pick in the run that follows the click, never one run late."""
     at = AppTest.from_function(_resolves)
     at.session_state[pick.KEY] = {"click": {"chart": "chart", "panel": "x", "row": 2, "col": 7}}

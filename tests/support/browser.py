@@ -321,3 +321,26 @@ def shapes_of(page, chart: str) -> list[dict]:
     }}""",
         chart,
     )
+
+
+# gd.data[i][key] as plain (nested) arrays: Plotly's public figure data holds what the page sent,
+# where a NumPy array may arrive as a typed-array spec {dtype, bdata (base64), shape}
+_TRACE_ARRAY = f"""([chart, index, key]) => {{
+  {_FIND_PLOT}
+  const value = gd && gd.data[index] ? gd.data[index][key] : null;
+  if (value == null) return null;
+  if (!value.bdata) return Array.from(value, (v) => (v && v.length !== undefined ? Array.from(v) : v));
+  const bytes = Uint8Array.from(atob(value.bdata), (ch) => ch.charCodeAt(0));
+  const kinds = {{ f8: Float64Array, f4: Float32Array, i4: Int32Array, u4: Uint32Array, i2: Int16Array,
+                   u2: Uint16Array, i1: Int8Array, u1: Uint8Array }};
+  const flat = Array.from(new kinds[value.dtype](bytes.buffer));
+  const shape = typeof value.shape === "string" ? value.shape.split(",").map(Number) : value.shape || [];
+  if (shape.length < 2) return flat;
+  const cols = shape[1];
+  return Array.from({{ length: shape[0] }}, (_, r) => flat.slice(r * cols, (r + 1) * cols));
+}}"""
+
+
+def trace_array(page, chart: str, index: int, key: str) -> list | None:
+    """Trace `index`'s array `key` (z, customdata, ...) of a pickable chart, from gd.data."""
+    return page.evaluate(_TRACE_ARRAY, [chart, index, key])

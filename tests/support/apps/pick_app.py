@@ -1,5 +1,6 @@
 """A tiny app for the bridge's own browser test (tests/browser/test_e2e_pick.py): a heatmap, an image and
-two subplots, each pickable; hovering the heatmap outlines a mapped cell in the subplots.
+two subplots, each pickable; hovering the heatmap (the input of a 2 x 2 window, stride 1) outlines
+the outputs that read the cell in the subplots' second panel.
 `ui` imports from the repository root: tests/support/browser.py starts `python -m streamlit run` there, and
 `python -m` puts the working directory on sys.path (an installed project needs nothing)."""
 
@@ -8,13 +9,11 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from ui import pick
+import gpuops
+from ui import hover, pick
 
-click = pick.bridge(
-    hover={
-        "grid": pick.hover_map({("x", r, c): [("panels", "x2", c, r)] for r in range(6) for c in range(6)})
-    }
-)
+WINDOW = gpuops.window_geometry(6, 6, 2, 1, 0, 1)  # H, W, K, stride, padding, dilation
+click = pick.bridge(rules=hover.window(WINDOW, "zeros", outputs=("panels", "x2"), inputs=("grid", "x")))
 if click is not None:
     st.session_state["last"] = click
 last = st.session_state.get("last")
