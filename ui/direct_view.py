@@ -267,12 +267,11 @@ class Direct:
     def clicked(self, click: pick.Click, cell: Cell) -> Cell | None:
         """The cell a click picks (None: not a cell of ours). A padding cell of the zoomed figure picks
         the input cell it copies (reflect), or nothing (zeros). A step of the sliding window (paused
-        or dragged there) picks the output it shows: the animation's crop around the current pick."""
+        or dragged there) picks the output its label names."""
         g = self.g
         if click.chart == "direct_window" and click.panel == "step":
-            oh, ow = maps.animation_crop(g, *self.detail_of(cell)).outputs
-            i = min(max(click.row, 0), len(oh) - 1)
-            return Cell("out", int(oh[i]), int(ow[i]))
+            shown = viz.window_step_output(click.label)
+            return Cell("out", *maps.clamp_cell("out", *shown, g)) if shown else None
         if click.chart in CHARTS_OUT:
             return Cell("out", *maps.clamp_cell("out", click.row, click.col, g))
         if click.chart in CHARTS_IN:

@@ -8,8 +8,9 @@ listens to those events on every chart the page shows through `pick.chart(fig, n
   click's event data (the point's x and y, rounded: cells are unit squares centred on whole
   data coordinates; the panel is the trace's x axis), so it is exact on a zoomed image too;
 - an animation that stops (paused, played to its end, its slider released) becomes the trigger
-  {chart, panel: "step", row: the step's index}: the page picks what that step shows, so the pick
-  (and a classroom following it) is the step on screen;
+  {chart, panel: "step", row: the step's index, label: its label}: the page picks what that step
+  shows (by its label, which does not depend on the run), so the pick (and a classroom following
+  it) is the step on screen;
 - hovering a cell outlines the cells it maps to, in the same or other charts, without a rerun
   (layout shapes, drawn by Plotly.relayout): the page sends `rules` (ui/hover.py), a geometry and
   where to draw, and the browser computes the cells (ui/hover_rules.js, with the index formulas'
@@ -101,14 +102,26 @@ export default function (component) {
       if ((reg.data.rules || {})[name]) { last = ""; paint({}); }
     });
     // an animation paused, played to its end or its slider released: the step it shows is a pick
-    // {chart, panel: "step", row: step index}, so a classroom follows the instructor's step
-    let frame = null;
-    gd.on("plotly_animatingframe", (ev) => { frame = ev && ev.name; });
-    gd.on("plotly_sliderchange", (ev) => { if (ev && ev.step) frame = ev.step.label; });
+    // {chart, panel: "step", row: step index, label: step label}, so a classroom follows the
+    // instructor's step. "Shows" is the slider's `active` (Plotly sets it and redraws the
+    // current-value label together), read two frames after the stop: the frame an animation was
+    // starting when Pause interrupted it can be a step ahead of the screen. One stop fires several
+    // of these events: they make one report, and the same step again within a second none.
+    let pending = false, lastStep = "", lastAt = 0;
     const stepped = () => {
-      const steps = ((gd.layout.sliders || [])[0] || {}).steps || [];
-      const i = steps.findIndex((s) => s.label === frame);
-      if (i >= 0) reg.setTriggerValue("click", { chart: name, panel: "step", row: i, col: 0 });
+      if (pending) return;
+      pending = true;
+      requestAnimationFrame(() => requestAnimationFrame(() => {
+        pending = false;
+        const slider = ((gd.layout || {}).sliders || [])[0];
+        const i = slider ? slider.active : -1;
+        const step = slider && Number.isInteger(i) ? (slider.steps || [])[i] : null;
+        if (!step) return;
+        const label = String(step.label), now = performance.now();
+        if (label === lastStep && now - lastAt < 1000) return;
+        [lastStep, lastAt] = [label, now];
+        reg.setTriggerValue("click", { chart: name, panel: "step", row: i, col: 0, label });
+      }));
     };
     for (const ev of ["plotly_animationinterrupted", "plotly_animated", "plotly_sliderend"])
       gd.on(ev, stepped);
@@ -137,12 +150,14 @@ KEY = "pick_bridge"  # the bridge's state in st.session_state
 @dataclass(frozen=True)
 class Click:
     """A click on a cell: the chart (its `pick.chart` name), the subplot ("x", "x2", ...) and
-    the cell in that subplot's data coordinates (row = y, column = x)."""
+    the cell in that subplot's data coordinates (row = y, column = x); or a stopped animation's
+    step (panel "step", row = its index, label = its label)."""
 
     chart: str
     panel: str
     row: int
     col: int
+    label: str = ""  # a stopped animation's step: its label
 
 
 def bridge(*, rules: dict | None = None, style: dict | None = None) -> Click | None:
@@ -167,7 +182,8 @@ def _as_click(event: Any) -> Click | None:
     if not isinstance(event, dict):
         return None
     try:
-        return Click(str(event["chart"]), str(event.get("panel", "x")), int(event["row"]), int(event["col"]))
+        chart, panel, label = str(event["chart"]), str(event.get("panel", "x")), str(event.get("label", ""))
+        return Click(chart, panel, int(event["row"]), int(event["col"]), label)
     except (KeyError, TypeError, ValueError):  # a malformed event: ignore it rather than fail the page
         return None
 

@@ -11,6 +11,7 @@ edges so that many cells cost two shapes; `layout.meta` lists the cells behind e
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -594,6 +595,19 @@ def panel_split(in_cols: int, out_cols: int, gap: float) -> float:
     return min(max(raw, MIN_PANEL), 1 - gap - MIN_PANEL)
 
 
+def window_step_label(oh: int, ow: int) -> str:
+    """The sliding window's step (and frame) name for output (oh, ow): "oh,ow"."""
+    return f"{oh},{ow}"
+
+
+def window_step_output(label: str) -> tuple[int, int] | None:
+    """The output a step label of the sliding window names (None: not such a label). A stopped
+    animation reports its step by this name: an index would depend on the crop, which moves with
+    the pick, so a second report read against the next run's crop would name another output."""
+    found = re.fullmatch(r"(\d+),(\d+)", label)
+    return (int(found[1]), int(found[2])) if found else None
+
+
 @figure_memo
 def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 350) -> FramedFigure:
     """The window moving over a region of the input (left), the output filling in (right), one
@@ -683,7 +697,7 @@ def sliding_window_figure(sweep: Sweep, style: Style, title: str, *, ms: int = 3
         r, c = o_rows[i // nc], o_cols[i % nc]
         return f"{title}<br>output ({r}, {c}) = sum of {terms} products = <b>{sum_list[i]:.4f}</b>"
 
-    labels = [f"{o_rows[i // nc]},{o_cols[i % nc]}" for i in range(n)]
+    labels = [window_step_label(o_rows[i // nc], o_cols[i % nc]) for i in range(n)]
     frames = [
         dict(
             name=labels[i],

@@ -19,6 +19,7 @@ import gpuops
 from gpuops.launch import kernel_span
 from gpuops.maps import conv2d as maps
 from tests.support.apptest import AppTest, errors, expected_out, latex_results, open_page, rerun, typed_array
+from ui import pick
 from ui.state import Cell
 from viz import memo
 
@@ -588,6 +589,30 @@ def test_the_sliding_window_plays_from_the_pick_at_the_chosen_speed():
     # Plotly only moves the controls: ui/presenter.js runs them and catches Pause's interruption
     assert all(c["execute"] is False for c in [play, pause, *slider["steps"]])
     assert "Play starts at the pick and runs 5 steps per second" in captions(at)
+
+
+def test_a_stopped_sliding_window_picks_the_output_its_step_label_names():
+    """A stop reports the step on screen by its label: the output it names is the pick, even when
+    the report is read in a later run whose crop (it follows the pick) has moved, where the step's
+    index would name another output. A label naming no output changes nothing."""
+    at = app(state=dict(cap=64, direct_pick=Cell("out", 20, 20)))
+    steps = figures(at)["direct_window"]["layout"]["sliders"][0]["steps"]
+    i = [s["label"] for s in steps].index("20,26")
+    for _ in range(2):  # the same stop reported again: the crop is now centred on 20,26
+        at.session_state[pick.KEY] = {
+            "click": {"chart": "direct_window", "panel": "step", "row": i, "col": 0, "label": "20,26"}
+        }
+        at.run()
+        assert not errors(at)
+        assert at.session_state["direct_pick"] == Cell("out", 20, 26)
+        moved = [s["label"] for s in figures(at)["direct_window"]["layout"]["sliders"][0]["steps"]]
+        assert moved[i] != "20,26"  # the index alone would now pick another output
+    at.session_state[pick.KEY] = {
+        "click": {"chart": "direct_window", "panel": "step", "row": i, "col": 0, "label": "Play"}
+    }
+    at.run()
+    assert not errors(at)
+    assert at.session_state["direct_pick"] == Cell("out", 20, 26)
 
 
 def test_both_sliding_window_panels_stay_readable_for_a_large_dilated_window():
