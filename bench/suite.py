@@ -295,15 +295,24 @@ class Suite:
 
     def _tf32_versions(self, s: Shape, x: Any, w: Any, plan: Any) -> None:
         """The TF32 pipeline as each of its versions (v7: 4-byte input copies, v8: 16-byte ones where
-        the rows allow, v10: channels-last copies where the channels allow), whichever
-        pipelined_tf32 picks: the measured gain of each delta."""
-        versions = [("v7", dict(wide_copies=False)), ("v8", dict(wide_copies=True))]
-        if channels_last_fits(plan.problem):
-            versions.append(("v10", dict(channels_last=True)))
-        for version, choice in versions:
-            launch = pipelined_launch(plan.problem, "pipelined_tf32", **choice)
+        the rows allow, v10: channels-last copies where the channels allow), and the 16-bit ones
+        as v9 (v8's gather) and v11 (16-bit channels-last copies), whichever pipelined_* picks:
+        the measured gain of each delta."""
+        fits = channels_last_fits(plan.problem)
+        versions = [
+            ("pipelined_tf32", "v7", dict(wide_copies=False)),
+            ("pipelined_tf32", "v8", dict(wide_copies=True)),
+        ]
+        if fits:
+            versions.append(("pipelined_tf32", "v10", dict(channels_last=True)))
+        for algorithm in ("pipelined_bf16", "pipelined_fp16"):
+            versions.append((algorithm, "v9", dict(wide_copies=True)))
+            if fits:
+                versions.append((algorithm, "v11", dict(channels_last=True)))
+        for algorithm, version, choice in versions:
+            launch = pipelined_launch(plan.problem, algorithm, **choice)
             call = launch_call(plan.problem, launch)
-            impl = f"ours:pipelined_tf32_{version}"
+            impl = f"ours:{algorithm}_{version}"
             self.add(
                 s.name, "conv2d", impl, lambda c=call: c(x, w, None), flops=plan.flops, kernel=launch.kernel
             )

@@ -21,7 +21,9 @@ and, opt-in because they round the operands (sums stay fp32; `auto` never picks 
                       copied once to channels-last TF32, so a stage is one tap and the input
                       copies need no gather
   pipelined_bf16      v9: v8 with bf16 operands and m16n8k16 (error ~2e-3 relative)
-  pipelined_fp16      v9: v8 with fp16 operands (error ~3e-4; values past 65504 overflow)
+                      and v11 where v10 would run: v10 with the copies rounded to bf16 (half
+                      the bytes, rounded once), stages of one tap x 64 (or 32) channels
+  pipelined_fp16      v9 / v11 with fp16 operands (error ~3e-4; values past 65504 overflow)
 PRECISIONS names each algorithm's operand precision.
 """
 
@@ -113,6 +115,7 @@ PIPE_PREFIX = {"pipelined_tf32": "tf32", "pipelined_bf16": "bf16", "pipelined_fp
 CL_TILE = 32  # v10: the channels-last copy moves 32 channels x 32 columns of a row per block
 CL_BLOCK = (CL_TILE, 8, 1)
 CL_ARRAYS = ("x_cl", "w_cl", "bias", "y")  # v10's GEMM reads the channels-last copies
+HALF_CODES = {"bf16": 1, "fp16": 2}  # v11's copy: PREC_BF16 / PREC_FP16 of kernels/conv2d.cu
 
 
 # ---- check --------------------------------------------------------------------------------------
@@ -608,30 +611,30 @@ def pipelined_launch(
     k_splits: int | None = None,
     channels_last: bool | None = None,
 ) -> Launch:
-    """v7-v10: tile from pipelined_tile; TF32 takes v10 (channels-last copies, run by
-    ChannelsLastCall) where channels_last_fits, except on 1x1 layers of stride 1 without padding
-    (measured on the H100, 32x256x28x28: v8 0.074 ms, v10 0.087: there v8 reads x without a
-    gather and v10's copy of x is pure cost), else v8 (16-byte input copies) where rows are
-    contiguous (stride_w 1, no reflect) and v7 elsewhere; 16-bit operands always run v9 (v8's
-    gather); k split over gridDim.z by pipelined_splits. `wide_copies` (v7 / v8, never v10),
-    `channels_last`, `tile` and `k_splits` override the choices (the benchmark and tests run each)."""
+    """v7-v11: tile from pipelined_tile; the channels-last GEMM (v10 in TF32, v11 with 16-bit
+    operands; run by ChannelsLastCall) where channels_last_fits, except on 1x1 layers of stride 1
+    without padding (measured on the H100, 32x256x28x28: v8 0.074 ms, v10 0.087: there v8 reads
+    x without a gather and v10's copy of x is pure cost); else TF32 runs v8 (16-byte input
+    copies) where rows are contiguous (stride_w 1, no reflect) and v7 elsewhere, 16-bit operands
+    v9 (v8's gather); k split over gridDim.z by pipelined_splits. `wide_copies` (v7 / v8 / v9,
+    never v10 / v11), `channels_last`, `tile` and `k_splits` override the choices (the benchmark
+    and tests run each)."""
     g = p.geometry
     _check_pixels(p, algorithm)
     _check_plane(g, algorithm)
     precision = PIPE_PREFIX[algorithm]
     if channels_last is None:  # a 1x1 layer of stride 1 without padding: v8 copies x without a gather
         pointwise = (g.KH, g.KW, g.stride_h, g.stride_w) == (1, 1, 1, 1) and not any(g.pads)
-        channels_last = (
-            precision == "tf32" and wide_copies is None and channels_last_fits(p) and not pointwise
-        )
-    if channels_last and (precision != "tf32" or not channels_last_fits(p)):
+        channels_last = wide_copies is None and channels_last_fits(p) and not pointwise
+    if channels_last and not channels_last_fits(p):
         raise ValueError(
-            f"v10 (channels last) runs TF32 layers whose groups have a multiple of {PIPE_BK} channels"
+            f"v10 / v11 (channels last) run layers whose groups have a multiple of {PIPE_BK} channels"
         )
     BM, BN = tile or (channels_last_tile(p) if channels_last else pipelined_tile(p))
     warps_m, warps_n = PIPE_TILES[BM, BN]
+    stage_k = channels_last_stage(p, precision) if channels_last else PIPE_BK
     if channels_last:
-        version = "v10"
+        version = "v10" if precision == "tf32" else "v11"
     elif precision == "tf32":
         wide = (g.stride_w == 1 and not p.reflect) if wide_copies is None else wide_copies
         version = "v8" if wide else "v7"
@@ -640,7 +643,7 @@ def pipelined_launch(
     Mg = p.M // p.groups
     m_blocks = ceil_div(Mg, BM)
     grid = (max(1, ceil_div(p.N * g.L, BN)), p.groups * m_blocks, 1)
-    splits = pipelined_splits(p, grid[0] * grid[1], k_splits)
+    splits = pipelined_splits(p, grid[0] * grid[1], k_splits, stage_k=stage_k)
     grid = (grid[0], grid[1], splits)
     check_grid(grid, f"the {algorithm} kernel")
     a_pitch, b_pitch = (PIPE_BK + 4, BN + 8) if precision == "tf32" else (PIPE_BK + 8, BN + 4)
@@ -652,10 +655,13 @@ def pipelined_launch(
     block = (32 * warps_m * warps_n, 1, 1)
     args = _geometry_args(p) + ints(m_blocks=m_blocks, k_splits=splits)
     arrays = ARRAYS
-    if channels_last:  # both operands as [row][k] stages, pitch PIPE_BK + 4
-        shared = 4 * PIPE_STAGES * (BM + BN) * (PIPE_BK + 4)
+    if channels_last:  # both operands as [row][k] stages of stage_k values, pitch: 4 more words
+        value_bytes = 4 if precision == "tf32" else 2
+        shared = 4 * PIPE_STAGES * (BM + BN) * (stage_k * value_bytes // 4 + 4)
         args += ints(**dict(zip(("Hp", "Wp"), channels_last_size(p), strict=True)))
         arrays = CL_ARRAYS
+        if version == "v11":
+            kernel += f"_c{stage_k}"
     return Launch(kernel, SOURCE, grid, block, shared, arrays, args, threads, "(n, m, oh, ow) of y")
 
 
@@ -669,8 +675,17 @@ def channels_last_size(p: ConvProblem) -> tuple[int, int]:
     )
 
 
+def channels_last_stage(p: ConvProblem, precision: str) -> int:
+    """Channels per stage of the channels-last GEMM (a stage is one tap): PIPE_BK in TF32 (v10);
+    with 16-bit operands (v11) 2 * PIPE_BK where the group's channels are a multiple of it (stage
+    rows of 128 bytes as v10's: the same copies a stage, half the barriers per k), else PIPE_BK."""
+    if precision != "tf32" and (p.C // p.groups) % (2 * PIPE_BK) == 0:
+        return 2 * PIPE_BK
+    return PIPE_BK
+
+
 def channels_last_fits(p: ConvProblem) -> bool:
-    """Where v10 runs: each group's channels fill whole PIPE_BK-deep stages (a stage is then one
+    """Where v10 / v11 run: each group's channels fill whole PIPE_BK-deep stages (a stage is then one
     tap and PIPE_BK channels, 16-byte aligned), the copy's channel tiles fit grid y, and one
     sample of the copy has fewer than 2^31 values (the kernel's tap offsets are 32-bit)."""
     Cg = p.C // p.groups
@@ -692,6 +707,7 @@ class ChannelsLastCopyMap:
 
     Hp: int
     Wp: int
+    rounded: str = "TF32"  # what the copy rounds to (v11: bf16 / fp16)
 
     def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
         n, r, s, c = index
@@ -701,37 +717,48 @@ class ChannelsLastCopyMap:
     def describe(self) -> str:
         return (
             f"a block moves {CL_TILE} channels x {CL_TILE} cells of the copy through shared memory: "
-            "read along the cells, written along the channels, rounded to TF32"
+            f"read along the cells, written along the channels, rounded to {self.rounded}"
         )
 
 
 def channels_last_copy_launch(
-    shape: tuple[int, int, int, int], Hp: int, Wp: int, pads: tuple[int, int] = (0, 0), reflect: bool = False
+    shape: tuple[int, int, int, int],
+    Hp: int,
+    Wp: int,
+    pads: tuple[int, int] = (0, 0),
+    reflect: bool = False,
+    precision: str = "tf32",
 ) -> Launch:
-    """v10's copy of an (N, C, H, W) array to (N, Hp, Wp, C), TF32-rounded: row r, column s of
-    the copy is cell (r - pads[0], s - pads[1]) with the padding rule (zeros or mirrored).
-    The weights go through it too: (M, C/groups, KH, KW) -> (M, KH, KW, C/groups)."""
+    """v10's copy of an (N, C, H, W) array to (N, Hp, Wp, C), TF32-rounded floats (v11's: bf16 /
+    fp16 bits, rounded to nearest even): row r, column s of the copy is cell (r - pads[0],
+    s - pads[1]) with the padding rule (zeros or mirrored). The weights go through it too:
+    (M, C/groups, KH, KW) -> (M, KH, KW, C/groups)."""
     N, C, H, W = shape
     grid = (ceil_div(N * Hp * Wp, CL_TILE), C // CL_TILE, 1)
     check_grid(grid, "the channels-last copy")
     args = ints(N=N, C=C, H=H, W=W, Hp=Hp, Wp=Wp, pad_h=pads[0], pad_w=pads[1], reflect=int(reflect))
+    kernel = "conv2d_v10_to_channels_last"
+    if precision != "tf32":
+        kernel = "conv2d_v11_to_channels_last"
+        args += ints(prec=HALF_CODES[precision])
     return Launch(
-        "conv2d_v10_to_channels_last",
+        kernel,
         SOURCE,
         grid,
         CL_BLOCK,
         0,
         ("src", "dst"),
         args,
-        ChannelsLastCopyMap(Hp, Wp),
+        ChannelsLastCopyMap(Hp, Wp, "TF32" if precision == "tf32" else precision),
         "(n, r, s, c) of the channels-last copy",
     )
 
 
 class ChannelsLastCall:
-    """v10's run: x and w copied to channels-last TF32 (two launches), then the GEMM launch on
-    the copies. Called as (x, w, bias) like Call; `into` writes a y the caller holds (zeroed
-    first where k is split, as Call does)."""
+    """v10's / v11's run: x and w copied to channels last, rounded to the GEMM's operand
+    precision (two launches; v10: TF32 floats, v11: bf16 / fp16 bits as uint16), then the GEMM
+    launch on the copies. Called as (x, w, bias) like Call; `into` writes a y the caller holds
+    (zeroed first where k is split, as Call does)."""
 
     def __init__(self, p: ConvProblem, launch: Launch) -> None:
         import cupy
@@ -739,20 +766,25 @@ class ChannelsLastCall:
         g = p.geometry
         Hp, Wp = channels_last_size(p)
         Cg = p.C // p.groups
+        precision = launch.threads.operands.lower()
         self.problem, self.launch = p, launch
         self.x_shape, self.w_shape = (p.N, Hp, Wp, p.C), (p.M, g.KH, g.KW, Cg)
+        self.dtype = np.float32 if precision == "tf32" else np.uint16
         self.copies = (
-            channels_last_copy_launch((p.N, p.C, g.H, g.W), Hp, Wp, (g.pad_top, g.pad_left), p.reflect),
-            channels_last_copy_launch((p.M, Cg, g.KH, g.KW), g.KH, g.KW),
+            channels_last_copy_launch(
+                (p.N, p.C, g.H, g.W), Hp, Wp, (g.pad_top, g.pad_left), p.reflect, precision
+            ),
+            channels_last_copy_launch((p.M, Cg, g.KH, g.KW), g.KH, g.KW, precision=precision),
         )
         self.zeroed = dict(launch.args)["k_splits"] > 1
         self._cupy = cupy
         self._copy_x, self._copy_w, self._gemm = (packed(a) for a in (*self.copies, launch))
 
     def channels_last(self, x: Any, w: Any) -> tuple[Any, Any]:
-        """The copies v10's GEMM reads: x (N, Hp, Wp, C) and w (M, KH, KW, C/groups), TF32."""
-        x_cl = self._cupy.empty(self.x_shape, dtype=np.float32)
-        w_cl = self._cupy.empty(self.w_shape, dtype=np.float32)
+        """The copies the GEMM reads: x (N, Hp, Wp, C) and w (M, KH, KW, C/groups), TF32 floats
+        (v10) or 16-bit values as uint16 (v11)."""
+        x_cl = self._cupy.empty(self.x_shape, dtype=self.dtype)
+        w_cl = self._cupy.empty(self.w_shape, dtype=self.dtype)
         self._copy_x((x, x_cl))
         self._copy_w((w, w_cl))
         return x_cl, w_cl
@@ -769,22 +801,27 @@ class ChannelsLastCall:
 
 def launch_call(p: ConvProblem, launch: Launch) -> Any:
     """The callable (x, w, bias) -> y that runs a planned conv2d launch on the GPU: v10's copies
-    and GEMM, or the one launch (into a zeroed y where k is split)."""
+    and GEMM (v11's too), or the one launch (into a zeroed y where k is split)."""
     if launch.arrays == CL_ARRAYS:
         return ChannelsLastCall(p, launch)
     return Call(p.out_shape, launch, zeroed=dict(launch.args).get("k_splits", 1) > 1)
 
 
-def pipelined_splits(p: ConvProblem, blocks: int, k_splits: int | None = None) -> int:
-    """Blocks along gridDim.z that share the k range of v7-v10 (adding into a zeroed y): where
-    the grid gives fewer than PIPE_SPLIT_BELOW blocks per SM, splits of about PIPE_SPLIT_STAGES
-    stages each; `k_splits` asks for a count instead. Never an empty split. Measured on the
+def pipelined_splits(
+    p: ConvProblem, blocks: int, k_splits: int | None = None, *, stage_k: int = PIPE_BK
+) -> int:
+    """Blocks along gridDim.z that share the k range of v7-v11 (adding into a zeroed y), in
+    stages of stage_k values of k (v11: 64 or 32): where the grid gives fewer than
+    PIPE_SPLIT_BELOW blocks per SM, splits of about PIPE_SPLIT_STAGES stages of PIPE_BK each;
+    `k_splits` asks for a count instead. Never an empty split. Measured on the
     H100 (bench.suite --sweep, 128 x 128 tiles): late 7x7x512, 52 blocks of 144 stages: 0.52 ms
     unsplit, 0.24 in 5 splits, 0.27 in 11; 7x7x1024 (104 blocks of 288): 1.03, 0.54 in 10;
     grids of 2+ blocks per SM lost 3-65% when split (VGG-like, 1x1, 5x5, grouped)."""
-    stages = ceil_div((p.C // p.groups) * p.geometry.KH * p.geometry.KW, PIPE_BK)
+    kdim = (p.C // p.groups) * p.geometry.KH * p.geometry.KW
+    stages = ceil_div(kdim, stage_k)
     if k_splits is None:
-        k_splits = stages // PIPE_SPLIT_STAGES if blocks < PIPE_SPLIT_BELOW * PIPE_SMS else 1
+        wanted = ceil_div(kdim, PIPE_BK) // PIPE_SPLIT_STAGES  # as many splits as v7-v10 take
+        k_splits = wanted if blocks < PIPE_SPLIT_BELOW * PIPE_SMS else 1
     k_splits = max(1, min(k_splits, stages))
     return ceil_div(stages, ceil_div(stages, k_splits))  # per split ceil(stages / k), then no empty one
 

@@ -12,6 +12,7 @@
 //   v8 tensor cores    v7 + 16-byte input copies where stride-1 rows are contiguous
 //   v9 tensor cores    v8 with bf16 or fp16 operands (m16n8k16), fp32 sums
 //   v10 tensor cores   v8 on channels-last TF32 copies of x and w: a stage is one tap, no gather
+//   v11 tensor cores   v10 with bf16 or fp16 copies (rounded once, half the bytes), m16n8k16
 //
 // Shapes: x (N, C, H, W), w (M, C/groups, KH, KW), y (N, M, H_out, W_out).
 // Output (n, m, oh, ow) of filter m in group g = m / (M/groups) sums, over the group's
@@ -1230,19 +1231,31 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_v10_to_channels_last(
     }
 }
 
-template <int BM, int BN, int WARPS_M, int WARPS_N>
+// What a channels-last copy holds (v10: TF32 values in floats; v11: bf16 / fp16 bits).
+template <int PREC> struct CopyValue { using type = unsigned short; };
+template <> struct CopyValue<PREC_TF32> { using type = float; };
+
+// The GEMM of v10 (PREC_TF32, KC = PIPE_BK) and v11 (16-bit operands, KC = 32 or 64): a stage is
+// one tap and KC channels. Shared memory is counted in 32-bit words either way: a stage row is
+// KC values of ROW_WORDS words, and one mma k-step reads 8 words of it (8 TF32 values for
+// m16n8k8, 16 halves for m16n8k16), so the copies, ldmatrix addresses and k loop are the same.
+template <int BM, int BN, int WARPS_M, int WARPS_N, int PREC, int KC>
 __device__ __forceinline__ void channels_last_conv(
-    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    const typename CopyValue<PREC>::type* __restrict__ x_cl, const typename CopyValue<PREC>::type* __restrict__ w_cl,
+    const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
     int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
 {
     constexpr int THREADS = 32 * WARPS_M * WARPS_N;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;      // one warp's outputs
     constexpr int MT = WM / 16, NT = WN / 8;                 // its mma tiles
-    constexpr int PITCH = PIPE_BK + 4;                       // floats a shared row: ldmatrix conflict-free
-    constexpr int CHUNKS = PIPE_BK / 4;                      // 16-byte copies per row of a stage
+    constexpr int BYTES = sizeof(typename CopyValue<PREC>::type);
+    constexpr int ROW_WORDS = KC * BYTES / 4;                // words of one stage row (k values)
+    constexpr int PITCH = ROW_WORDS + 4;                     // words a shared row: ldmatrix conflict-free
+    constexpr int CHUNKS = ROW_WORDS / 4;                    // 16-byte copies per row of a stage
+    constexpr int PER_CHUNK = 16 / BYTES;                    // values of k one 16-byte copy moves
     constexpr int ROWS = THREADS / CHUNKS;                   // rows one pass of the block copies
-    static_assert(BM % ROWS == 0 && BN % ROWS == 0 && NT % 2 == 0, "copy layout");
+    static_assert(BM % ROWS == 0 && BN % ROWS == 0 && NT % 2 == 0 && ROW_WORDS % 8 == 0, "copy layout");
 
     extern __shared__ __align__(16) float tc_smem[];
     float (*As)[BM][PITCH] = reinterpret_cast<float (*)[BM][PITCH]>(tc_smem);                 // [stage][m][k]
@@ -1255,23 +1268,25 @@ __device__ __forceinline__ void channels_last_conv(
     const int g = blockIdx.y / m_blocks;
     const int m0 = (blockIdx.y % m_blocks) * BM;     // first filter of the block, within the group
     const int p0 = blockIdx.x * BN;                  // first pixel of the block
-    const int all_tiles = Kp / PIPE_BK;              // Cg % PIPE_BK == 0: the host checks
+    const int all_tiles = Kp / KC;                   // Cg % KC == 0: the host checks
     const int per_split = (all_tiles + k_splits - 1) / k_splits;
     const int tile0 = blockIdx.z * per_split;
     const int tiles = min(all_tiles - tile0, per_split);
 
-    // ---- the copies: thread t moves 16 bytes (k = chunk..chunk+3 of the stage) of rows
-    // t / CHUNKS + i * ROWS of both operands. Where each row starts, computed once:
-    const int chunk = (t % CHUNKS) * 4, row = t / CHUNKS;
-    const float* a_src[BM / ROWS];                   // weight rows (filters); none past Mg
+    // ---- the copies: thread t moves 16 bytes (words chunk..chunk+3 of a stage row: k values
+    // k_chunk.. k_chunk + PER_CHUNK - 1) of rows t / CHUNKS + i * ROWS of both operands.
+    // Where each row starts, computed once:
+    const int chunk = (t % CHUNKS) * 4, k_chunk = (t % CHUNKS) * PER_CHUNK, row = t / CHUNKS;
+    using V = typename CopyValue<PREC>::type;
+    const V* a_src[BM / ROWS];                       // weight rows (filters); none past Mg
     bool a_ok[BM / ROWS];
 #pragma unroll
     for (int i = 0; i < BM / ROWS; ++i) {
         const int m = m0 + row + i * ROWS;
         a_ok[i] = m < Mg;
-        a_src[i] = w_cl + (long long)(g * Mg + (a_ok[i] ? m : 0)) * Kp + chunk;
+        a_src[i] = w_cl + (long long)(g * Mg + (a_ok[i] ? m : 0)) * Kp + k_chunk;
     }
-    const float* b_src[BN / ROWS];                   // x_cl cell of tap (0, 0) of each pixel
+    const V* b_src[BN / ROWS];                       // x_cl cell of tap (0, 0) of each pixel
     bool b_ok[BN / ROWS];
 #pragma unroll
     for (int i = 0; i < BN / ROWS; ++i) {
@@ -1279,22 +1294,24 @@ __device__ __forceinline__ void channels_last_conv(
         b_ok[i] = p < P;
         const int q = b_ok[i] ? p : 0;
         const int n = q / L, l = q % L, oh = l / W_out, ow = l % W_out;
-        b_src[i] = x_cl + (((long long)n * Hp + oh * stride_h) * Wp + ow * stride_w) * C + g * Cg + chunk;
+        b_src[i] = x_cl + (((long long)n * Hp + oh * stride_h) * Wp + ow * stride_w) * C + g * Cg + k_chunk;
     }
     // the next stage to load: its offset along a weight row, its tap (ki, kj) and first channel
-    int k_a = tile0 * PIPE_BK;
+    int k_a = tile0 * KC;
     int c0 = k_a % Cg, ki = (k_a / Cg) / KW, kj = (k_a / Cg) % KW;
     const int row_step = dil_h * Wp * C, col_step = dil_w * C;   // x_cl offsets of a tap row / column
     int tap = ki * row_step + kj * col_step;         // < one sample of x_cl < 2^31: the host checks
 
     auto load_stage = [&](int s) {
 #pragma unroll
-        for (int i = 0; i < BM / ROWS; ++i) cp_async16(&As[s][row + i * ROWS][chunk], a_src[i] + k_a, a_ok[i]);
+        for (int i = 0; i < BM / ROWS; ++i)
+            cp_async16(&As[s][row + i * ROWS][chunk], reinterpret_cast<const float*>(a_src[i] + k_a), a_ok[i]);
 #pragma unroll
-        for (int i = 0; i < BN / ROWS; ++i) cp_async16(&Bs[s][row + i * ROWS][chunk], b_src[i] + tap + c0, b_ok[i]);
+        for (int i = 0; i < BN / ROWS; ++i)
+            cp_async16(&Bs[s][row + i * ROWS][chunk], reinterpret_cast<const float*>(b_src[i] + tap + c0), b_ok[i]);
         asm volatile("cp.async.commit_group;\n" ::);
-        k_a += PIPE_BK;                              // k -> k + 32: next channels; past the last, next tap
-        c0 += PIPE_BK;
+        k_a += KC;                                   // k -> k + KC: next channels; past the last, next tap
+        c0 += KC;
         if (c0 == Cg) {
             c0 = 0;
             if (++kj == KW) { kj = 0; ++ki; tap = ki * row_step; } else tap += col_step;
@@ -1303,9 +1320,11 @@ __device__ __forceinline__ void channels_last_conv(
 
     // ---- what this warp computes: filters wm.. (WM of them), pixels wn.. (WN) of the tile ----
     const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
-    // lane l points ldmatrix at row l % 8 of matrix l / 8. Weights: matrices (filters 0-7, k 0-3),
-    // (8-15, 0-3), (0-7, 4-7), (8-15, 4-7) = a0..a3 of m16n8k8. Inputs: (pixels 0-7, k 0-3),
-    // (0-7, 4-7), (8-15, 0-3), (8-15, 4-7) = b0, b1 of one 8-pixel tile, then of the next
+    // lane l points ldmatrix at row l % 8 of matrix l / 8. Weights: matrices (filters 0-7, words 0-3),
+    // (8-15, 0-3), (0-7, 4-7), (8-15, 4-7) = a0..a3 of m16n8k8. Inputs: (pixels 0-7, words 0-3),
+    // (0-7, 4-7), (8-15, 0-3), (8-15, 4-7) = b0, b1 of one 8-pixel tile, then of the next.
+    // v11: 4 words are 8 halves, and the same four matrices are a0..a3 and b0, b1 of m16n8k16
+    // (lane 4g + t receives row g, halves 2t and 2t + 1, the lower k in the lower half)
     const int ld_row = (lane & 7) + ((lane >> 3) & 1) * 8, ld_k = (lane >> 4) * 4;
     const int lb_row = (lane & 7) + (lane >> 4) * 8, lb_k = ((lane >> 3) & 1) * 4;
     float acc[MT][NT][4];
@@ -1328,7 +1347,7 @@ __device__ __forceinline__ void channels_last_conv(
         else asm volatile("cp.async.commit_group;\n" ::);
         const int s = tile % PIPE_STAGES;
 #pragma unroll
-        for (int kk = 0; kk < PIPE_BK; kk += 8) {
+        for (int kk = 0; kk < ROW_WORDS; kk += 8) {  // one mma k-step: 8 words of each row
             unsigned a[MT][4], b[NT][2];
 #pragma unroll
             for (int i = 0; i < MT; ++i) ldmatrix_x4(a[i], &As[s][wm + i * 16 + ld_row][kk + ld_k]);
@@ -1338,7 +1357,10 @@ __device__ __forceinline__ void channels_last_conv(
 #pragma unroll
             for (int i = 0; i < MT; ++i)
 #pragma unroll
-                for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], a[i], b[j]);
+                for (int j = 0; j < NT; ++j) {
+                    if constexpr (PREC == PREC_TF32) mma_tf32(acc[i][j], a[i], b[j]);
+                    else mma_16bit<PREC>(acc[i][j], a[i], b[j]);
+                }
         }
     }
     store_warp_tile<MT, NT>(acc, y, bias, M, Mg, g, L, P, m0 + wm, p0 + wn, k_splits);
@@ -1352,7 +1374,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_v10_tf32_128x128(
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
     int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
 {
-    channels_last_conv<128, 128, 2, 4>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
+    channels_last_conv<128, 128, 2, 4, PREC_TF32, PIPE_BK>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
         stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
 }
 extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v10_tf32_64x64(
@@ -1360,6 +1382,136 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v10_tf32_64x64(
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
     int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
 {
-    channels_last_conv<64, 64, 2, 2>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
+    channels_last_conv<64, 64, 2, 2, PREC_TF32, PIPE_BK>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h,
         stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+
+// =======================================================================================
+// v11 implicit GEMM on tensor cores, 16-BIT CHANNELS-LAST COPIES = v10 with bf16 or fp16
+// operands (v9's m16n8k16, fp32 sums). v9 kept v8's gather and reached ~49 TFLOP/s on the
+// VGG-like layer (0.60 ms, H100), slower than v10 in TF32 (0.29 ms), although the tensor cores
+// multiply 16-bit operands at twice TF32's rate. What changes from v10:
+//   1. conv2d_v11_to_channels_last (below) rounds while it copies: x_cl and w_cl hold bf16 /
+//      fp16 bits (cvt.rn: to nearest even, as PyTorch's .to(bfloat16 / float16)), half the
+//      bytes of v10's TF32 copies, rounded once instead of in the inner loop (v9 rounds every
+//      fragment it reads);
+//   2. a 16-byte cp.async moves 8 values of k instead of 4, and one 8-word k-step of a stage row
+//      is 16 halves: one m16n8k16 per tile pair instead of v10's m16n8k8, at twice the rate.
+//      ldmatrix needs no change: its 8 x 8 matrices of 16-bit values are a0..a3 and b0, b1 of
+//      m16n8k16 directly (v10 reads them as 8 x 4 blocks of floats);
+//   3. a stage is one tap and KC channels: KC = 64 where the group's channels are a multiple of
+//      64 (a stage row is then 128 bytes, as in v10: the same copies, pitch and barriers per
+//      stage, with twice v10's k per stage, so half the barriers per k), else KC = 32 (64-byte
+//      rows, pitch 20 words: ldmatrix still conflict-free), so v11 runs on every layer where v10
+//      runs (C/groups a multiple of 32; the host picks v9 elsewhere, and on 1x1 layers of
+//      stride 1 without padding as it picks v8 over v10).
+// Unchanged: 3 cp.async stages, the tiles and warp tiles of v10, split K, the write-back.
+// Prediction (before measuring): the VGG-like layer at least 1.5x faster than v9 and faster
+// than v10: the GEMM's bytes through L2 halve and its tensor-core time halves.
+// =======================================================================================
+// x (N, C, H, W) -> x_cl (N, Hp, Wp, C) of 16-bit values (prec: PREC_BF16 or PREC_FP16), as
+// conv2d_v10_to_channels_last does with TF32 floats; same grid, block and thread map.
+extern "C" __global__ void __launch_bounds__(256) conv2d_v11_to_channels_last(
+    const float* __restrict__ src, unsigned short* __restrict__ dst,
+    int N, int C, int H, int W,       // src (N, C, H, W)
+    int Hp, int Wp, int pad_h, int pad_w, int reflect, int prec)   // dst (N, Hp, Wp, C)
+{
+    __shared__ float tile[CL_TILE][CL_TILE + 1];      // [channel][cell], padded: no bank conflicts
+    const long long cells = (long long)N * Hp * Wp;
+    const long long q0 = (long long)blockIdx.x * CL_TILE;
+    const int c0 = blockIdx.y * CL_TILE;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    if (q0 + tx < cells) {                           // no return: a barrier follows
+        const long long q = q0 + tx, nr = q / Wp;
+        const int s = (int)(q - nr * Wp), n = (int)(nr / Hp), r = (int)(nr - (long long)n * Hp);
+#pragma unroll
+        for (int i = ty; i < CL_TILE; i += 8) {
+            const float* __restrict__ plane = src + ((long long)n * C + c0 + i) * ((long long)H * W);
+            tile[i][tx] = load_padded(plane, r - pad_h, s - pad_w, H, W, reflect);
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = ty; i < CL_TILE; i += 8) {
+        if (q0 + i < cells) {
+            const long long o = (q0 + i) * C + c0 + tx;
+            dst[o] = (unsigned short)(pack_half2(tile[tx][i], 0.0f, prec) & 0xFFFFu);   // the lower half
+            trace_store(o);
+        }
+    }
+}
+
+// The kernels of v11: x_cl and w_cl come from conv2d_v11_to_channels_last. Tiles as v10's;
+// _c64: stages of 64 channels (C/groups a multiple of 64), _c32: of 32.
+extern "C" __global__ void __launch_bounds__(256, 2) conv2d_v11_bf16_128x128_c64(
+    const unsigned short* __restrict__ x_cl, const unsigned short* __restrict__ w_cl, const float* __restrict__ bias,
+    float* __restrict__ y, int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h,
+    int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits,
+    int Hp, int Wp)
+{
+    channels_last_conv<128, 128, 2, 4, PREC_BF16, 64>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v11_bf16_64x64_c64(
+    const unsigned short* __restrict__ x_cl, const unsigned short* __restrict__ w_cl, const float* __restrict__ bias,
+    float* __restrict__ y, int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h,
+    int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits,
+    int Hp, int Wp)
+{
+    channels_last_conv<64, 64, 2, 2, PREC_BF16, 64>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) conv2d_v11_bf16_128x128_c32(
+    const unsigned short* __restrict__ x_cl, const unsigned short* __restrict__ w_cl, const float* __restrict__ bias,
+    float* __restrict__ y, int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h,
+    int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits,
+    int Hp, int Wp)
+{
+    channels_last_conv<128, 128, 2, 4, PREC_BF16, 32>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v11_bf16_64x64_c32(
+    const unsigned short* __restrict__ x_cl, const unsigned short* __restrict__ w_cl, const float* __restrict__ bias,
+    float* __restrict__ y, int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h,
+    int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits,
+    int Hp, int Wp)
+{
+    channels_last_conv<64, 64, 2, 2, PREC_BF16, 32>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) conv2d_v11_fp16_128x128_c64(
+    const unsigned short* __restrict__ x_cl, const unsigned short* __restrict__ w_cl, const float* __restrict__ bias,
+    float* __restrict__ y, int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h,
+    int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits,
+    int Hp, int Wp)
+{
+    channels_last_conv<128, 128, 2, 4, PREC_FP16, 64>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v11_fp16_64x64_c64(
+    const unsigned short* __restrict__ x_cl, const unsigned short* __restrict__ w_cl, const float* __restrict__ bias,
+    float* __restrict__ y, int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h,
+    int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits,
+    int Hp, int Wp)
+{
+    channels_last_conv<64, 64, 2, 2, PREC_FP16, 64>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) conv2d_v11_fp16_128x128_c32(
+    const unsigned short* __restrict__ x_cl, const unsigned short* __restrict__ w_cl, const float* __restrict__ bias,
+    float* __restrict__ y, int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h,
+    int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits,
+    int Hp, int Wp)
+{
+    channels_last_conv<128, 128, 2, 4, PREC_FP16, 32>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v11_fp16_64x64_c32(
+    const unsigned short* __restrict__ x_cl, const unsigned short* __restrict__ w_cl, const float* __restrict__ bias,
+    float* __restrict__ y, int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h,
+    int stride_w, int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits,
+    int Hp, int Wp)
+{
+    channels_last_conv<64, 64, 2, 2, PREC_FP16, 32>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
 }

@@ -1,6 +1,6 @@
-"""The tensor-core kernels v7-v10 (pipelined_tf32 / _bf16 / _fp16): exact sums of the rounded
-operands, errors against float64 that their precision explains, every output written; v10's
-channels-last copies value by value.
+"""The tensor-core kernels v7-v11 (pipelined_tf32 / _bf16 / _fp16): exact sums of the rounded
+operands, errors against float64 that their precision explains, every output written; the
+channels-last copies of v10 (TF32) and v11 (bf16 / fp16) value by value.
 
 Why these tolerances. A value rounded to nearest with p explicit mantissa bits is off by at
 most u = 2^-(p+1) of itself: TF32 and fp16 (p = 10) u = 2^-11 = 4.9e-4, bf16 (p = 7)
@@ -22,13 +22,16 @@ import gpuops
 from gpuops import launch as launch_module
 from gpuops.conv2d import (
     HALF_ALGORITHMS,
+    HALF_CODES,
     PIPE_BK,
     PIPE_STAGES,
     PIPE_TILES,
     PRECISIONS,
     ChannelsLastCall,
+    channels_last_copy_launch,
     channels_last_fits,
     channels_last_size,
+    channels_last_stage,
     check_conv2d,
     pipelined_launch,
     pipelined_tile,
@@ -87,6 +90,8 @@ def test_pipeline_constants_equal_the_kernel_defines():
     text = source_text("conv2d.cu")
     assert re.search(rf"#define PIPE_BK {PIPE_BK}\b", text)
     assert re.search(rf"#define PIPE_STAGES {PIPE_STAGES}\b", text)
+    for precision, code in HALF_CODES.items():
+        assert re.search(rf"#define PREC_{precision.upper()} {code}\b", text)
 
 
 def _problem(N, C, H, W, M, K, **kw):
@@ -101,10 +106,42 @@ def test_every_pipelined_launch_matches_a_kernel_with_a_header(algorithm, tile, 
     pointers, scalars = kernel_signature(launch.source, launch.kernel)
     assert list(launch.arrays) == pointers and [n for n, _ in launch.args] == scalars
     header = kernel_span(launch.source, launch.kernel).text.split("extern")[0]
-    assert re.search(r"// v(?:[789]|10) ", header)
+    assert re.search(r"// v[789] ", header)
     warps_m, warps_n = PIPE_TILES[tile]
     assert launch.block == (32 * warps_m * warps_n, 1, 1)
     assert f"_{tile[0]}x{tile[1]}" in launch.kernel
+
+
+@pytest.mark.parametrize("algorithm", PIPELINED)
+@pytest.mark.parametrize("tile", list(PIPE_TILES))
+@pytest.mark.parametrize("channels", [64, 96])  # v11: stages of 64 channels, of 32
+def test_every_channels_last_launch_matches_a_kernel_with_a_header(algorithm, tile, channels):
+    """v10 / v11: the GEMM and both copies take the arrays and arguments the host passes; v11's
+    stage depth is in its name, and its shared memory holds 3 stages of both operands."""
+    p = _problem(2, channels, 11, 9, 70, 3, padding=1)
+    launch = pipelined_launch(p, algorithm, tile=tile, channels_last=True)
+    precision = PRECISIONS[algorithm]
+    copies = [
+        channels_last_copy_launch((2, channels, 11, 9), 13, 11, (1, 1), precision=precision),
+        channels_last_copy_launch((70, channels, 3, 3), 3, 3, precision=precision),
+    ]
+    assert {c.kernel for c in copies} == {
+        "conv2d_v10_to_channels_last" if precision == "tf32" else "conv2d_v11_to_channels_last"
+    }
+    for each in (launch, *copies):
+        pointers, scalars = kernel_signature(each.source, each.kernel)
+        assert list(each.arrays) == pointers and [n for n, _ in each.args] == scalars
+    header = kernel_span(launch.source, launch.kernel).text.split("extern")[0]
+    stage = channels_last_stage(p, precision)
+    if precision == "tf32":
+        assert re.search(r"// v10 ", header) and launch.kernel == f"conv2d_v10_tf32_{tile[0]}x{tile[1]}"
+        assert stage == PIPE_BK
+    else:
+        assert re.search(r"// v11 ", header)
+        assert launch.kernel == f"conv2d_v11_{precision}_{tile[0]}x{tile[1]}_c{stage}"
+        assert stage == (64 if channels % 64 == 0 else 32)
+        row_words = stage * 2 // 4
+        assert launch.shared_bytes == 4 * PIPE_STAGES * (tile[0] + tile[1]) * (row_words + 4)
 
 
 def test_k_splits_fill_the_gpu_and_leave_no_split_empty():
@@ -139,6 +176,24 @@ def test_tile_and_version_choice():
     assert "_v7_" in pipelined_launch(_problem(8, 16, 40, 40, 16, 3, stride=2)).kernel
     assert "_v7_" in pipelined_launch(_problem(1, 2, 9, 9, 4, 3, padding=2, padding_mode="reflect")).kernel
     assert "_v9_" in pipelined_launch(_problem(1, 2, 9, 9, 4, 3, stride=2), "pipelined_bf16").kernel
+    # 16-bit operands: v11 where v10 would run (128 channels: stages of 64; 32: of 32), else v9
+    assert pipelined_launch(vgg, "pipelined_bf16").kernel == "conv2d_v11_bf16_128x128_c64"
+    assert pipelined_launch(few_filters, "pipelined_fp16").kernel == "conv2d_v11_fp16_128x128_c32"
+    assert "_v9_" in pipelined_launch(pointwise, "pipelined_bf16").kernel  # as v8 over v10
+    assert "_v9_" in pipelined_launch(vgg, "pipelined_fp16", wide_copies=True).kernel
+    assert "_v9_" in pipelined_launch(_problem(8, 48, 40, 40, 16, 3, padding=1), "pipelined_bf16").kernel
+
+
+def test_channels_last_stages_never_leave_a_split_empty():
+    """v11's 64-channel stages halve the stage count: splits are counted in its stages (the late
+    layer still splits as v10 does, into 4 of 18 stages of 64 instead of 36 of 32)."""
+    late = _problem(32, 512, 7, 7, 512, 3, padding=1)
+    assert pipelined_launch(late, "pipelined_bf16").grid == pipelined_launch(late).grid == (13, 4, 4)
+    small = _problem(1, 64, 9, 9, 8, 3)  # Kdim 576: 9 stages of 64
+    for wanted in (1, 2, 5, 7, 50):
+        grid = pipelined_launch(small, "pipelined_fp16", k_splits=wanted).grid
+        per = -(-9 // grid[2])
+        assert grid[2] <= min(wanted, 9) and (grid[2] - 1) * per < 9
 
 
 def test_channels_last_runs_where_the_channels_fill_whole_stages():
@@ -147,11 +202,11 @@ def test_channels_last_runs_where_the_channels_fill_whole_stages():
     assert channels_last_fits(_problem(2, 128, 9, 9, 8, 3, groups=4))  # 32 channels a group
     assert not channels_last_fits(_problem(2, 64, 9, 9, 8, 3, groups=4))  # 16 a group
     assert not channels_last_fits(_problem(2, 40, 9, 9, 8, 3))
-    with pytest.raises(ValueError, match="multiple of 32"):
-        pipelined_launch(_problem(2, 40, 9, 9, 8, 3), channels_last=True)
-    with pytest.raises(ValueError, match="TF32"):
-        pipelined_launch(_problem(2, 64, 9, 9, 8, 3), "pipelined_bf16", channels_last=True)
-    assert "_v9_" in pipelined_launch(_problem(2, 64, 9, 9, 8, 3), "pipelined_bf16").kernel
+    for algorithm in PIPELINED:
+        with pytest.raises(ValueError, match="multiple of 32"):
+            pipelined_launch(_problem(2, 40, 9, 9, 8, 3), algorithm, channels_last=True)
+    assert "_v11_" in pipelined_launch(_problem(2, 64, 9, 9, 8, 3), "pipelined_bf16").kernel
+    assert "_v9_" in pipelined_launch(_problem(2, 40, 9, 9, 8, 3), "pipelined_bf16").kernel
 
 
 def test_channels_last_copy_covers_the_windows():
@@ -297,7 +352,8 @@ def test_the_pipelined_choice_is_what_runs_and_the_ready_path_recomputes(rng):
 
 # ---- v10: channels-last copies, then the GEMM on them ------------------------------------------------
 CHANNELS_LAST_GEOMETRIES = [  # (N, C, H, W, M, K, stride, padding, dilation, groups, mode)
-    (2, 64, 13, 17, 136, 3, 1, 1, 1, 1, "zeros"),  # 3x3: two stages a tap, filters past 2 x 64
+    (2, 64, 13, 17, 136, 3, 1, 1, 1, 1, "zeros"),  # 3x3: two stages a tap (v11: one), filters past 2 x 64
+    (2, 256, 11, 13, 72, 3, 2, 1, 1, 2, "reflect"),  # v11 stages of 64: stride 2, groups, mirrored cells
     (3, 32, 10, 12, 70, 1, 1, 0, 1, 1, "zeros"),  # 1x1: no padding cells
     (1, 64, 15, 11, 40, 3, 2, 2, 2, 2, "zeros"),  # stride, dilation, groups of 32 channels
     (2, 32, 9, 14, 24, 5, 1, 2, 1, 1, "reflect"),  # mirrored padding cells in the copy
@@ -313,76 +369,105 @@ def _layer(shape, rng):
     return x, w, b, check_conv2d(x.shape, w.shape, b.shape, S, P, D, G, mode)
 
 
-def _expected(torch, shape, x, w, b):
-    """float64 PyTorch on the TF32-rounded operands (reflect: padded first, as nn.Conv2d does)."""
+def _expected(torch, shape, x, w, b, precision="tf32"):
+    """float64 PyTorch on the rounded operands (reflect: padded first, as nn.Conv2d does)."""
     S, P, D, G, mode = shape[6:]
-    xr = to_tf32(x)
+    rounding = ROUNDING[precision]
+    xr = rounding(x)
     if mode == "reflect":
         xr = np.pad(xr, ((0, 0), (0, 0), (P, P), (P, P)), mode="reflect")
-        return _torch_ref(torch, xr, to_tf32(w), b, stride=S, dilation=D, groups=G)
-    return _torch_ref(torch, xr, to_tf32(w), b, stride=S, padding=P, dilation=D, groups=G)
+        return _torch_ref(torch, xr, rounding(w), b, stride=S, dilation=D, groups=G)
+    return _torch_ref(torch, xr, rounding(w), b, stride=S, padding=P, dilation=D, groups=G)
+
+
+def _decoded(copy: np.ndarray, precision: str) -> np.ndarray:
+    """A channels-last copy as float32: v10's already is; v11's uint16 bits are bf16 or fp16,
+    decoded by NumPy (independently of the kernel)."""
+    if precision == "tf32":
+        return copy
+    if precision == "bf16":
+        return (copy.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return copy.view(np.float16).astype(np.float32)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("algorithm", PIPELINED)
 @pytest.mark.parametrize("shape", CHANNELS_LAST_GEOMETRIES, ids=str)
-def test_channels_last_copies_are_the_padded_rounded_transposes(shape, rng):
-    """x_cl[n, r, s, c] = TF32(x[n, c] padded)[r, s] and w_cl[m, i, j, c] = TF32(w[m, c, i, j]),
-    value for value (NumPy pads and transposes independently)."""
+def test_channels_last_copies_are_the_padded_rounded_transposes(shape, algorithm, rng):
+    """x_cl[n, r, s, c] = R(x[n, c] padded)[r, s] and w_cl[m, i, j, c] = R(w[m, c, i, j]),
+    value for value, R the rounding of the precision (TF32 floats in v10; bf16 / fp16 bits in
+    v11, rounded to nearest even as NumPy and PyTorch round); NumPy pads and transposes
+    independently."""
     import cupy as cp
 
     x, w, _, p = _layer(shape, rng)
     P, mode = shape[7], shape[10]
-    call = ChannelsLastCall(p, pipelined_launch(p, channels_last=True))
+    precision = PRECISIONS[algorithm]
+    call = ChannelsLastCall(p, pipelined_launch(p, algorithm, channels_last=True))
     x_cl, w_cl = call.channels_last(cp.asarray(x), cp.asarray(w))
+    assert x_cl.dtype == (np.float32 if precision == "tf32" else np.uint16)
     Hp, Wp = channels_last_size(p)
     padded = np.pad(x, ((0, 0), (0, 0), (P, P), (P, P)), mode="reflect" if mode == "reflect" else "constant")
-    np.testing.assert_array_equal(x_cl.get(), to_tf32(padded[:, :, :Hp, :Wp].transpose(0, 2, 3, 1)))
-    np.testing.assert_array_equal(w_cl.get(), to_tf32(w.transpose(0, 2, 3, 1)))
+    rounding = ROUNDING[precision]
+    np.testing.assert_array_equal(
+        _decoded(x_cl.get(), precision), rounding(padded[:, :, :Hp, :Wp].transpose(0, 2, 3, 1))
+    )
+    np.testing.assert_array_equal(_decoded(w_cl.get(), precision), rounding(w.transpose(0, 2, 3, 1)))
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("algorithm", PIPELINED)
 @pytest.mark.parametrize("tile", list(PIPE_TILES))
 @pytest.mark.parametrize("shape", CHANNELS_LAST_GEOMETRIES, ids=str)
-def test_channels_last_against_torch_with_poisoned_output(shape, tile, rng, torch):
-    """v10 with each tile: y starts as NaN, so an output no thread writes fails; the values are
-    float64 PyTorch's on the rounded operands up to fp32 summation."""
+def test_channels_last_against_torch_with_poisoned_output(shape, tile, algorithm, rng, torch):
+    """v10 / v11 with each tile (v11 with stages of 64 channels where the groups allow, else 32):
+    y starts as NaN, so an output no thread writes fails; the values are float64 PyTorch's on
+    the rounded operands up to fp32 summation."""
     import cupy as cp
 
     x, w, b, p = _layer(shape, rng)
-    launch = pipelined_launch(p, tile=tile, k_splits=1, channels_last=True)
-    assert launch.kernel == f"conv2d_v10_tf32_{tile[0]}x{tile[1]}"
+    precision = PRECISIONS[algorithm]
+    launch = pipelined_launch(p, algorithm, tile=tile, k_splits=1, channels_last=True)
+    version = "v10" if precision == "tf32" else "v11"
+    assert launch.kernel.startswith(f"conv2d_{version}_{precision}_{tile[0]}x{tile[1]}")
     y = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
     ChannelsLastCall(p, launch).into(cp.asarray(x), cp.asarray(w), cp.asarray(b), y)
     got = y.get()
     assert not np.isnan(got).any(), f"{launch.kernel}: outputs never written"
     Cg, K = shape[1] // shape[9], shape[5]
-    expected = _expected(torch, shape, x, w, b)
+    expected = _expected(torch, shape, x, w, b, precision)
     np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-4 * np.sqrt(Cg * K * K))
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("k_splits", "blocks"), [(2, 2), (5, 5), (7, 6)])
-def test_channels_last_split_k_adds_every_part_once(k_splits, blocks, rng, torch):
-    """Kdim 9 * 64 = 576: 18 stages of (tap, 32 channels), two a tap. 5 splits of 4 stages leave
-    a short last one; 7 asked for give 6 of 3 (no split empty), every other one starting mid-tap."""
+@pytest.mark.parametrize("algorithm", PIPELINED)
+@pytest.mark.parametrize("k_splits", [2, 5, 7])
+def test_channels_last_split_k_adds_every_part_once(k_splits, algorithm, rng, torch):
+    """Kdim 9 * 64 = 576: 18 stages of (tap, 32 channels), two a tap (v10), or 9 of one tap and
+    64 channels (v11). Uneven splits leave a short last one, none empty; in v10 every other one
+    starts mid-tap."""
     import cupy as cp
 
     shape = (2, 64, 9, 11, 70, 3, 1, 1, 1, 1, "zeros")
     x, w, b, p = _layer(shape, rng)
-    launch = pipelined_launch(p, k_splits=k_splits)
-    assert launch.grid[2] == blocks and "_v10_" in launch.kernel
+    precision = PRECISIONS[algorithm]
+    launch = pipelined_launch(p, algorithm, k_splits=k_splits)
+    stages = 576 // channels_last_stage(p, precision)
+    per = -(-stages // k_splits)
+    assert launch.grid[2] == -(-stages // per) and "_v1" in launch.kernel  # v10 / v11
     y = ChannelsLastCall(p, launch)(cp.asarray(x), cp.asarray(w), cp.asarray(b))
-    np.testing.assert_allclose(y.get(), _expected(torch, shape, x, w, b), rtol=2e-4, atol=2e-3)
+    np.testing.assert_allclose(y.get(), _expected(torch, shape, x, w, b, precision), rtol=2e-4, atol=2e-3)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("algorithm", PIPELINED)
 @pytest.mark.parametrize("tile", list(PIPE_TILES))
-def test_channels_last_thread_map_names_each_writer(tile, rng):
-    """Trace build of v10's GEMM on real copies: the warp-tile map the app draws is the kernel's."""
+def test_channels_last_thread_map_names_each_writer(tile, algorithm, rng):
+    """Trace build of v10's / v11's GEMM on real copies: the warp-tile map the app draws is the kernel's."""
     import cupy as cp
 
     x, w, _, p = _layer((2, 64, 7, 9, 70, 3, 1, 1, 1, 2, "zeros"), rng)
-    launch = pipelined_launch(p, tile=tile, k_splits=1, channels_last=True)
+    launch = pipelined_launch(p, algorithm, tile=tile, k_splits=1, channels_last=True)
     x_cl, w_cl = ChannelsLastCall(p, launch).channels_last(cp.asarray(x), cp.asarray(w))
     out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
     writer, dims = launch_module.traced(launch, x_cl, w_cl, None, out)
@@ -393,35 +478,39 @@ def test_channels_last_thread_map_names_each_writer(tile, rng):
 
 
 @pytest.mark.gpu
-def test_channels_last_copy_map_names_each_writer(rng):
-    """Trace build of the copy: the map of cells (across rows and samples) and channels to
-    blocks and threads is the kernel's; every value of the copy is written."""
+@pytest.mark.parametrize("algorithm", PIPELINED)
+def test_channels_last_copy_map_names_each_writer(algorithm, rng):
+    """Trace build of the copy (v10's, v11's): the map of cells (across rows and samples) and
+    channels to blocks and threads is the kernel's; every value of the copy is written."""
     import cupy as cp
 
     x, _, _, p = _layer((2, 64, 5, 7, 8, 3, 2, 1, 1, 1, "zeros"), rng)  # Hp 7, Wp 9
-    call = ChannelsLastCall(p, pipelined_launch(p, channels_last=True))
+    call = ChannelsLastCall(p, pipelined_launch(p, algorithm, channels_last=True))
     launch = call.copies[0]
-    out = cp.full(call.x_shape, cp.nan, dtype=cp.float32)
+    out = cp.full(call.x_shape, 0xFFFF if call.dtype == np.uint16 else np.nan, dtype=call.dtype)
     writer, dims = launch_module.traced(launch, cp.asarray(x), out)
-    assert not np.isnan(out.get()).any() and (writer > 0).all()
+    assert (writer > 0).all() and not np.isnan(_decoded(out.get(), PRECISIONS[algorithm])).any()
     assert dims == (*launch.grid, *launch.block)
     for index in np.ndindex(out.shape):
         assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
 
 
 @pytest.mark.gpu
-def test_conv2d_runs_the_copies_then_the_planned_gemm(rng):
-    """conv2d(algorithm="pipelined_tf32") on 64 channels: the two copies, then the plan's launch;
-    the second call takes the ready path with new values."""
+@pytest.mark.parametrize("algorithm", PIPELINED)
+def test_conv2d_runs_the_copies_then_the_planned_gemm(algorithm, rng):
+    """conv2d(algorithm="pipelined_*") on 64 channels: the two copies, then the plan's launch
+    (v10, v11); the second call takes the ready path with new values."""
     import cupy as cp
 
     w = cp.asarray(rng.standard_normal((48, 64, 3, 3)).astype(np.float32))
-    plan = gpuops.plan_conv2d((2, 64, 12, 10), w.shape, None, 1, 1, algorithm="pipelined_tf32")
+    plan = gpuops.plan_conv2d((2, 64, 12, 10), w.shape, None, 1, 1, algorithm=algorithm)
+    assert re.search(r"_v1[01]_", plan.launch.kernel)
     copies = ChannelsLastCall(plan.problem, plan.launch).copies
+    rounding = ROUNDING[PRECISIONS[algorithm]]
     for _ in range(2):
         x = rng.standard_normal((2, 64, 12, 10)).astype(np.float32)
         with launch_module.recorded() as ran:
-            got = gpuops.conv2d(cp.asarray(x), w, padding=1, algorithm="pipelined_tf32").get()
+            got = gpuops.conv2d(cp.asarray(x), w, padding=1, algorithm=algorithm).get()
         assert ran == [*copies, plan.launch]
-        ref = conv2d_ref(to_tf32(x), to_tf32(w.get()), padding=(1, 1))
+        ref = conv2d_ref(rounding(x), rounding(w.get()), padding=(1, 1))
         np.testing.assert_allclose(got, ref, rtol=2e-4, atol=2e-3)

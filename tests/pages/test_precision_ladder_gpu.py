@@ -70,9 +70,10 @@ def test_the_ladder_runs_the_tensor_core_kernels_within_their_precision(rng, pad
         ).launch
         assert r.kernel == launch.kernel
     kernels = {r.precision: r.kernel for r in ladder.rungs}
-    # 64 channels a group fill whole 32-deep stages: TF32 runs v10 (channels last) with zeros padding;
-    # 16-bit operands run v9; a group of 64 filters takes v9's 64 x 64 tile
-    assert kernels["bf16"] == "conv2d_v9_bf16_64x64" and kernels["fp16"] == "conv2d_v9_fp16_64x64"
+    # 64 channels a group fill whole 32-deep stages: TF32 runs v10 (channels last), 16-bit
+    # operands v11 (its 16-bit copies, stages of 64 channels); 64 filters take the 128 x 128 tile
+    assert kernels["bf16"] == "conv2d_v11_bf16_128x128_c64"
+    assert kernels["fp16"] == "conv2d_v11_fp16_128x128_c64"
     assert kernels["tf32"].startswith("conv2d_v")
     if torch is None:
         assert "PyTorch is not installed" in ladder.cudnn_note
