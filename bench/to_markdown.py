@@ -41,11 +41,13 @@ def table(head: Sequence[str], align: Sequence[str], rows: Sequence[Sequence[str
 
 def peer_of(impl: str, peers: Sequence[str]) -> str | None:
     """The peer an implementation is compared with: reduced precision with its like (cuDNN-TF32
-    for our TF32 kernel), everything else with the op's first peer."""
+    for our TF32 kernels, cuDNN on bf16 / fp16 tensors for our 16-bit ones), everything else
+    with the op's first peer."""
     if not peers:
         return None
-    if "tf32" in impl:
-        return next((p for p in peers if "tf32" in p), peers[0])
+    for precision in ("tf32", "bf16", "fp16"):
+        if precision in impl:
+            return next((p for p in peers if precision in p), peers[0])
     return peers[0]
 
 

@@ -613,12 +613,13 @@ def pipelined_launch(
 ) -> Launch:
     """v7-v11: tile from pipelined_tile; the channels-last GEMM (v10 in TF32, v11 with 16-bit
     operands; run by ChannelsLastCall) where channels_last_fits, except on 1x1 layers of stride 1
-    without padding (measured on the H100, 32x256x28x28: v8 0.074 ms, v10 0.087: there v8 reads
-    x without a gather and v10's copy of x is pure cost); else TF32 runs v8 (16-byte input
-    copies) where rows are contiguous (stride_w 1, no reflect) and v7 elsewhere, 16-bit operands
-    v9 (v8's gather); k split over gridDim.z by pipelined_splits. `wide_copies` (v7 / v8 / v9,
-    never v10 / v11), `channels_last`, `tile` and `k_splits` override the choices (the benchmark
-    and tests run each)."""
+    without padding (measured on the H100, 32x256x28x28: v8 0.074 ms, v10 0.087; bf16 v9
+    0.075 / 0.073, v11 0.081 / 0.078 in two runs: there v8 / v9 read x without a gather and the
+    copy of x is pure cost); else TF32 runs v8 (16-byte input copies) where rows are contiguous
+    (stride_w 1, no reflect) and v7 elsewhere, 16-bit operands v9 (v8's gather); k split over
+    gridDim.z by pipelined_splits. `wide_copies` (v7 / v8 / v9, never v10 / v11),
+    `channels_last`, `tile` and `k_splits` override the choices (the benchmark and tests run
+    each)."""
     g = p.geometry
     _check_pixels(p, algorithm)
     _check_plane(g, algorithm)

@@ -1406,8 +1406,19 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v10_tf32_64x64(
 //      runs (C/groups a multiple of 32; the host picks v9 elsewhere, and on 1x1 layers of
 //      stride 1 without padding as it picks v8 over v10).
 // Unchanged: 3 cp.async stages, the tiles and warp tiles of v10, split K, the write-back.
-// Prediction (before measuring): the VGG-like layer at least 1.5x faster than v9 and faster
-// than v10: the GEMM's bytes through L2 halve and its tensor-core time halves.
+// Predicted: the VGG-like layer at least 1.5x faster than v9 and faster than v10 (the GEMM's
+// bytes through L2 and its tensor-core time both halve). Measured (H100, bench.suite at
+// 075e688, two runs in one lease; run 2 is bench/results/h100_tensor_cores.json), ms, bf16
+// v9 -> v11 with its copies (TF32 v10; cuDNN on bf16 tensors): VGG-like 0.598 / 0.596 -> 0.196 / 0.194, 3.1x
+// (0.300 / 0.295; 0.145 / 0.125); 5x5 (32 channels: stages of 32) 0.245 / 0.229 -> 0.109 /
+// 0.090 (0.143 / 0.119; 0.071 / 0.055); grouped g=4 0.547 / 0.524 -> 0.209 / 0.195 (0.266 /
+// 0.249; 0.121 / 0.111); late 14x14x256 0.263 / 0.258 -> 0.095 / 0.094 (0.130 / 0.126; 0.062 /
+// 0.064); 7x7x512 0.284 / 0.267 -> 0.098 / 0.089 (0.137 / 0.120; 0.076 / 0.055); 7x7x1024
+// 0.474 / 0.456 -> 0.177 / 0.158 (0.232 / 0.212; 0.133 / 0.116); fp16 the same within 4%. The
+// prediction held: 2.2-3.1x v9, 1.3-1.5x faster than v10, still 1.3-1.8x cuDNN. On the 1x1
+// layer v9 stays faster (0.075 / 0.073 against 0.081 / 0.078): the host keeps v9 there.
+// Stages of 64 against 32 channels (H100, one run, VGG-like): bf16 0.196 against 0.216 ms,
+// fp16 0.185 against 0.206. Errors against float64 as v9's: bf16 2.4e-3, fp16 2.9e-4.
 // =======================================================================================
 // x (N, C, H, W) -> x_cl (N, Hp, Wp, C) of 16-bit values (prec: PREC_BF16 or PREC_FP16), as
 // conv2d_v10_to_channels_last does with TF32 floats; same grid, block and thread map.
