@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from gpuops.maps.channels import ChannelLayout
+from viz.memo import figure_memo
 from viz.style import HIGHLIGHT, NORMAL, READER, Pen, Style, base_layout, cell_colours, outline
 
 INPUTS, BANK, OUTPUTS = "x", "x2", "x3"  # subplot ids: top left, bottom left, bottom right
@@ -42,6 +43,7 @@ def _tiles(ids: np.ndarray, text: np.ndarray, groups: int, style: Style, hover: 
     )
 
 
+@figure_memo
 def channel_figure(
     layout: ChannelLayout,
     style: Style = NORMAL,
@@ -140,6 +142,7 @@ def _box(lo: Point, hi: Point, colour: str, opacity: float, name: str) -> go.Mes
     )
 
 
+@figure_memo
 def volume_figure(
     layout: ChannelLayout, style: Style = NORMAL, *, picked_output: int = 0, side: int = 8
 ) -> go.Figure:

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from gpuops.lenet import Span
+from viz.memo import figure_memo
 from viz.style import (
     DIVERGING,
     HIGHLIGHT,
@@ -44,6 +45,7 @@ def panel_index(panel: str) -> int | None:
     return None
 
 
+@figure_memo
 def curves_figure(history: Sequence[dict[str, float]], style: Style = NORMAL) -> go.Figure:
     """Loss (left) and accuracy on the training batches and the held-out test set (right), per epoch."""
     fig = make_subplots(
@@ -102,6 +104,7 @@ def _maps_layout(title: str, height: int, style: Style) -> dict:
     return layout
 
 
+@figure_memo
 def filters_figure(weight: np.ndarray, style: Style = NORMAL) -> go.Figure:
     """The first layer's filters (C1, 1, k, k) side by side, on one diverging scale centred at 0."""
     count = weight.shape[0]
@@ -132,6 +135,7 @@ def filters_figure(weight: np.ndarray, style: Style = NORMAL) -> go.Figure:
     return fig
 
 
+@figure_memo
 def maps_figure(
     maps: np.ndarray,
     title: str,
@@ -183,6 +187,7 @@ def maps_figure(
     return fig
 
 
+@figure_memo
 def digit_figure(image: np.ndarray, style: Style = NORMAL, read: Span | None = None) -> go.Figure:
     """The network's input (size x size, values in [0, 1]) in grey; `read`: its rows and columns
     outlined (its channels are the input's one)."""
@@ -204,6 +209,7 @@ def digit_figure(image: np.ndarray, style: Style = NORMAL, read: Span | None = N
     return fig
 
 
+@figure_memo
 def drawing_figure(grid: np.ndarray, style: Style = NORMAL) -> go.Figure:
     """The 8 x 8 drawing canvas: ink (0..16) in grey, thin gaps so each cell reads as a button."""
     fig = go.Figure(
@@ -224,6 +230,7 @@ def drawing_figure(grid: np.ndarray, style: Style = NORMAL) -> go.Figure:
     return fig
 
 
+@figure_memo
 def dense_figure(hidden: np.ndarray, logits: np.ndarray, style: Style = NORMAL) -> go.Figure:
     """The dense layers for one digit: fc1's units after the activation, and fc2's ten logits
     (before the softmax), each on its own scale (diverging at 0 where signs mix)."""
@@ -253,6 +260,7 @@ def dense_figure(hidden: np.ndarray, logits: np.ndarray, style: Style = NORMAL) 
     return fig
 
 
+@figure_memo
 def probabilities_figure(probs: np.ndarray, label: int | None, style: Style = NORMAL) -> go.Figure:
     """The ten softmax outputs as bars; the prediction in orange, the true label (when known) named."""
     best = int(np.argmax(probs))
@@ -275,6 +283,7 @@ def probabilities_figure(probs: np.ndarray, label: int | None, style: Style = NO
     return fig
 
 
+@figure_memo
 def layer_times_figure(
     ours: dict[str, float], reference: dict[str, float] | None, backend: str, style: Style = NORMAL
 ) -> go.Figure:

@@ -11,6 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from viz.memo import figure_memo
 from viz.style import (
     HIGHLIGHT,
     NORMAL,
@@ -59,6 +60,7 @@ def _labels(values: np.ndarray, blank: str, fmt: str = ".3g") -> np.ndarray:
     return np.vectorize(lambda v: blank if not np.isfinite(v) else format(v, fmt))(values.astype(np.float64))
 
 
+@figure_memo
 def pool_figure(grids: PoolGrids, style: Style = NORMAL, marks: PoolMarks = PoolMarks()) -> go.Figure:
     """Panel x: the input and the cells around it that windows reach, those labelled with the
     padding's text; panel x2: the output. Coordinates are the true indices (padding rows are
@@ -144,6 +146,7 @@ def pool_figure(grids: PoolGrids, style: Style = NORMAL, marks: PoolMarks = Pool
     return fig
 
 
+@figure_memo
 def gradient_figure(
     dx: np.ndarray, title: str, style: Style = NORMAL, picked: tuple[int, int] | None = None
 ) -> go.Figure:

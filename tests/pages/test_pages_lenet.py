@@ -15,6 +15,7 @@ from tests.support.helpers import require
 from ui import budget
 from ui import lenet as training
 from ui.state import Cell
+from viz import memo
 
 require("sklearn", "the digits the LeNet page trains on")
 PAGE = "pages/lenet.py"
@@ -161,3 +162,20 @@ def test_dense_layers_agree_with_the_prediction():
     assert logits.shape == (1, 10)
     title = chart_json(at, "Prediction")["layout"]["title"]["text"]
     assert title.startswith(f"Prediction: {int(np.argmax(logits))} ")
+
+
+def test_sessions_with_the_same_network_and_pick_share_the_figures_and_a_new_pick_builds_anew():
+    """A class on the LeNet page: a second session with the same network, digit and pick gets the
+    figures built for the first (viz.memo), equal to them; another pick builds its own maps."""
+    memo.clear()
+    first = app({"lenet_pick": str(Cell("poola", 2 * 8 + 7, 5))})
+    hits = memo.stats["hits"]
+    second = app({"lenet_pick": str(Cell("poola", 2 * 8 + 7, 5))})
+    assert not first.exception and not second.exception
+    figures = [el.proto.spec for el in second.get("plotly_chart")]
+    assert memo.stats["hits"] - hits >= len(figures) >= 8
+    assert figures == [el.proto.spec for el in first.get("plotly_chart")]
+    misses = memo.stats["misses"]
+    third = app({"lenet_pick": str(Cell("poola", 3 * 8 + 1, 1))})
+    assert not third.exception and memo.stats["misses"] > misses
+    assert [el.proto.spec for el in third.get("plotly_chart")] != figures
