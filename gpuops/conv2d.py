@@ -104,12 +104,12 @@ IG_THREADS = (IG_BM // 8) * (IG_BN // 8)  # each thread owns 8 filters x 8 pixel
 TC_BM, TC_BN = 64, 128  # v5 block tile: filters x pixels, in warps of 32 x 64
 TC_THREADS = 32 * (TC_BM // 32) * (TC_BN // 64)
 PIPE_BK, PIPE_STAGES = 32, 3  # v7-v10: k per shared-memory stage, stages in flight
-PIPE_TILES = {  # v7-v10 block tiles: (BM, BN) -> (warps along filters, along pixels)
+PIPE_TILES = {  # v7-v11 block tiles: (BM, BN) -> (warps along filters, along pixels)
     (128, 128): (2, 4),
     (64, 64): (2, 2),
 }
 PIPE_SMS = 132  # the H100's multiprocessors
-PIPE_SPLIT_BELOW = 2  # v7-v10 split K only where the grid gives fewer blocks than this per SM,
+PIPE_SPLIT_BELOW = 2  # v7-v11 split K only where the grid gives fewer blocks than this per SM,
 PIPE_SPLIT_STAGES = 32  # into splits of about this many stages of k (bench.suite --sweep, H100)
 PIPE_PREFIX = {"pipelined_tf32": "tf32", "pipelined_bf16": "bf16", "pipelined_fp16": "fp16"}
 CL_TILE = 32  # v10: the channels-last copy moves 32 channels x 32 columns of a row per block
@@ -527,7 +527,7 @@ def implicit_gemm_launch(p: ConvProblem) -> Launch:
 
 @dataclass(frozen=True)
 class WarpTileMap:
-    """v5, v7-v10: a block computes BM filters x BN batch pixels with warps of warp_m x warp_n
+    """v5, v7-v11: a block computes BM filters x BN batch pixels with warps of warp_m x warp_n
     outputs (v5: 32 x 64), each as tensor-core tiles of 16 x 8; lane 4g + t holds sums
     (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1) of every tile and writes them out itself."""
 
@@ -539,7 +539,7 @@ class WarpTileMap:
     warp_m: int = 32
     warp_n: int = 64
     operands: str = "TF32"  # what the tensor cores multiply
-    k_splits: int = 1  # v7-v10: blocks along z that add their share of k into the same outputs
+    k_splits: int = 1  # v7-v11: blocks along z that add their share of k into the same outputs
 
     def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
         n, m, oh, ow = index
@@ -821,7 +821,7 @@ def pipelined_splits(
     kdim = (p.C // p.groups) * p.geometry.KH * p.geometry.KW
     stages = ceil_div(kdim, stage_k)
     if k_splits is None:
-        wanted = ceil_div(kdim, PIPE_BK) // PIPE_SPLIT_STAGES  # as many splits as v7-v10 take
+        wanted = ceil_div(kdim, PIPE_BK) // PIPE_SPLIT_STAGES  # as many splits as v7-v11 take
         k_splits = wanted if blocks < PIPE_SPLIT_BELOW * PIPE_SMS else 1
     k_splits = max(1, min(k_splits, stages))
     return ceil_div(stages, ceil_div(stages, k_splits))  # per split ceil(stages / k), then no empty one

@@ -128,7 +128,7 @@ def kernel_facts(launch: Launch | None) -> tuple[str, str, str]:
 # ---- measuring --------------------------------------------------------------------------------------
 def ladder_algorithms(conv: Conv, x: Any, w: Any) -> dict[str, str]:
     """precision -> algorithm: fp32 is the page's own algorithm when it computes in fp32, else
-    what auto runs; the others are the pipelined tensor-core kernels (v7-v10)."""
+    what auto runs; the others are the pipelined tensor-core kernels (v7-v11)."""
     fp32 = (
         conv.ran
         if PRECISIONS.get(conv.ran) == "fp32"

@@ -798,7 +798,7 @@ __device__ __forceinline__ void store2(float* out, long long i, float a, float b
     trace_store(i + 1);
 }
 
-// Write back one warp's sums from the registers (v7-v10): sum e of mma tile (i, j) is filter
+// Write back one warp's sums from the registers (v7-v11): sum e of mma tile (i, j) is filter
 // m_first + 16i + g (+8 for e >= 2) of group g_idx and batch pixel p_first + 8j + 2t (+1 for odd e).
 // A lane's two pixels usually sit side by side in y: one 8-byte store. (n, l) of pixel
 // p_first + 8j + 2t is carried from j to j + 1. With split K (k_splits > 1) the blocks along z add
