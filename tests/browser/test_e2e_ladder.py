@@ -75,7 +75,9 @@ def test_benchmarks_tables_fit_titles_are_whole_and_auto_is_explained_once(serve
     text = page.inner_text("body")
     assert "lease" not in text.lower()
     assert text.count("never runs implicit_gemm_tf32") == 1, "what auto compares, said once"
-    assert "auto did not run the fastest" not in text, "the newest run's auto ran its fastest fp32 candidate"
+    # whether auto missed its fastest candidate depends on the committed runs (near-ties flip):
+    # tests/pages/test_pages_benchmarks.py counts the misses from the files; here it is said once
+    assert text.count("auto did not run the fastest") + text.count("auto ran the fastest of its") == 1
     assert "Precision ladder" in text
     at_both_sizes(page, lambda: None, "ladder_benchmarks")
     open_expanders(page, "Table:")
