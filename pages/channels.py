@@ -13,7 +13,9 @@ from viz import channels as viz
 navigation.through_app()  # a freshly started server may run this file alone (ui/navigation.py)
 
 C_IN = Param("channels_in", 6, "Input channels C_in", "slider", lo=1, hi=12)
-C_OUT = Param("channels_out", 16, "Filters = output maps C_out", "slider", lo=1, hi=16)
+C_OUT = Param(
+    "channels_out", 16, "Filters C_out", "slider", lo=1, hi=16, help="Each filter makes one output map."
+)
 GROUPS = Param(
     "channels_groups",
     1,

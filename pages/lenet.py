@@ -28,11 +28,11 @@ BATCH = Param("lenet_batch", 32, "Batch size", "select_slider", choices=(8, 16, 
 LR = Param(
     "lenet_lr",
     50,
-    "Learning rate (x 0.001)",
+    "Learning rate",
     "slider",
     lo=1,
     hi=200,
-    help="SGD with momentum 0.9, as torch.optim.SGD.",
+    help="In thousandths (50e-3 = 0.05). SGD with momentum 0.9, as torch.optim.SGD.",
 )
 SEED = Param(
     "lenet_seed", 0, "Seed", "number", lo=0, hi=9999, help="Initial weights, data split and batch order."
@@ -62,7 +62,7 @@ def settings() -> tuple[lenet.LeNetConfig, lenet.TrainSettings]:
     act = state.widget(ACTIVATION, container=cols[0])
     pool = state.widget(POOL, container=cols[1])
     batch = state.widget(BATCH, container=cols[2])
-    lr = state.widget(LR, container=cols[3])
+    lr = state.widget(LR, container=cols[3], format="%de-3")  # the value counts thousandths
     seed = state.widget(SEED, container=cols[4])
     cfg = lenet.LeNetConfig(activation=act, pool=pool)
     return cfg, lenet.TrainSettings(batch=int(batch), lr=int(lr) / 1000, seed=int(seed))

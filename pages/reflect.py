@@ -36,7 +36,16 @@ IMG_PAD = Param(
     hi=1023,
     help="On every side; at most the image's shorter side - 1.",
 )
-BLUR = Param("reflect_blur", 9, "Box blur size K", "slider", lo=3, hi=15, choices=(3, 5, 7, 9, 11, 13, 15))
+BLUR = Param(
+    "reflect_blur",
+    9,
+    "Box blur size K",
+    "slider",
+    lo=3,
+    hi=15,
+    choices=(3, 5, 7, 9, 11, 13, 15),
+    help="Both blurs pad K // 2 cells on each side, which keeps the image's size.",
+)
 PICK = Param("reflect_pick", Cell("pad", 0, 0), choices=("pad", "in"))  # a cell of the small grid
 IMG_PICK = Param("reflect_img_pick", None, choices=("pad",))  # a pixel of the padded image
 PARAMS = [GRID_H, GRID_W, LEFT, RIGHT, TOP, BOTTOM, IMG_PAD, BLUR, PICK, IMG_PICK]
@@ -153,7 +162,6 @@ def section_blur() -> None:
             BLUR,
             container=st.columns([1, 2])[0],
             step=2,
-            label="Box blur size K (padding K // 2 keeps the size)",
         )
     )
     with shown_errors("The blur"):
