@@ -14,7 +14,7 @@ import gpuops
 from gpuops.backend import is_gpu_oom, release_gpu_memory
 from gpuops.launch import Launch, file_preamble, includes, kernel_span, source_text
 from gpuops.timing import Timing, measure
-from ui import budget, pick
+from ui import budget, charts, pick
 from viz.style import Style, style_for
 
 COMPARE_SHARE = 0.75  # of the CPU rerun budget a comparison may spend timing (ui.common.compare)
@@ -125,7 +125,7 @@ def figure(
     if pickable:
         pick.chart(fig, name)
     else:
-        st.plotly_chart(fig, key=f"fig_{name}", config={"displaylogo": False})
+        charts.plotly_chart(fig, f"fig_{name}")
     if caption:
         st.caption(caption)
     if download:

@@ -117,7 +117,8 @@ def to_display(planes: np.ndarray) -> np.ndarray:
         arr = np.repeat(arr, 3, axis=0)
     elif arr.shape[0] == 2:
         arr = np.concatenate([arr, arr[:1]], axis=0)
-    return (arr[:3].transpose(1, 2, 0) * 255 + 0.5).astype(np.uint8)
+    # C order: the figure memo hashes these pixels for every figure that shows them (viz/memo.py)
+    return (arr[:3].transpose(1, 2, 0) * 255 + 0.5).astype(np.uint8, order="C")
 
 
 def png_bytes(pixels: np.ndarray) -> bytes:

@@ -29,6 +29,8 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui import charts
+
 PREFIX = "pick-"  # charts live in st.container(key=PREFIX + name): CSS class st-key-pick-<name>
 
 _BRIDGE_JS = r"""
@@ -188,7 +190,7 @@ def _as_click(event: Any) -> Click | None:
         return None
 
 
-def chart(fig: go.Figure, name: str, **kwargs: Any) -> None:
+def chart(fig: go.Figure, name: str) -> None:
     """Show a figure whose cells answer clicks (and hover rules) through the bridge."""
     with st.container(key=PREFIX + name):
-        st.plotly_chart(fig, key=f"chart_{name}", config={"displaylogo": False}, **kwargs)
+        charts.plotly_chart(fig, f"chart_{name}")

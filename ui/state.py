@@ -178,7 +178,9 @@ def _widget_values() -> dict[str, Any]:
     """The plain values of st.session_state (widgets' and settings'; not the app's own entries,
     which start with "_"): the request for a run changes them before it starts when it carries
     a person's change (a widget moved, a button pressed), which Back / Forward does not."""
-    return {k: v for k, v in st.session_state.items() if not k.startswith("_") and isinstance(v, _PLAIN)}
+    ss = st.session_state
+    values = {k: ss[k] for k in ss if not k.startswith("_")}  # the app's entries never read
+    return {k: v for k, v in values.items() if isinstance(v, _PLAIN)}
 
 
 def is_history_move(

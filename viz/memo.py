@@ -13,12 +13,14 @@ built before for equal arguments, from any session.
   st.plotly_chart, which reads it). Builders must be pure (their figure a function of their
   arguments): the viz modules are.
 - The memo is on in the app; `enable(False)` turns it off for tests of the builders themselves.
-- Nothing of Plotly or Streamlit is replaced: the figure is an ordinary go.Figure, and
-  st.plotly_chart serialises it as it would any other.
+- Nothing of Plotly or Streamlit is replaced: the figure is an ordinary go.Figure. It carries
+  its key's digest (`digest_of`), which names its content: ui/charts.py serialises a figure
+  with a digest once per process and lets Streamlit's cache replay the chart after.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -38,6 +40,7 @@ _figures = Memo("figures", SLOTS)  # the compute core's one cache policy: bounde
 
 
 _enabled = True
+_DIGEST = "_memo_digest"  # the attribute a shared figure keeps its digest in
 stats = {"hits": 0, "misses": 0, "skipped": 0}
 
 
@@ -53,6 +56,12 @@ def enable(on: bool = True) -> None:
 
 def clear() -> None:
     _figures.clear()
+
+
+def digest_of(fig: Any) -> str | None:
+    """The digest of the builder and arguments that made fig, if the memo shares it; else None.
+    Equal digests mean equal figures (builders are pure)."""
+    return getattr(fig, _DIGEST, None)
 
 
 def _feed(h: Any, value: Any, budget: list[int]) -> None:
@@ -121,6 +130,8 @@ def figure_memo(fn: F) -> F:
             stats["hits"] += 1
             return fig
         fig = fn(*args, **kwargs)  # unlocked: two sessions may build one figure at once, both equal
+        with contextlib.suppress(AttributeError, TypeError):  # a result that takes no attribute
+            setattr(fig, _DIGEST, key.hex())
         stats["misses"] += 1
         _figures.put(key, fig)
         return fig
