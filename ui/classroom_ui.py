@@ -9,7 +9,8 @@ Streamlit side, called twice per run by app.py:
   (each value parsed again through its Param, as a link's would be) and switches to the
   instructor's page; it draws the classroom part of the sidebar (join / start / the room's code,
   link and QR code) and the mode line above the page, whose `st.fragment(run_every=...)` polls the
-  room (follower, every POLL_S) or keeps it alive (instructor, every HEARTBEAT_S).
+  room (follower, every POLL_S; every SLOW_POLL_S under `serve`, where the browser watches the
+  room's beacon for changes, ui/beacon.py) or keeps it alive (instructor, every HEARTBEAT_S).
 - `after_page` (around page.run()): the instructor publishes the page's and the sidebar's settings
   after each run; for a follower it notices a change the student made (a widget, a click, another
   page) and turns that into breaking away: "exploring on your own", with a one-click way back.
@@ -48,7 +49,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import streamlit as st
 
-from ui import state
+from ui import beacon, state
 from ui.classroom import (
     ConfigError,
     ImageTooLarge,
@@ -68,6 +69,7 @@ from ui.shared import store
 from ui.state import Param
 
 POLL_S = 1.0  # a follower asks the room for news this often (one read of the store)
+SLOW_POLL_S = 5.0  # ... where its browser watches the room's beacon for changes (ui/beacon.py)
 PRESENT_EVERY_S = 10.0  # a follower's poll counts it as present at most this often (one write)
 HEARTBEAT_S = 5.0  # the instructor's tab keeps the room alive and counts followers this often
 TRUST_PROXY_ENV = "CONV_EXPLORER_TRUST_PROXY"  # 1: the client address is the proxy's X-Real-Ip
@@ -328,6 +330,7 @@ def _on_end() -> None:
     if teach:
         with contextlib.suppress(RoomError):
             registry().close(*teach)
+        beacon.remove(teach[0])
         _note("info", f"Room {teach[0]} ended; its followers were told.")
 
 
@@ -408,7 +411,7 @@ def _publish(page: Any, sidebar: Sequence[Param]) -> None:
     try:
         while True:  # what is over the server's caps is left out, the rest is shared (at most 3 tries)
             try:
-                registry().publish(code, secret, fields)
+                beacon.write(code, registry().publish(code, secret, fields))
                 break
             except ImageTooLarge as exc:
                 ss[SHARE_KEY], fields["image"] = False, None
@@ -664,8 +667,19 @@ def _sidebar(page: Any) -> None:
         st.button("Start a room (instructor)", on_click=_on_start, icon=":material/co_present:")
 
 
-@st.fragment(run_every=POLL_S)
 def _following_line(code: str, titles: dict[str, str]) -> None:
+    """The follower's mode line; its fragment polls the room, every POLL_S, or every SLOW_POLL_S
+    where the browser watches the room's beacon for changes (ui/beacon.py)."""
+    beacon.watch(code, _ss().get(_VERSION))
+    st.fragment(run_every=follower_poll_s())(_following_poll)(code, titles)
+
+
+def follower_poll_s() -> float:
+    """How often a follower's page asks its worker about the room."""
+    return SLOW_POLL_S if beacon.directory() is not None else POLL_S
+
+
+def _following_poll(code: str, titles: dict[str, str]) -> None:
     ss = _ss()
     if ss.get(_FOLLOW) != code:
         state.rerun()

@@ -1,7 +1,8 @@
 """The classroom through the proxy, in real browsers: scripts/serve.py with 3 workers, Redis and
 nginx. The instructor and two followers, each a Chromium context of its own (its own cookies),
 are pinned by the proxy's sticky cookie to three different workers; the followers follow a
-slider, a pick, an animation step and a page change that reach them only through Redis. Then the instructor's
+slider, a pick, an animation step and a page change that reach them only through Redis (their
+browsers learn of each change from the room's beacon file, served by nginx). Then the instructor's
 worker is killed: the instructor's tab reconnects to another worker and resumes the same room
 from its cookie, and the followers follow its next change.
 
@@ -54,7 +55,12 @@ def test_followers_on_other_workers_follow_and_the_instructor_survives_its_worke
     code = start_room(teacher)
     a = person(chromium, d, 1, f"?room={code}")
     b = person(chromium, d, 2, f"reflect?room={code}")  # joined from another page
+    beacon_reads: dict[int, list[int]] = {id(a): [], id(b): []}  # each follower's reads of the beacon
     for f in (a, b):
+        f.on(
+            "response",
+            lambda r, f=f: r.url.endswith(f"/beacon/{code}.json") and beacon_reads[id(f)].append(r.status),
+        )
         f.get_by_text(f"Following room {code}").wait_for(timeout=30000)
         until(lambda f=f: title(f) == "Direct convolution", what="the instructor's page")
 
@@ -62,6 +68,8 @@ def test_followers_on_other_workers_follow_and_the_instructor_survives_its_worke
     teacher.get_by_role("slider", name="Stride S").press("ArrowRight")  # 1 -> 2
     for f in (a, b):
         until(lambda f=f: slider_value(f, "Stride S") == "2", what="the stride")
+        # its browser reads the room's beacon from nginx (ui/beacon.js), twice a second
+        until(lambda f=f: 200 in beacon_reads[id(f)], what="a read of the room's beacon")
     wait_idle(teacher)
     row = teacher.get_by_role("spinbutton", name="Row")
     row.fill("5")

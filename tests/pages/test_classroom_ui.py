@@ -8,6 +8,7 @@ snapshot before the page runs, exactly what the poll's rerun does in the browser
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from tests.support.helpers import require
 
 require("streamlit", "the app's classroom tests")
 from tests.support.apptest import AppTest  # noqa: E402 (every run through app.py, as on a server)
-from ui import classroom_ui  # noqa: E402
+from ui import beacon, classroom_ui  # noqa: E402
 from ui.classroom import SharedImage  # noqa: E402
 from ui.images import png_bytes  # noqa: E402
 
@@ -38,6 +39,7 @@ def fresh_rooms(monkeypatch):
         "CONV_EXPLORER_PUBLIC_URL",
         "CONV_EXPLORER_MAX_FOLLOWERS",
         "CONV_EXPLORER_REDIS_URL",
+        "CONV_EXPLORER_BEACON_DIR",
     ):
         monkeypatch.delenv(var, raising=False)
     backend.reset_backend()
@@ -243,3 +245,53 @@ def test_room_limits_come_from_the_environment(monkeypatch):
     session(None, {"room": code})
     late = session(None, {"room": code})
     assert f"room {code} is full (1 followers" in messages(late)
+
+
+def beacon_watch(at: AppTest) -> dict | None:
+    """The data of the beacon watcher the run mounted (ui/beacon.py), or None."""
+    for el in at.get("bidi_component"):
+        if el.proto.component_name.endswith(beacon.COMPONENT):
+            return json.loads(el.proto.json)
+    return None
+
+
+def test_with_beacons_each_change_is_written_and_a_follower_watches_for_the_next(monkeypatch, tmp_path):
+    monkeypatch.setenv(beacon.DIR_ENV, str(tmp_path))
+    teacher = session(DIRECT)
+    code = start_room(teacher)
+    student = session(None, {"room": code})
+    student.run()
+    shown = student.session_state["_room_version"]
+    assert beacon.read(code) == shown >= 1  # what the follower shows is the room's newest
+    watch = {"url": f"beacon/{code}.json", "shown": shown, "every_ms": beacon.EVERY_MS}
+    assert beacon_watch(student) == watch
+    assert beacon_watch(teacher) is None  # only followers watch
+    assert classroom_ui.follower_poll_s() == classroom_ui.SLOW_POLL_S
+
+    slider(teacher, "Stride S").set_value(2).run()
+    assert beacon.read(code) == shown + 1  # the browser's next read asks for a rerun
+    student.run()  # that rerun
+    assert slider(student, "Stride S").value == 2
+    assert beacon_watch(student)["shown"] == shown + 1
+
+    button(teacher, "End room").click().run()
+    assert beacon.read(code) is None and not (tmp_path / f"{code}.json").exists()
+
+
+def test_without_beacons_followers_poll_their_worker_every_second():
+    teacher = session(DIRECT)
+    code = start_room(teacher)
+    student = session(None, {"room": code})
+    assert beacon_watch(student) is None and beacon.read(code) is None
+    assert classroom_ui.follower_poll_s() == classroom_ui.POLL_S
+
+
+def test_a_beacon_is_written_only_for_a_well_formed_code(monkeypatch, tmp_path):
+    monkeypatch.setenv(beacon.DIR_ENV, str(tmp_path))
+    for bad in ("../../etc/x", "abc", "ABCDEF.json", ""):
+        beacon.write(bad, 3)
+    assert list(tmp_path.iterdir()) == []
+    beacon.write("K7QF2M", 3)
+    beacon.write("K7QF2M", 4)
+    assert json.loads((tmp_path / "K7QF2M.json").read_text()) == {"v": 4}
+    assert [p.name for p in tmp_path.iterdir()] == ["K7QF2M.json"]  # no temporary file left

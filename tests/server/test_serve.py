@@ -12,8 +12,10 @@ No timing is asserted; the measured recovery times are printed for the record.
 
 from __future__ import annotations
 
+import json
 import re
 import time
+import urllib.request
 
 import pytest
 
@@ -61,6 +63,11 @@ def test_followers_on_every_worker_follow_an_instructor_on_one(deployment, st_cl
         teacher.wait_for(lambda: f"with {FOLLOWERS} followers" in teacher.text(), 30, "the follower count")
         for c in [teacher, *clients]:
             assert not c.errors, (c.tag, c.errors)
+        # the followers learnt of the changes from the room's beacon, which nginx serves (ui/beacon.py),
+        # not from polling their worker every second (their slow poll could catch one change first)
+        with urllib.request.urlopen(f"{d.url}/beacon/{code}.json", timeout=5) as r:
+            assert json.loads(r.read()) == {"v": 4}  # the room's start, then three changes
+        assert sum(c.stats.beacon_reruns_sent for c in clients) >= 2 * FOLLOWERS
     finally:
         for c in [teacher, *clients]:
             c.close()

@@ -17,6 +17,9 @@ speaks on ws://HOST:PORT/_stcore/stream (binary protobufs: BackMsg up, ForwardMs
 - honour `auto_rerun` like the browser: every `interval` seconds ask for a rerun of that fragment
   (`is_auto_rerun`), until a full run or `stop_auto_rerun` clears it. Without that, a run_every
   fragment (the classroom's polling) never runs again;
+- watch a room's beacon like ui/beacon.js: a full run that mounts the beacon component starts a
+  timer that reads its file over HTTP (with the cookies) every every_ms and, once it names a
+  version after the one the run showed, sends the component's trigger (one full rerun);
 - upload a file to a file uploader as the browser does (`upload(label, name, data)`): ask for
   its URL over the websocket (file_urls_request), PUT it as multipart form data with the XSRF
   cookie and header, then rerun with the uploader holding the file's info;
@@ -43,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from streamlit.components.v2.bidi_component.main import _make_trigger_id
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.Common_pb2 import UploadedFileInfo
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -65,6 +69,7 @@ WIDGETS = {
 }
 XSRF_COOKIE = "_streamlit_xsrf"
 LANE_COMPONENT = "conv_explorer_lane"  # ui/lanes.py: the page asks the browser to move
+BEACON_COMPONENT = "conv_explorer_beacon"  # ui/beacon.py: the browser watches the room's beacon
 MAX_MOVES_IN_A_ROW = 2  # a move that leads to another move at once is followed once more, no further
 
 
@@ -113,6 +118,8 @@ class _Stats:
     full_runs: int = 0
     fragment_runs: int = 0
     auto_reruns_sent: int = 0
+    beacon_reads: int = 0
+    beacon_reruns_sent: int = 0
     messages: int = 0
     bytes: int = 0
     runs: list[Run] = field(default_factory=list)
@@ -165,6 +172,8 @@ class StClient:
         self.reconnects = 0
         self.moves = 0  # moves to the other pool of workers this client followed
         self._move: dict | None = None  # a move the last run asked for, not followed yet
+        self._beacon: dict | None = None  # the beacon watcher the last full run mounted (ui/beacon.js)
+        self._beacon_mounted = False  # ... mounted again by the run going on
         self._open()
 
     @property
@@ -485,9 +494,12 @@ class StClient:
 
     def _next_timer_in(self) -> float:
         with self._lock:
-            if not self._timers:
+            dues = [due for _, due in self._timers.values()]
+            if self._beacon is not None and not self._beacon["asked"]:
+                dues.append(self._beacon["due"])
+            if not dues:
                 return 0.5
-            return max(0.0, min(due for _, due in self._timers.values()) - time.monotonic())
+            return max(0.0, min(dues) - time.monotonic())
 
     def _fire_timers(self) -> None:
         now = time.monotonic()
@@ -500,6 +512,32 @@ class StClient:
         for fid in due:  # the browser's setInterval: ask for the fragment, whatever else is going on
             self.stats.auto_reruns_sent += 1
             self._request(fragment_id=fid, auto=True)
+        self._look_at_beacon(now)
+
+    def _look_at_beacon(self, now: float) -> None:
+        """ui/beacon.js: every every_ms read the room's beacon; once it names a version after the
+        one the page showed, send the component's trigger (one rerun) and stop looking."""
+        with self._lock:
+            watch = self._beacon
+            if watch is None or watch["asked"] or watch["due"] > now:
+                return
+            watch["due"] = now + watch["every_ms"] / 1000
+            url = f"{self.base}/{watch['url']}"
+        req = urllib.request.Request(url, headers={"Cookie": self.cookie} if self.cookie else {})
+        self.stats.beacon_reads += 1
+        try:
+            with urllib.request.urlopen(req, timeout=2) as r:
+                version = int(json.loads(r.read())["v"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return  # no beacon (yet), or it did not answer: look again next time
+        with self._lock:
+            if self._beacon is not watch or watch["asked"] or version <= watch["shown"]:
+                return
+            watch["asked"] = True
+        event = json.dumps([{"event": "changed", "value": version}])
+        trigger = WidgetState(id=_make_trigger_id(watch["id"], "events"), json_trigger_value=event)
+        self.stats.beacon_reruns_sent += 1
+        self._request(fragment_id="", extra=[trigger])
 
     def _handle(self, msg: ForwardMsg) -> None:
         kind = msg.WhichOneof("type")
@@ -520,6 +558,7 @@ class StClient:
                 self.pages.update(_page_keys(ns.app_pages))
             if not self._run_fragments:  # a full run: the browser drops its auto-rerun timers
                 self._timers.clear()
+                self._beacon_mounted = False
             self._written = set()
         elif kind == "delta":
             self._delta(msg)
@@ -561,6 +600,18 @@ class StClient:
                 self.errors.append(f"{el.exception.type}: {el.exception.message}")
             if kind == "bidi_component" and el.bidi_component.component_name.endswith(LANE_COMPONENT):
                 self._move = json.loads(el.bidi_component.json or "{}")
+            if kind == "bidi_component" and el.bidi_component.component_name.endswith(BEACON_COMPONENT):
+                data = json.loads(el.bidi_component.json or "{}")
+                every = float(data.get("every_ms", 500))
+                self._beacon = {
+                    "id": el.bidi_component.id,
+                    "url": str(data.get("url", "")),
+                    "shown": int(data.get("shown", -1)),
+                    "every_ms": every,
+                    "due": time.monotonic() + every / 1000,
+                    "asked": False,
+                }
+                self._beacon_mounted = True
             if kind in WIDGETS:
                 self._widget(kind, getattr(el, kind))
         elif which == "add_block":
@@ -583,6 +634,8 @@ class StClient:
         self._active = None
         if status == FULL_RUN_DONE:
             self.stats.full_runs += 1
+            if not self._beacon_mounted:  # not following any more: the watcher is gone
+                self._beacon = None
             written = self._written
             self._elements = {p: e for p, e in self._elements.items() if _under(p, written)}
             live = {
