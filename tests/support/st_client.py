@@ -36,6 +36,7 @@ Stdlib + `websockets` (a Streamlit dependency) + Streamlit's protobufs; one read
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import threading
 import time
@@ -174,6 +175,7 @@ class StClient:
         self._move: dict | None = None  # a move the last run asked for, not followed yet
         self._beacon: dict | None = None  # the beacon watcher the last full run mounted (ui/beacon.js)
         self._beacon_mounted = False  # ... mounted again by the run going on
+        self._beacon_conn: http.client.HTTPConnection | None = None  # kept alive, as a browser's
         self._open()
 
     @property
@@ -523,13 +525,12 @@ class StClient:
                 return
             watch["due"] = now + watch["every_ms"] / 1000
             url = f"{self.base}/{watch['url']}"
-        req = urllib.request.Request(url, headers={"Cookie": self.cookie} if self.cookie else {})
         self.stats.beacon_reads += 1
         try:
-            with urllib.request.urlopen(req, timeout=2) as r:
-                version = int(json.loads(r.read())["v"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return  # no beacon (yet), or it did not answer: look again next time
+            version = int(json.loads(self._get_kept_alive(url))["v"])
+        except (OSError, ValueError, KeyError, TypeError, http.client.HTTPException):
+            self._beacon_conn = None  # no beacon (yet), or it did not answer: look again next time
+            return
         with self._lock:
             if self._beacon is not watch or watch["asked"] or version <= watch["shown"]:
                 return
@@ -538,6 +539,21 @@ class StClient:
         trigger = WidgetState(id=_make_trigger_id(watch["id"], "events"), json_trigger_value=event)
         self.stats.beacon_reruns_sent += 1
         self._request(fragment_id="", extra=[trigger])
+
+    def _get_kept_alive(self, url: str) -> bytes:
+        """GET on one kept-alive connection, as a browser's fetch does (OSError or HTTPException
+        when it fails; a status other than 200 is an OSError)."""
+        parts = urlsplit(url)
+        if self._beacon_conn is None:
+            cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+            self._beacon_conn = cls(parts.netloc, timeout=2)
+        headers = {"Cookie": self.cookie} if self.cookie else {}
+        self._beacon_conn.request("GET", parts.path, headers=headers)
+        r = self._beacon_conn.getresponse()
+        body = r.read()
+        if r.status != 200:
+            raise OSError(f"HTTP {r.status}")
+        return body
 
     def _handle(self, msg: ForwardMsg) -> None:
         kind = msg.WhichOneof("type")
