@@ -27,8 +27,8 @@ Why these parts (docs/deploy.md says more):
   reloads the page; a websocket stays on the process it reached). nginx picks the pool by that
   cookie; if every worker of a pool is down, the other pool serves (the app then stays put).
 - Beacons: the worker that publishes an instructor's change also writes the room's version to a
-  file (ui/beacon.py) in a directory nginx serves at /beacon/; followers' browsers read it twice a
-  second and rerun only when it changes, instead of asking their worker every second.
+  file (ui/beacon.py) in a directory nginx serves at /beacon/; followers' browsers read it four times
+  a second and rerun only when it changes, instead of asking their worker every second.
 - This script restarts a worker, Redis or nginx that exits, and stops them all on Ctrl-C or
   SIGTERM. Standard library only; it runs in the project's .venv (scripts/dev.py).
 """

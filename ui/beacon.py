@@ -30,7 +30,7 @@ from ui.classroom import normalize_code
 
 DIR_ENV = "CONV_EXPLORER_BEACON_DIR"
 URL_PATH = "beacon/"  # relative to the page (/direct -> /beacon/CODE.json); nginx serves it
-EVERY_MS = 500  # how often a follower's browser reads its room's beacon
+EVERY_MS = 250  # how often a follower's browser reads its room's beacon (nginx: a file read)
 COMPONENT = "conv_explorer_beacon"
 
 _watch = st.components.v2.component(

@@ -68,7 +68,7 @@ def test_followers_on_other_workers_follow_and_the_instructor_survives_its_worke
     teacher.get_by_role("slider", name="Stride S").press("ArrowRight")  # 1 -> 2
     for f in (a, b):
         until(lambda f=f: slider_value(f, "Stride S") == "2", what="the stride")
-        # its browser reads the room's beacon from nginx (ui/beacon.js), twice a second
+        # its browser reads the room's beacon from nginx (ui/beacon.js), four times a second
         until(lambda f=f: 200 in beacon_reads[id(f)], what="a read of the room's beacon")
     wait_idle(teacher)
     row = teacher.get_by_role("spinbutton", name="Row")

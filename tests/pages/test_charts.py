@@ -111,3 +111,28 @@ def test_the_digest_names_the_content_and_only_memoised_figures_have_one():
         assert memo.digest_of(shared) == memo.digest_of(built(np.arange(6.0).reshape(2, 3)))
         assert memo.digest_of(built(np.ones((2, 3)))) not in (None, memo.digest_of(shared))
     assert memo.digest_of(go.Figure(go.Heatmap(z=np.ones((2, 3))))) is None
+
+
+def test_a_second_session_with_the_same_settings_shares_the_convolution(monkeypatch):
+    """The Direct page's convolution is kept for the process too: a follower's run (the same image
+    and settings as its instructor's) computes nothing, and the result it shares is read-only."""
+    from ui import direct_view
+
+    direct_view._convs.clear()
+    calls: list[int] = []
+    real = direct_view.Conv
+
+    def counting(*args, **kwargs):  # a Conv is built once per convolution computed
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(direct_view, "Conv", counting)
+    first = open_page(PAGE, None, dict(cap=40, direct_stride=3))
+    assert len(calls) == 1
+    second = open_page(PAGE, None, dict(cap=40, direct_stride=3))
+    assert len(calls) == 1
+    conv = second.session_state["_dc_conv"]
+    assert conv is first.session_state["_dc_conv"]
+    assert not conv.out.flags.writeable and not conv.kernel.flags.writeable
+    rerun(second, direct_stride=2)
+    assert len(calls) == 2
