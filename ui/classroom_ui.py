@@ -87,6 +87,7 @@ _ID = "_room_id"  # random follower id of this session
 _TEACH = "_room_teach"  # (code, secret) while instructing
 _FOLLOW = "_room_follow"  # code while following
 _VERSION = "_room_version"  # the snapshot version last applied (never the Snapshot itself)
+_STORE_DOWN = "_room_store_down"  # the last full run could not read the room (the store did not answer)
 _SETTLING = "_room_settling"  # a snapshot was applied and the run that shows it has not finished yet
 _BASELINE = "_room_baseline"  # (page, settings texts) after the last finished run while following
 _LEFT = "_room_left"  # code of the room this student broke away from (for "follow again")
@@ -468,10 +469,12 @@ def _follow(page: Any, pages: Sequence[Any], sidebar: Sequence[Param]) -> Snapsh
     try:
         snap = _poll(code)
     except StoreUnavailable:
+        ss[_STORE_DOWN] = True  # no beacon watch: a rerun could not show what it says
         return None  # the mode line says so; the follower keeps its view and keeps polling
     except RoomError as exc:
         _stop_following(code, f"{exc}. You are exploring on your own.", ended=isinstance(exc, RoomEnded))
         return None
+    ss[_STORE_DOWN] = False
     baseline = ss.get(_BASELINE)
     if not ss.get(_SETTLING) and baseline is not None and page.url_path != baseline[0]:
         _break_away(code, "opened another page")
@@ -670,7 +673,8 @@ def _sidebar(page: Any) -> None:
 def _following_line(code: str, titles: dict[str, str]) -> None:
     """The follower's mode line; its fragment polls the room, every POLL_S, or every SLOW_POLL_S
     where the browser watches the room's beacon for changes (ui/beacon.py)."""
-    beacon.watch(code, _ss().get(_VERSION))
+    if not _ss().get(_STORE_DOWN):  # else the slow poll notices the store is back
+        beacon.watch(code, _ss().get(_VERSION))
     st.fragment(run_every=follower_poll_s())(_following_poll)(code, titles)
 
 

@@ -274,6 +274,19 @@ def test_with_beacons_each_change_is_written_and_a_follower_watches_for_the_next
     assert slider(student, "Stride S").value == 2
     assert beacon_watch(student)["shown"] == shown + 1
 
+    store = type(classroom_ui.registry())
+    real = store.snapshot
+
+    def not_answering(*args, **kwargs):
+        raise classroom_ui.StoreUnavailable("the classroom store is not answering (test)")
+
+    monkeypatch.setattr(store, "snapshot", not_answering)
+    student.run()  # the store is down: a rerun could not show what a beacon says, so no watching
+    assert beacon_watch(student) is None and not student.exception
+    monkeypatch.setattr(store, "snapshot", real)
+    student.run()  # (its slow poll's rerun) back
+    assert beacon_watch(student)["shown"] == shown + 1
+
     button(teacher, "End room").click().run()
     assert beacon.read(code) is None and not (tmp_path / f"{code}.json").exists()
 
