@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.apptest import AppTest, open_page, rerun
 from ui import charts
-from viz import memo
+from viz import memo as viz_memo
 
 pytestmark = pytest.mark.usefixtures("numpy_backend")
 
@@ -31,29 +31,20 @@ def serialised(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(plotly.io, "to_json", counting)
     charts._shared.clear()
-    memo.clear()
+    viz_memo.clear()
     yield calls
     charts._shared.clear()
 
 
 @contextlib.contextmanager
-def memo_off() -> Iterator[None]:
-    was = memo._enabled
-    memo.enable(False)
+def memo(on: bool) -> Iterator[None]:
+    """The figure memo on or off for a while."""
+    was = viz_memo._enabled
+    viz_memo.enable(on)
     try:
         yield
     finally:
-        memo.enable(was)
-
-
-@contextlib.contextmanager
-def memo_on() -> Iterator[None]:
-    was = memo._enabled
-    memo.enable(True)
-    try:
-        yield
-    finally:
-        memo.enable(was)
+        viz_memo.enable(was)
 
 
 def charts_of(at: AppTest) -> dict[str, str]:
@@ -96,21 +87,21 @@ def test_a_change_serialises_the_charts_it_changes_and_shows_them(serialised):
     after = charts_of(at)
     assert len(serialised) > n
     assert after["chart_conv_output"] != before["chart_conv_output"]
-    with memo_off():  # the same settings, every figure built and serialised anew
+    with memo(False):  # the same settings, every figure built and serialised anew
         assert charts_of(open_page(PAGE, None, dict(cap=48, direct_stride=1))) == after
 
 
 def test_the_digest_names_the_content_and_only_memoised_figures_have_one():
-    with memo_on():
+    with memo(True):
 
-        @memo.figure_memo
+        @viz_memo.figure_memo
         def built(z: np.ndarray) -> go.Figure:
             return go.Figure(go.Heatmap(z=z))
 
         shared = built(np.arange(6.0).reshape(2, 3))
-        assert memo.digest_of(shared) == memo.digest_of(built(np.arange(6.0).reshape(2, 3)))
-        assert memo.digest_of(built(np.ones((2, 3)))) not in (None, memo.digest_of(shared))
-    assert memo.digest_of(go.Figure(go.Heatmap(z=np.ones((2, 3))))) is None
+        assert viz_memo.digest_of(shared) == viz_memo.digest_of(built(np.arange(6.0).reshape(2, 3)))
+        assert viz_memo.digest_of(built(np.ones((2, 3)))) not in (None, viz_memo.digest_of(shared))
+    assert viz_memo.digest_of(go.Figure(go.Heatmap(z=np.ones((2, 3))))) is None
 
 
 def test_a_second_session_with_the_same_settings_shares_the_convolution(monkeypatch):
