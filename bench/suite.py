@@ -26,7 +26,16 @@ import numpy as np
 
 import gpuops
 from bench.reports import SCHEMA, cudnn_text
-from gpuops.conv2d import PIPE_PREFIX, PRECISIONS, channels_last_fits, launch_call, pipelined_launch
+from gpuops import sm90a
+from gpuops.conv2d import (
+    PIPE_PREFIX,
+    PRECISIONS,
+    WG_SOURCE,
+    channels_last_fits,
+    launch_call,
+    pipelined_launch,
+    wgmma_fits,
+)
 from gpuops.timing import measure
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -296,19 +305,25 @@ class Suite:
     def _tf32_versions(self, s: Shape, x: Any, w: Any, plan: Any) -> None:
         """The TF32 pipeline as each of its versions (v7: 4-byte input copies, v8: 16-byte ones where
         the rows allow, v10: channels-last copies where the channels allow), and the 16-bit ones
-        as v9 (v8's gather) and v11 (16-bit channels-last copies), whichever pipelined_* picks:
-        the measured gain of each delta."""
-        fits = channels_last_fits(plan.problem)
+        as v9 (v8's gather) and v11 (16-bit channels-last copies), and v12 (Hopper's wgmma on those
+        copies) where the device has it, whichever pipelined_* picks: the measured gain of each delta."""
+        p = plan.problem
+        fits = channels_last_fits(p)
+        hopper = fits and sm90a.available(WG_SOURCE)
         versions = [
             ("pipelined_tf32", "v7", dict(wide_copies=False)),
             ("pipelined_tf32", "v8", dict(wide_copies=True)),
         ]
         if fits:
-            versions.append(("pipelined_tf32", "v10", dict(channels_last=True)))
+            versions.append(("pipelined_tf32", "v10", dict(channels_last=True, wgmma=False)))
+        if hopper:
+            versions.append(("pipelined_tf32", "v12", dict(channels_last=True, wgmma=True)))
         for algorithm in ("pipelined_bf16", "pipelined_fp16"):
             versions.append((algorithm, "v9", dict(wide_copies=True)))
             if fits:
-                versions.append((algorithm, "v11", dict(channels_last=True)))
+                versions.append((algorithm, "v11", dict(channels_last=True, wgmma=False)))
+            if hopper and wgmma_fits(p, PRECISIONS[algorithm]):
+                versions.append((algorithm, "v12", dict(channels_last=True, wgmma=True)))
         for algorithm, version, choice in versions:
             launch = pipelined_launch(plan.problem, algorithm, **choice)
             call = launch_call(plan.problem, launch)
@@ -538,6 +553,7 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
         "v7",
         "v8",
         "v10",
+        "v12",
         "tf32",
         "cuDNN",
         "x auto",
@@ -577,6 +593,7 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
         lines.append(
             f"{shape:<14}{f(auto):>8}{f(t('ours:implicit_gemm_tf32')):>8}{f(t('ours:pipelined_tf32_v7')):>8}"
             f"{f(t('ours:pipelined_tf32_v8')):>8}{f(t('ours:pipelined_tf32_v10')):>8}"
+            f"{f(t('ours:pipelined_tf32_v12')):>8}"
             f"{f(tf32):>8}{f(t('torch:cudnn_tf32')):>8}"
             f"{f(ratio(auto, tf32), '.2f'):>8}{f(ratio(tf32, t('torch:cudnn_tf32')), '.2f'):>8}"
             f"{f(bf16):>8}{f(ratio(bf16, t('torch:cudnn_bf16')), '.2f'):>8}"

@@ -19,11 +19,13 @@ and, opt-in because they round the operands (sums stay fp32; `auto` never picks 
                       16-byte input copies where stride-1 rows allow)
                       and v10 where each group's channels fill whole 32-deep stages: x and w
                       copied once to channels-last TF32, so a stage is one tap and the input
-                      copies need no gather
+                      copies need no gather; on Hopper (H100, H200) v12 instead: v10 with the
+                      warpgroup MMA (wgmma, kernels/conv2d_hopper.cu, gpuops/sm90a.py)
   pipelined_bf16      v9: v8 with bf16 operands and m16n8k16 (error ~2e-3 relative)
                       and v11 where v10 would run: v10 with the copies rounded to bf16 (half
-                      the bytes, rounded once), stages of one tap x 64 (or 32) channels
-  pipelined_fp16      v9 / v11 with fp16 operands (error ~3e-4; values past 65504 overflow)
+                      the bytes, rounded once), stages of one tap x 64 (or 32) channels; v12
+                      on Hopper where the stages hold 64 channels
+  pipelined_fp16      v9 / v11 / v12 with fp16 operands (error ~3e-4; values past 65504 overflow)
 PRECISIONS names each algorithm's operand precision.
 """
 
@@ -36,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuops import autotune, im2col
+from gpuops import autotune, im2col, sm90a
 from gpuops.backend import array_module
 from gpuops.cache import memoised
 from gpuops.checks import (
@@ -116,6 +118,9 @@ CL_TILE = 32  # v10: the channels-last copy moves 32 channels x 32 columns of a 
 CL_BLOCK = (CL_TILE, 8, 1)
 CL_ARRAYS = ("x_cl", "w_cl", "bias", "y")  # v10's GEMM reads the channels-last copies
 HALF_CODES = {"bf16": 1, "fp16": 2}  # v11's copy: PREC_BF16 / PREC_FP16 of kernels/conv2d.cu
+WG_SOURCE = "conv2d_hopper.cu"  # v12: Hopper's warpgroup MMA (sm_90a only; gpuops/sm90a.py)
+WG_TILES = ((64, 128), (128, 128))  # v12 block tiles: a warpgroup per 64 filters
+WG_STAGES, WG_ROW_BYTES = 4, 128  # v12: shared-memory stages; bytes of k a stage row holds
 
 
 # ---- check --------------------------------------------------------------------------------------
@@ -539,7 +544,8 @@ class WarpTileMap:
     warp_m: int = 32
     warp_n: int = 64
     operands: str = "TF32"  # what the tensor cores multiply
-    k_splits: int = 1  # v7-v11: blocks along z that add their share of k into the same outputs
+    k_splits: int = 1  # v7-v12: blocks along z that add their share of k into the same outputs
+    warpgroups: bool = False  # v12: wgmma of 64 x 128 a warpgroup, sums laid out as mma tiles
 
     def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
         n, m, oh, ow = index
@@ -553,15 +559,18 @@ class WarpTileMap:
 
     def describe(self) -> str:
         warps = (self.BM // self.warp_m) * (self.BN // self.warp_n)
-        return (
-            f"tensor cores: a block computes {self.BM} filters x {self.BN} pixels of the batch; each of its "
-            f"{warps} warps computes {self.warp_m} x {self.warp_n} outputs as {self.warp_m // 16} x "
-            f"{self.warp_n // 8} {self.operands} mma tiles of 16 x 8"
-            + (
-                f"; k is split over {self.k_splits} blocks along z, which add into y"
-                if self.k_splits > 1
-                else ""
+        if self.warpgroups:
+            work = (
+                f"{self.BM // 64} warpgroups of 4 warps issue {self.operands} wgmma of 64 x 128 from shared "
+                f"memory; each of its {warps} warps holds {self.warp_m} x {self.warp_n} of the sums"
             )
+        else:
+            work = (
+                f"each of its {warps} warps computes {self.warp_m} x {self.warp_n} outputs as "
+                f"{self.warp_m // 16} x {self.warp_n // 8} {self.operands} mma tiles of 16 x 8"
+            )
+        return f"tensor cores: a block computes {self.BM} filters x {self.BN} pixels of the batch; {work}" + (
+            f"; k is split over {self.k_splits} blocks along z, which add into y" if self.k_splits > 1 else ""
         )
 
 
@@ -610,16 +619,18 @@ def pipelined_launch(
     tile: tuple[int, int] | None = None,
     k_splits: int | None = None,
     channels_last: bool | None = None,
+    wgmma: bool | None = None,
 ) -> Launch:
-    """v7-v11: tile from pipelined_tile; the channels-last GEMM (v10 in TF32, v11 with 16-bit
-    operands; run by ChannelsLastCall) where channels_last_fits, except on 1x1 layers of stride 1
+    """v7-v12. The channels-last GEMM where channels_last_fits, except on 1x1 layers of stride 1
     without padding (measured on the H100, 32x256x28x28: v8 0.074 ms, v10 0.087; bf16 v9
     0.075 / 0.073, v11 0.081 / 0.078 in two runs: there v8 / v9 read x without a gather and the
-    copy of x is pure cost); else TF32 runs v8 (16-byte input copies) where rows are contiguous
-    (stride_w 1, no reflect) and v7 elsewhere, 16-bit operands v9 (v8's gather); k split over
-    gridDim.z by pipelined_splits. `wide_copies` (v7 / v8 / v9, never v10 / v11),
-    `channels_last`, `tile` and `k_splits` override the choices (the benchmark and tests run
-    each)."""
+    copy of x is pure cost): v12 (warpgroup_launch) where the device has Hopper's wgmma, else
+    v10 in TF32, v11 with 16-bit operands (run by ChannelsLastCall). Elsewhere TF32 runs v8
+    (16-byte input copies) where rows are contiguous (stride_w 1, no reflect) and v7 elsewhere,
+    16-bit operands v9 (v8's gather); tile from pipelined_tile, k split over gridDim.z by
+    pipelined_splits. `wide_copies` (v7 / v8 / v9, never v10-v12), `channels_last`, `wgmma`
+    (False: v10 / v11, True: v12), `tile` and `k_splits` override the choices (the benchmark
+    and tests run each)."""
     g = p.geometry
     _check_pixels(p, algorithm)
     _check_plane(g, algorithm)
@@ -631,6 +642,10 @@ def pipelined_launch(
         raise ValueError(
             f"v10 / v11 (channels last) run layers whose groups have a multiple of {PIPE_BK} channels"
         )
+    if wgmma and not channels_last:
+        raise ValueError("v12 (wgmma) runs on the channels-last copies: channels_last must hold")
+    if channels_last and _runs_wgmma(p, precision, tile, wgmma):
+        return warpgroup_launch(p, precision, tile=tile, k_splits=k_splits)
     BM, BN = tile or (channels_last_tile(p) if channels_last else pipelined_tile(p))
     warps_m, warps_n = PIPE_TILES[BM, BN]
     stage_k = channels_last_stage(p, precision) if channels_last else PIPE_BK
@@ -664,6 +679,56 @@ def pipelined_launch(
         if version == "v11":
             kernel += f"_c{stage_k}"
     return Launch(kernel, SOURCE, grid, block, shared, arrays, args, threads, "(n, m, oh, ow) of y")
+
+
+def wgmma_fits(p: ConvProblem, precision: str) -> bool:
+    """Where v12 can run, beyond v10's conditions: its stage rows are 128 bytes, 32 TF32 values
+    or 64 16-bit ones, so 16-bit operands need groups of a multiple of 64 channels."""
+    return precision == "tf32" or channels_last_stage(p, precision) == WG_ROW_BYTES // 2
+
+
+def _runs_wgmma(p: ConvProblem, precision: str, tile: tuple[int, int] | None, wgmma: bool | None) -> bool:
+    if wgmma is None:  # by default where it fits and the device runs sm_90a code (a tile asked for is v12's)
+        return (tile is None or tile in WG_TILES) and wgmma_fits(p, precision) and sm90a.available(WG_SOURCE)
+    if wgmma and not wgmma_fits(p, precision):
+        raise ValueError(
+            f"v12 with {precision} operands runs layers whose groups have a multiple of 64 channels"
+        )
+    return wgmma
+
+
+def warpgroup_tile(p: ConvProblem) -> tuple[int, int]:
+    """v12's block tile: 128 x 128 where a group has more than 64 filters, else 64 x 128 (one
+    warpgroup, two blocks an SM). Measured on the H100 (one run, ms, 64 x 128 / 128 x 128):
+    VGG-like 0.258 / 0.203, late 7x7x1024 0.192 / 0.173; 5x5 with 64 filters 0.081 / 0.093,
+    resnet56 0.107 / 0.127, grouped with 32 filters a group 0.204 / 0.288."""
+    return (128, 128) if p.M // p.groups > 64 else (64, 128)
+
+
+def warpgroup_launch(
+    p: ConvProblem, precision: str, *, tile: tuple[int, int] | None = None, k_splits: int | None = None
+) -> Launch:
+    """v12 (kernels/conv2d_hopper.cu): v10's / v11's GEMM on Hopper's warpgroup MMA, on the same
+    channels-last copies (ChannelsLastCall runs it). Shared memory: WG_STAGES stages of BM + BN
+    rows of 128 bytes, and 1 KB for the kernel to start its tiles on a 1 KB boundary."""
+    g = p.geometry
+    BM, BN = tile or warpgroup_tile(p)
+    if (BM, BN) not in WG_TILES:
+        raise ValueError(f"v12's tiles are {', '.join(f'{m} x {n}' for m, n in WG_TILES)}, not {BM} x {BN}")
+    Mg = p.M // p.groups
+    m_blocks = ceil_div(Mg, BM)
+    grid = (max(1, ceil_div(p.N * g.L, BN)), p.groups * m_blocks, 1)
+    splits = pipelined_splits(p, grid[0] * grid[1], k_splits, stage_k=channels_last_stage(p, precision))
+    grid = (grid[0], grid[1], splits)
+    check_grid(grid, f"the v12 {precision} kernel")
+    shared = WG_STAGES * (BM + BN) * WG_ROW_BYTES + 1024
+    threads = WarpTileMap(BM, BN, Mg, g.H_out, g.W_out, 16, BN, precision.upper(), splits, warpgroups=True)
+    args = _geometry_args(p) + ints(m_blocks=m_blocks, k_splits=splits)
+    args += ints(**dict(zip(("Hp", "Wp"), channels_last_size(p), strict=True)))
+    kernel = f"conv2d_v12_{precision}_{BM}x{BN}"
+    return Launch(
+        kernel, WG_SOURCE, grid, (2 * BM, 1, 1), shared, CL_ARRAYS, args, threads, "(n, m, oh, ow) of y"
+    )
 
 
 def channels_last_size(p: ConvProblem) -> tuple[int, int]:

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from gpuops import sm90a
 from gpuops.cache import Memo, memoised
 from gpuops.index_math import INT32_MAX, ceil_div
 
@@ -222,13 +223,17 @@ _modules = Memo("compiled_modules", 64)
 
 
 def module(filename: str, options: tuple[str, ...] = ()) -> Any:
-    """The compiled module of a kernel file on the current device (NVRTC, cached per device)."""
+    """The compiled module of a kernel file on the current device (NVRTC, cached per device;
+    gpuops.sm90a for files built for one architecture)."""
     import cupy
 
     device = cupy.cuda.runtime.getDevice()
 
     def compile_it() -> Any:
-        return cupy.RawModule(code=source_text(filename), options=("-std=c++17", f"-I{KERNEL_DIR}", *options))
+        flags = ("-std=c++17", f"-I{KERNEL_DIR}", *options)
+        if sm90a.needs_target(filename):  # built for one architecture: NVRTC's own target option
+            return sm90a.compile_module(filename, source_text(filename), flags)
+        return cupy.RawModule(code=source_text(filename), options=flags)
 
     return _modules.get_or_make((device, filename, options), compile_it)
 

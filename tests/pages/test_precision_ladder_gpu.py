@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gpuops
+from gpuops import sm90a
 from ui import precision_view as precision
 from ui.records import Conv
 
@@ -71,9 +72,11 @@ def test_the_ladder_runs_the_tensor_core_kernels_within_their_precision(rng, pad
         assert r.kernel == launch.kernel
     kernels = {r.precision: r.kernel for r in ladder.rungs}
     # 64 channels a group fill whole 32-deep stages: TF32 runs v10 (channels last), 16-bit
-    # operands v11 (its 16-bit copies, stages of 64 channels); 64 filters take the 128 x 128 tile
-    assert kernels["bf16"] == "conv2d_v11_bf16_128x128_c64"
-    assert kernels["fp16"] == "conv2d_v11_fp16_128x128_c64"
+    # operands v11 (its 16-bit copies, stages of 64 channels); 64 filters take the 128 x 128
+    # tile. On Hopper v12 runs instead, with its 64 x 128 tile for 64 filters.
+    for half in ("bf16", "fp16"):
+        hopper = f"conv2d_v12_{half}_64x128"
+        assert kernels[half] == (hopper if sm90a.available() else f"conv2d_v11_{half}_128x128_c64")
     assert kernels["tf32"].startswith("conv2d_v")
     if torch is None:
         assert "PyTorch is not installed" in ladder.cudnn_note

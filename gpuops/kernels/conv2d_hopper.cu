@@ -1,0 +1,258 @@
+// 2-D convolution on Hopper's own tensor-core instruction (sm_90a: H100, H200). The versions
+// before it (conv2d.cu) run on any GPU since Volta; this file continues the progression where
+// the hardware allows, and the host compiles it only for compute capability 9.0.
+//
+//   v12 warpgroup MMA   v10 / v11 with `wgmma`: asynchronous, operands read from shared memory
+//
+// It includes conv2d.cu for what it keeps from v10 and v11: the channels-last copies, the 16-byte
+// cp.async, the write-back of a warp's sums (store_warp_tile) and the precision codes.
+#include "conv2d.cu"
+
+// =======================================================================================
+// v12 implicit GEMM on HOPPER's WARPGROUP MMA = v10 (TF32) / v11 (bf16, fp16) with the
+// multiply-adds issued by `wgmma.mma_async`, the tensor-core instruction of sm_90a. v10 spends
+// its issue slots feeding mma.sync: per 32-deep stage a warp loads its fragments with ldmatrix
+// (8 x4 loads) and issues 64 mma of 16 x 8 x 8. What changes:
+//   1. the unit of work is a WARPGROUP (4 consecutive warps, 128 threads). One wgmma multiplies
+//      64 filters x 8 values of k (16 for 16-bit operands) by 8 (16) x 128 pixels into 64 x 128
+//      sums held in the warpgroup's registers (64 a thread), and reads BOTH operands straight
+//      from shared memory: no ldmatrix, no fragments, one instruction for 64 mma.sync;
+//   2. shared memory holds each stage row (one filter's or one pixel's 32 TF32 / 64 16-bit
+//      values of k: 128 bytes) in the layout the tensor cores read: 8 rows form a 1 KB atom in
+//      which 16-byte chunk j of row r sits at chunk j ^ (r % 8) (the "128-byte swizzle"): no
+//      padding, and the 8 rows the hardware reads together fall in different banks. A 64-bit
+//      descriptor (wgmma_descriptor) tells wgmma where a tile starts, that it is swizzled, and
+//      that its atoms are 1 KB apart along the filters (pixels). k-step kk of a stage starts
+//      32 * kk bytes into the rows: the hardware applies the swizzle to the address it forms;
+//   3. wgmma is ASYNCHRONOUS: it returns at once and the warpgroup waits with wgmma.wait_group.
+//      The loop leaves one stage's wgmmas running while it issues the next, and keeps the copies
+//      of the two stages after that in flight: 4 stages (WG_STAGES);
+//   4. cp.async writes shared memory as ordinary stores do; the tensor cores read it through the
+//      "async proxy", so each thread fences (fence.proxy.async) before the barrier that hands a
+//      stage to them.
+// Unchanged: the channels-last copies (x_cl, w_cl, rounded by v10's / v11's copy kernels), a
+// stage = one tap x 128 bytes of channels, split K, and the write-back: in the 64 x 128 sums of
+// a warpgroup, warp w holds rows 16w..16w+15, and lane 4g + t holds sums (g, 2t), (g, 2t+1),
+// (g+8, 2t), (g+8, 2t+1) of every 8-pixel column, exactly as in mma.sync's 16 x 8 tiles.
+// Block tiles: 128 x 128 (two warpgroups) where a group has more than 64 filters, else 64 x 128
+// (one warpgroup). Measured on the H100 (one run, with the copies, ms; v10 / v12 / cuDNN-TF32):
+// VGG-like 0.285 / 0.203 / 0.215, 5x5 0.124 / 0.081 / 0.081, grouped g=4 0.260 / 0.204 / 0.175,
+// late 14x14x256 0.131 / 0.106 / 0.082, 7x7x512 0.122 / 0.100 / 0.077, 7x7x1024 0.222 / 0.173 /
+// 0.155, resnet56 0.149 / 0.107 / 0.106. A 128 x 256 tile (two n128 wgmma a k-step, 213
+// registers) was slower or level on every one of these layers.
+// =======================================================================================
+#define WG_STAGES 4         // shared-memory stages: one multiplied, one waiting, two loading
+#define WG_ROW_BYTES 128    // one stage row: 32 TF32 or 64 16-bit values of k
+#define WG_ATOM_BYTES 1024  // 8 rows: the swizzle's period, and the descriptor's stride
+
+// The descriptor of a K-major operand tile in shared memory: rows of 128 bytes, 128-byte swizzle,
+// 1 KB atoms of 8 rows one after the other (the tile must start on a 1 KB boundary).
+__device__ __forceinline__ unsigned long long wgmma_descriptor(const void* tile) {
+    const unsigned long long address = static_cast<unsigned>(__cvta_generic_to_shared(tile));
+    return ((address & 0x3FFFF) >> 4)                 // bits 0-13: start address / 16
+         | (1ull << 16)                               // bits 16-29: leading offset / 16 (unused when swizzled)
+         | ((unsigned long long)(WG_ATOM_BYTES >> 4) << 32)  // bits 32-45: next 8 rows / 16
+         | (1ull << 62);                              // bits 62-63: 1 = 128-byte swizzle
+}
+
+// One wgmma of 64 filters x 128 pixels: d += A (64 x k, from descriptor a) * B (k x 128, from
+// descriptor b), k = 8 (TF32) or 16 (bf16 / fp16). d[j][e] is sum e of 8-pixel column j.
+#define WG_D4(j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
+#define WG_D64 WG_D4(0), WG_D4(1), WG_D4(2), WG_D4(3), WG_D4(4), WG_D4(5), WG_D4(6), WG_D4(7), \
+               WG_D4(8), WG_D4(9), WG_D4(10), WG_D4(11), WG_D4(12), WG_D4(13), WG_D4(14), WG_D4(15)
+#define WG_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "          \
+                "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+                "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+                "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+template <int PREC>
+__device__ __forceinline__ void wgmma_64x128(float (&d)[16][4], unsigned long long a, unsigned long long b) {
+    // scale-d = 1: add to d (the sums start at zero). TF32 takes no transpose flags (K-major
+    // only); for 16-bit operands the last two 0s say both tiles are K-major.
+    if constexpr (PREC == PREC_TF32)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " WG_REGS ", %64, %65, p, 1, 1;\n}\n"
+                     : WG_D64 : "l"(a), "l"(b), "r"(1));
+    else if constexpr (PREC == PREC_BF16)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " WG_REGS ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                     : WG_D64 : "l"(a), "l"(b), "r"(1));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " WG_REGS ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+                     : WG_D64 : "l"(a), "l"(b), "r"(1));
+}
+
+// The registers wgmma writes behind the compiler's back stay where they are across this point
+// (no copy, no reordering of their uses around the wgmma waits).
+template <int NT>
+__device__ __forceinline__ void wgmma_hold(float (&d)[NT][4]) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[j][e]) :: "memory");
+}
+
+template <int BM, int BN, int PREC>
+__device__ __forceinline__ void warpgroup_conv(
+    const typename CopyValue<PREC>::type* __restrict__ x_cl, const typename CopyValue<PREC>::type* __restrict__ w_cl,
+    const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    using V = typename CopyValue<PREC>::type;
+    constexpr int THREADS = 2 * BM;                          // a warpgroup per 64 filters
+    constexpr int KC = WG_ROW_BYTES / sizeof(V);             // k values a stage row: 32 or 64
+    constexpr int CHUNKS = WG_ROW_BYTES / 16;                // 16-byte copies a row: 8
+    constexpr int PER_CHUNK = KC / CHUNKS;                   // k values one copy moves
+    constexpr int ROWS = THREADS / CHUNKS;                   // rows one pass of the block copies
+    constexpr int A_BYTES = BM * WG_ROW_BYTES, STAGE_BYTES = (BM + BN) * WG_ROW_BYTES;
+    static_assert(BM % 64 == 0 && BN == 128 && ROWS % 8 == 0, "tile layout: one n128 wgmma a warpgroup");
+
+    extern __shared__ unsigned char wg_smem_raw[];           // the host asks for 1 KB more:
+    unsigned char* smem = wg_smem_raw + ((WG_ATOM_BYTES - static_cast<unsigned>(   // the tiles start
+        __cvta_generic_to_shared(wg_smem_raw)) % WG_ATOM_BYTES) % WG_ATOM_BYTES);  // on 1 KB boundaries
+
+    const int t = threadIdx.x, warpgroup = t / 128, warp = (t / 32) % 4;
+    const int Cg = C / groups, Mg = M / groups;
+    const int L = H_out * W_out, P = N * L;          // P < 2^31: the host checks
+    const int Kp = KH * KW * Cg;                     // k = (ki*KW + kj)*Cg + c
+    const int g = blockIdx.y / m_blocks;
+    const int m0 = (blockIdx.y % m_blocks) * BM;     // first filter of the block, within the group
+    const int p0 = blockIdx.x * BN;                  // first pixel of the block
+    const int all_tiles = Kp / KC;                   // Cg % KC == 0: the host checks
+    const int per_split = (all_tiles + k_splits - 1) / k_splits;
+    const int tile0 = blockIdx.z * per_split;
+    const int tiles = min(all_tiles - tile0, per_split);
+
+    // ---- the copies, as v10's: thread t moves chunk t % 8 of rows t / 8 + i * ROWS of both
+    // operands, to the swizzled place of that chunk. ROWS is a multiple of 8, so every row a thread
+    // copies has the same r % 8 and the same swizzled offset within its row.
+    const int chunk = t % CHUNKS, row = t / CHUNKS, k_chunk = chunk * PER_CHUNK;
+    const int dst = row * WG_ROW_BYTES + ((chunk ^ (row % 8)) * 16);
+    const V* a_src[BM / ROWS];                       // weight rows (filters); none past Mg
+    bool a_ok[BM / ROWS];
+#pragma unroll
+    for (int i = 0; i < BM / ROWS; ++i) {
+        const int m = m0 + row + i * ROWS;
+        a_ok[i] = m < Mg;
+        a_src[i] = w_cl + (long long)(g * Mg + (a_ok[i] ? m : 0)) * Kp + k_chunk;
+    }
+    const V* b_src[BN / ROWS];                       // x_cl cell of tap (0, 0) of each pixel
+    bool b_ok[BN / ROWS];
+#pragma unroll
+    for (int i = 0; i < BN / ROWS; ++i) {
+        const int p = p0 + row + i * ROWS;
+        b_ok[i] = p < P;
+        const int q = b_ok[i] ? p : 0;
+        const int n = q / L, l = q % L, oh = l / W_out, ow = l % W_out;
+        b_src[i] = x_cl + (((long long)n * Hp + oh * stride_h) * Wp + ow * stride_w) * C + g * Cg + k_chunk;
+    }
+    int k_a = tile0 * KC;                            // the next stage: offset along a weight row,
+    int c0 = k_a % Cg, ki = (k_a / Cg) / KW, kj = (k_a / Cg) % KW;   // its tap and first channel
+    const int row_step = dil_h * Wp * C, col_step = dil_w * C;
+    int tap = ki * row_step + kj * col_step;
+
+    auto load_stage = [&](int s) {
+        unsigned char* stage = smem + s * STAGE_BYTES + dst;
+#pragma unroll
+        for (int i = 0; i < BM / ROWS; ++i)
+            cp_async16(reinterpret_cast<float*>(stage + i * ROWS * WG_ROW_BYTES),
+                       reinterpret_cast<const float*>(a_src[i] + k_a), a_ok[i]);
+#pragma unroll
+        for (int i = 0; i < BN / ROWS; ++i)
+            cp_async16(reinterpret_cast<float*>(stage + A_BYTES + i * ROWS * WG_ROW_BYTES),
+                       reinterpret_cast<const float*>(b_src[i] + tap + c0), b_ok[i]);
+        asm volatile("cp.async.commit_group;\n" ::);
+        k_a += KC;
+        c0 += KC;
+        if (c0 == Cg) {
+            c0 = 0;
+            if (++kj == KW) { kj = 0; ++ki; tap = ki * row_step; } else tap += col_step;
+        }
+    };
+
+    float acc[1][16][4];                             // store_warp_tile's shape: one 16-row tile
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[0][j][e] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < WG_STAGES - 2; ++s) {        // the pipeline fills: stages 0 and 1 loading
+        if (s < tiles) load_stage(s);
+        else asm volatile("cp.async.commit_group;\n" ::);
+    }
+    for (int tile = 0; tile < tiles; ++tile) {
+        asm volatile("cp.async.wait_group %0;\n" :: "n"(WG_STAGES - 3));   // my copies of `tile` landed
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");     // ... visible to the tensor cores
+        __syncthreads();      // everyone's copies landed; every warpgroup's wgmma of tile - 2 finished
+        if (tile + WG_STAGES - 2 < tiles) load_stage((tile + WG_STAGES - 2) % WG_STAGES);  // into its slot
+        else asm volatile("cp.async.commit_group;\n" ::);
+        const unsigned char* stage = smem + (tile % WG_STAGES) * STAGE_BYTES;
+        const unsigned long long a = wgmma_descriptor(stage + warpgroup * 64 * WG_ROW_BYTES);
+        const unsigned long long b = wgmma_descriptor(stage + A_BYTES);
+        wgmma_hold(acc[0]);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)               // 4 k-steps of 32 bytes: +2 in the address field
+            wgmma_64x128<PREC>(acc[0], a + 2 * kk, b + 2 * kk);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // the previous stage's are done
+        wgmma_hold(acc[0]);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    wgmma_hold(acc[0]);
+    store_warp_tile<1, 16>(acc, y, bias, M, Mg, g, L, P, m0 + warpgroup * 64 + warp * 16, p0, k_splits);
+}
+
+// The kernels of v12. TF32: x_cl and w_cl from v10's copy (TF32 values in floats); bf16 / fp16:
+// from v11's (16-bit values as unsigned short). Tile 128 x 128: two warpgroups, one block an SM
+// (128 KB of stages); 64 x 128: one warpgroup, two blocks an SM (96 KB each).
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v12_tf32_128x128(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    warpgroup_conv<128, 128, PREC_TF32>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h, stride_w,
+        pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(128, 2) conv2d_v12_tf32_64x128(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    warpgroup_conv<64, 128, PREC_TF32>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h, stride_w,
+        pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v12_bf16_128x128(
+    const unsigned short* __restrict__ x_cl, const unsigned short* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    warpgroup_conv<128, 128, PREC_BF16>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h, stride_w,
+        pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(128, 2) conv2d_v12_bf16_64x128(
+    const unsigned short* __restrict__ x_cl, const unsigned short* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    warpgroup_conv<64, 128, PREC_BF16>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h, stride_w,
+        pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v12_fp16_128x128(
+    const unsigned short* __restrict__ x_cl, const unsigned short* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    warpgroup_conv<128, 128, PREC_FP16>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h, stride_w,
+        pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(128, 2) conv2d_v12_fp16_64x128(
+    const unsigned short* __restrict__ x_cl, const unsigned short* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    warpgroup_conv<64, 128, PREC_FP16>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h, stride_w,
+        pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
