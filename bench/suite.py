@@ -648,11 +648,12 @@ def tensor_core_sweep(shapes: Iterable[Shape], repeat: int = 10) -> str:
     """The TF32 pipeline on each shape with every block tile and k split of interest (the one
     pipelined_splits picks, none, and twice and half the pick), next to cuDNN-TF32: the
     measurements behind pipelined_tile and pipelined_splits. One line per (shape, tile, split),
-    in the version pipelined_tf32 runs there (v10 where the channels allow)."""
+    in the version pipelined_tf32 runs there (v10 where the channels allow), and v12's tiles
+    where the device has wgmma."""
     import cupy
     import torch
 
-    from gpuops.conv2d import PIPE_TILES, check_conv2d, pipelined_splits
+    from gpuops.conv2d import PIPE_TILES, WG_TILES, check_conv2d, pipelined_splits
 
     F = torch.nn.functional
     torch.backends.cudnn.benchmark = True
@@ -672,11 +673,14 @@ def tensor_core_sweep(shapes: Iterable[Shape], repeat: int = 10) -> str:
             lambda tx=tx, tw=tw, conv=conv: F.conv2d(tx, tw, **conv), gpu=True, warmup=3, repeat=repeat
         ).median_ms
         torch.backends.cudnn.allow_tf32 = False
-        for tile in PIPE_TILES:
+        hopper = channels_last_fits(p) and sm90a.available(WG_SOURCE)
+        tiles = [(t, False) for t in PIPE_TILES] + [(t, True) for t in WG_TILES if hopper]
+        for tile, wgmma in tiles:
             blocks = -(-p.N * p.geometry.L // tile[1]) * p.groups * -(-(p.M // p.groups) // tile[0])
             pick = pipelined_splits(p, blocks)
             for splits in sorted({1, pick, 2 * pick, max(1, pick // 2)}):
-                launch = pipelined_launch(p, "pipelined_tf32", tile=tile, k_splits=splits)
+                choice = dict(channels_last=True, wgmma=True) if wgmma else dict(wgmma=False)
+                launch = pipelined_launch(p, "pipelined_tf32", tile=tile, k_splits=splits, **choice)
                 call = launch_call(p, launch)
                 ms = measure(
                     lambda c=call, x=x, w=w: c(x, w, None), gpu=True, warmup=3, repeat=repeat
