@@ -3,8 +3,9 @@
     python3 -m bench.classroom_load --followers 60 --seconds 60 [--workers 2] [--out FILE]
 
 Without --workers it starts one `streamlit run app.py` (rooms in memory); with --workers N it
-starts `scripts/serve.py` (N workers, Redis, nginx) and gives each client a sticky cookie of its
-own, so the class spreads over the workers as browsers do; --url uses a running server. The
+starts `scripts/serve.py` (N workers, Redis, nginx), whose proxy places each client as it places
+a browser (no cookie at first, then the one the proxy sets, naming its worker); --url uses a
+running server. The
 instructor's session starts a room on the Direct page and moves a slider every --every seconds;
 each follower joins through the link (`/?room=CODE`) and polls the room as a browser does (the
 app's run_every fragment). For each change it records when each follower's run that shows the
@@ -87,7 +88,6 @@ def follower_proc(spec: dict, ready: mp.Queue, commands: mp.Queue, results: mp.Q
                 on_run=on_run,
                 timeout=180,
                 tag=tag,
-                cookie=f"ce_worker=load{tag}" if spec["sticky"] else None,
             )
             for tag in spec["tags"][start : start + 10]
         ]
@@ -121,16 +121,24 @@ def follower_proc(spec: dict, ready: mp.Queue, commands: mp.Queue, results: mp.Q
     final = {}
     for c in clients:
         try:
-            final[c.tag] = (f"Following room {code}" in c.text(), c.value(setting), c.reconnects)
+            following = f"Following room {code}" in c.text()
+            final[c.tag] = (following, c.value(setting), c.reconnects, worker_port(c.upstream))
             if not final[c.tag][0]:
                 errors.append(f"follower {c.tag} stopped following: {c.text()[:300]!r}")
         except Exception as exc:
-            final[c.tag] = (False, None, c.reconnects)
+            final[c.tag] = (False, None, c.reconnects, None)
             errors.append(f"follower {c.tag}: {exc}")
         errors.extend(f"follower {c.tag}: {e}" for e in c.errors if "connection closed" not in e)
         c.close()
     with lock:
         results.put({"seen": seen, "errors": errors, "final": final, "back": back})
+
+
+def worker_port(upstream: str) -> int | None:
+    """The port of the worker that answered last, from the proxy's X-Conv-Worker header (None
+    without the proxy)."""
+    last = upstream.split(",")[-1].rsplit(":", 1)[-1].strip()
+    return int(last) if last.isdigit() else None
 
 
 def run_load(
@@ -184,7 +192,7 @@ def run_load(
     children: list[mp.Process] = []
     try:
         report["rss_mib_before"] = rss_mib(pids())
-        teacher = StClient(url, page, timeout=180, cookie="ce_worker=teacher" if deployment else None)
+        teacher = StClient(url, page, timeout=180)
         teacher.wait_idle()
         teacher.set("Working size (longest side, px)", cap)
         teacher.set(setting, values[0])
@@ -198,7 +206,6 @@ def run_load(
                 "code": code,
                 "setting": setting,
                 "url": url,
-                "sticky": bool(deployment),
                 "tags": list(range(i, followers, procs)),
             }
             p = mp.get_context("fork").Process(target=follower_proc, args=(spec, ready, commands[i], results))
@@ -229,7 +236,8 @@ def run_load(
                 if deployment and due and killed_at is None:  # a worker the instructor is not on
                     # the class is on the light pool (followers never move to the large one)
                     light = deployment.light_workers
-                    deployment.kill_worker((deployment.worker_of("ce_worker=teacher") + 1) % light)
+                    teacher_on = deployment.worker_named(teacher.upstream)
+                    deployment.kill_worker((teacher_on + 1) % light)
                     killed_at = time.perf_counter()
                     for q in commands:
                         q.put(("killed", killed_at))
@@ -258,7 +266,10 @@ def run_load(
                 else:
                     missed += 1
         last_value = changes[-1][0]
-        behind = [t for t, (following, v, _) in final.items() if following and v != last_value]
+        behind = [t for t, (following, v, *_) in final.items() if following and v != last_value]
+        per_worker: dict[str, int] = {}
+        for *_, port in final.values():
+            per_worker[str(port)] = per_worker.get(str(port), 0) + 1
         if behind:
             errors.append(f"{len(behind)} followers still following but not at the last value: {behind[:10]}")
         errors.extend(f"instructor: {e}" for e in teacher.errors)
@@ -271,6 +282,7 @@ def run_load(
                 "delay_median_s": _pct(delays, 0.5),
                 "delay_p95_s": _pct(delays, 0.95),
                 "delay_max_s": _pct(delays, 1.0),
+                "followers_per_worker": dict(sorted(per_worker.items())),
                 "instructor_rerun_median_s": _pct(teacher_reruns, 0.5),
                 "errors": len(errors),
                 "error_samples": errors[:8],

@@ -12,13 +12,16 @@ Why these parts (docs/deploy.md says more):
   benchmark-at-a-time lock. It keeps an append-only file in the state folder, so rooms survive a
   restart of the whole deployment.
 - nginx (Debian's package) in front: websocket upgrades, and sticky sessions by a cookie it sets
-  itself (`ce_worker`, a random id hashed onto the workers): a browser's page, websocket, uploads
+  itself (`ce_worker`, the port of the worker that answered): a browser's page, websocket, uploads
   and media all reach the worker that holds its session, while a lecture hall behind one NAT
-  address still spreads over every worker. A worker that does not answer is skipped
-  (`proxy_next_upstream`): its students' browsers reconnect to another worker, where the link
-  (`?room=CODE`) or the instructor's resume cookie brings them back into their room. nginx was
-  chosen over HAProxy and Caddy for being the most widely known of the three and needing no
-  modules beyond Debian's default build for this configuration.
+  address still spreads over every worker. A browser without that cookie goes to the worker with
+  the fewest open connections (least_conn: 300 students land 37 or 38 a worker of 8, where a hash
+  of random cookies put 30 to 42 on each, and the fullest set the class's delay). A worker that
+  does not answer is skipped: its students' browsers reconnect to the least-connected other
+  worker, which their next cookie names, where the link (`?room=CODE`) or the instructor's resume
+  cookie brings them back into their room. nginx was chosen over HAProxy and Caddy for being the
+  most widely known of the three and needing no modules beyond Debian's default build for this
+  configuration.
 - Lanes (`--large-workers L`, default a quarter of the workers when there are 4 or more): the
   last L workers form a pool of their own for students exploring large images (a working size of
   ui/budget.py's HEAVY_SIZE and more). One interpreter lock per process: a heavy session on a
@@ -116,15 +119,53 @@ def nginx_config(
     large_ports: list[int] = (),
     beacons: Path | None = None,
 ) -> str:
-    """The proxy: sticky by the ce_worker cookie (set on a browser's first request), websockets,
-    the client's address forwarded in X-Real-IP, failover to the next worker. With `large_ports`,
-    a second pool: a browser whose ce_lane cookie is "large" goes there (sticky in the same way);
-    when every worker of the chosen pool is down, the other pool answers. With `beacons`, the
-    rooms' beacon files (ui/beacon.py) at /beacon/, served by nginx itself, never cached."""
+    """The proxy: websockets, the client's address forwarded in X-Real-IP, and sticky sessions by
+    a cookie that NAMES a worker. A browser without a valid ce_worker cookie (none, one naming a
+    worker that is gone, or one of the other pool) is placed on the worker of its pool with the
+    fewest open connections (least_conn over a shared zone: a follower's websocket is a long-lived
+    connection, so this counts the students each worker holds), and every answer sets ce_worker to
+    the port of the worker that gave it. Later requests go straight to that worker; if it does not
+    answer, to the pool's least-connected worker, which the next cookie then names. (A hash of a
+    random cookie put 30 to 42 of 300 browsers on each of 8 workers; the fullest set the class's
+    delay.) With `large_ports`, a second pool: a browser whose ce_lane cookie is "large" goes there;
+    when every worker of the chosen pool is down, the other pool answers, at the worker the cookie
+    names if it is one of that pool. With `beacons`, the rooms' beacon files (ui/beacon.py) at
+    /beacon/, served by nginx itself, never cached."""
+    pools = {"workers": worker_ports, **({"large": list(large_ports)} if large_ports else {})}
 
-    def upstream(name: str, ports: list[int]) -> str:
-        servers = "\n".join(f"    server 127.0.0.1:{p} max_fails=1 fail_timeout=3s;" for p in ports)
-        return f"  upstream {name} {{\n    hash $route consistent;\n{servers}\n  }}"
+    def pinned_map(name: str, pool_of_lane: dict[str, str]) -> str:
+        """ "$lane:$cookie" -> the one-worker upstream of a cookie naming a worker of the pool that
+        pool_of_lane gives the browser's lane; "" (place it) for anything else."""
+        entries = "".join(
+            f'    "{lane}:{p}" w{p};\n' for lane, pool in pool_of_lane.items() for p in pools.get(pool, [])
+        )
+        return f'  map "$lane:$cookie_{COOKIE}" ${name} {{\n    default "";\n{entries}  }}'
+
+    upstreams = "\n".join(
+        f"  upstream {name} {{\n    zone {name} 64k;\n    least_conn;\n"
+        + "".join(f"    server 127.0.0.1:{p} max_fails=1 fail_timeout=3s;\n" for p in ports)
+        + "  }"
+        for name, ports in pools.items()
+    )
+    singles = "\n".join(
+        f"  upstream w{p} {{ server 127.0.0.1:{p}; }}" for ports in pools.values() for p in ports
+    )
+    large_lane, large_pool = ("large", "large") if large_ports else ("light", "workers")
+    maps = [
+        f"  map $cookie_{LANE_COOKIE} $lane {{ default light; large {large_lane}; }}",
+        f"  map $cookie_{LANE_COOKIE} $pool {{ default workers; large {large_pool}; }}",
+        pinned_map("pinned", {"light": "workers", "large": large_pool}),
+        '  map $pinned $target { "" $pool; default $pinned; }',
+        # the port after the last colon of $upstream_addr: the worker that answered in the end
+        f'  map $upstream_addr $set_worker {{ default ""; "~:(?<port>[0-9]+)$" '
+        f'"{COOKIE}=$port; Path=/; HttpOnly; SameSite=Lax"; }}',
+    ]
+    if large_ports:
+        maps += [
+            f"  map $cookie_{LANE_COOKIE} $other_pool {{ default large; large workers; }}",
+            pinned_map("pinned_other", {"light": "large", "large": "workers"}),
+            '  map $pinned_other $other_target { "" $other_pool; default $pinned_other; }',
+        ]
 
     proxy = """      proxy_http_version 1.1;
       proxy_set_header Upgrade $http_upgrade;
@@ -139,29 +180,31 @@ def nginx_config(
       proxy_buffering off;
       proxy_request_buffering off;  # uploads stream through: no temp files (nginx's workers may not own them)
       proxy_next_upstream error timeout http_502 http_503;
-      add_header Set-Cookie $set_route always;
+      add_header Set-Cookie $set_worker always;
       add_header X-Conv-Worker $upstream_addr always;"""
-    tmp = state / "nginx-tmp"
+
+    def location(name: str, upstream: str, fallback: str | None, why: str) -> str:
+        then = f"\n      error_page 502 504 = {fallback};  # {why}" if fallback else ""
+        return f"""    location {name} {{
+      proxy_pass http://{upstream};  # an upstream group's name: no resolver involved
+{proxy}{then}
+    }}"""
+
+    chain = [
+        location("/", "$target", "@pool", "the worker the cookie names is down: place the browser"),
+        location(
+            "@pool",
+            "$pool",
+            "@other" if large_ports else None,
+            "every worker of the pool is down: the other pool answers",
+        ),
+    ]
     if large_ports:
-        pools = f"""  map $cookie_{LANE_COOKIE} $pool {{ default workers; large large; }}
-  map $cookie_{LANE_COOKIE} $other_pool {{ default large; large workers; }}
-{upstream("workers", worker_ports)}
-{upstream("large", large_ports)}"""
-        locations = f"""    location / {{
-      proxy_pass http://$pool;  # an upstream group's name: no resolver involved
-{proxy}
-      error_page 502 504 = @other_pool;  # every worker of the pool is down: the other pool answers
-    }}
-    location @other_pool {{
-      proxy_pass http://$other_pool;
-{proxy}
-    }}"""
-    else:
-        pools = upstream("workers", worker_ports)
-        locations = f"""    location / {{
-      proxy_pass http://workers;
-{proxy}
-    }}"""
+        chain += [
+            location("@other", "$other_target", "@other_pool", "place it in the other pool"),
+            location("@other_pool", "$other_pool", None, ""),
+        ]
+    locations = "\n".join(chain)
     if beacons is not None:
         locations = f"""    location /beacon/ {{
       alias {beacons}/;
@@ -169,6 +212,8 @@ def nginx_config(
       add_header Cache-Control "no-store" always;
     }}
 {locations}"""
+    tmp = state / "nginx-tmp"
+    newline = "\n"
     return f"""# generated by scripts/serve.py: edit that, not this
 worker_processes 2;
 pid {state}/nginx.pid;
@@ -183,11 +228,12 @@ http {{
   scgi_temp_path {tmp}/scgi;
   client_max_body_size 25m;  # Streamlit's own cap (.streamlit/config.toml) is 20 MB
   map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
-  map $cookie_{COOKIE} $route {{ "" $request_id; default $cookie_{COOKIE}; }}
-  map $cookie_{COOKIE} $set_route {{ "" "{COOKIE}=$request_id; Path=/; HttpOnly; SameSite=Lax"; default ""; }}
-{pools}
+{newline.join(maps)}
+{upstreams}
+{singles}
   server {{
     listen {host}:{port} reuseport;
+    recursive_error_pages on;
 {locations}
   }}
 }}

@@ -85,9 +85,7 @@ def newest_two_runs() -> list[str]:
     """The newest group of two runs of the whole suite (every operation, not one op's kernels):
     what the spread between runs and every chart kind are shown on."""
     files = bench_files()
-    return next(
-        g for g in gpu_groups() if len(g) == 2 and len({r["op"] for r in files[g[0]]["results"]}) > 2
-    )
+    return next(g for g in gpu_groups() if len(g) == 2 and len({r["op"] for r in files[g[0]]["results"]}) > 2)
 
 
 def medians(data: dict) -> dict[tuple[str, str, str], float]:

@@ -1,8 +1,9 @@
 """A real deployment for the tests: `scripts/serve.py` with its workers, Redis and nginx.
 
-`Deployment` starts it on free ports with a state folder of its own, finds a sticky-session cookie
-for each worker (by asking the proxy which worker answered; for a worker of the large-image pool
-with `ce_lane=large` beside it), and can kill a worker or pause Redis. nginx and redis-server come
+`Deployment` starts it on free ports with a state folder of its own, builds the sticky-session
+cookie of each worker (ce_worker names its port; for a worker of the large-image pool with
+`ce_lane=large` beside it; each checked by asking the proxy which worker answered), and can kill a
+worker or pause Redis. nginx and redis-server come
 from CONV_EXPLORER_NGINX / CONV_EXPLORER_REDIS_SERVER when set (e.g. Debian's packages unpacked
 with `dpkg -x` on a machine without root), else from PATH or /usr/sbin. Outside CI a machine
 without them skips these tests with the reason; in CI that is an error (.ci/run installs both).
@@ -164,19 +165,16 @@ class Deployment:
         return worker >= self.light_workers
 
     def _cookies(self) -> dict[int, str]:
-        """The cookies that send a browser to each worker: a sticky cookie, and for a worker of
-        the large-image pool the lane cookie too."""
-        found: dict[int, str] = {}
-        for lane in ("", LARGE_COOKIE) if self.large_workers else ("",):
-            for i in range(500):
-                cookie = f"ce_worker=test{i}" + (f"; {lane}" if lane else "")
-                w = self.worker_of(cookie)
-                if w is not None:
-                    found.setdefault(w, cookie)
-                if len(found) == (self.workers if lane else self.light_workers):
-                    break
-        if len(found) < self.workers:
-            raise RuntimeError(f"no cookie for every worker: {found}")
+        """The cookies that send a browser to each worker: ce_worker names its port (as the proxy
+        sets it), and for a worker of the large-image pool the lane cookie comes too; each one
+        checked against the proxy."""
+        found = {
+            i: f"{serve.COOKIE}={self.port + 1 + i}" + (f"; {LARGE_COOKIE}" if self.is_large(i) else "")
+            for i in range(self.workers)
+        }
+        wrong = {i: self.worker_of(c) for i, c in found.items() if self.worker_of(c) != i}
+        if wrong:
+            raise RuntimeError(f"the proxy does not send these cookies to their workers: {wrong}")
         return found
 
     def kill_worker(self, i: int) -> int:

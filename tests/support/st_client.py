@@ -25,9 +25,10 @@ speaks on ws://HOST:PORT/_stcore/stream (binary protobufs: BackMsg up, ForwardMs
   cookie and header, then rerun with the uploader holding the file's info;
 - measure: `rerun()` / `set()` return the seconds from sending to the run's script_finished;
 - keep cookies as a browser's jar (`cookies`, sent with the websocket's handshake and every HTTP
-  request) and follow a move to the other pool of workers (ui/lanes.py) as the browser does: when
-  a run mounts the lane component, take its cookies and its link, reconnect (a new session, as a
-  reload is) and wait for the first run there. `rerun()` then measures up to that run; `moves`
+  request; the handshake's Set-Cookie headers kept, e.g. the proxy's ce_worker) and follow a move
+  to the other pool of workers (ui/lanes.py) as the browser does: when a run mounts the lane
+  component, take its cookies and its link, reconnect (a new session, as a reload is) and wait
+  for the first run there. `rerun()` then measures up to that run; `moves`
   counts them.
 
 Stdlib + `websockets` (a Streamlit dependency) + Streamlit's protobufs; one reader thread per client.
@@ -202,9 +203,19 @@ class StClient:
             compression=None,
             additional_headers=headers,
         )
+        self._keep_cookies(self._ws.response.headers.get_all("Set-Cookie") if self._ws.response else [])
         self._reader = threading.Thread(target=self._read, name=f"st-client {self.page_name}", daemon=True)
         self._reader.start()
         self._request(fragment_id="", first=True)
+
+    def _keep_cookies(self, set_cookies: list[str]) -> None:
+        """Keep what a response's Set-Cookie headers set, as a browser's jar does (behind
+        scripts/serve.py's nginx: the ce_worker cookie naming the worker that answered)."""
+        with self._lock:
+            for header in set_cookies:
+                name, _, value = header.split(";", 1)[0].strip().partition("=")
+                if name and name != XSRF_COOKIE:
+                    self.cookies[name] = value
 
     def reconnect(self) -> None:
         """After the server closed the connection (a worker died), connect again as the browser
