@@ -3,7 +3,7 @@
 `python3 -m bench.hostile_load [--sessions 30] [--seconds 60] [--heavy 10] [--backend numpy|cupy]
 [--light-pause LO HI] [--workers N [--large-workers L]] [--out FILE]` starts the app on loopback
 (with --workers N: the deployment of scripts/serve.py, its last L workers the large-image pool
-(default: serve's, N // 4 from 4 workers), each session with a sticky cookie of its own, every
+(default: serve's, N // 4 from 4 workers), each session a browser of its own that the proxy places, every
 worker warmed by one visit; or drives `--url`), measures a light session alone (the quiet
 baseline, 30 reruns), then runs every session at once for
 `--seconds`, each its own Streamlit session over the websocket (tests/support/st_client.py), and prints a
@@ -95,7 +95,7 @@ class Session(threading.Thread):
     ) -> None:
         super().__init__(daemon=True, name=f"{kind}-{seed}")
         self.url, self.kind, self.stop, self.rng = url, kind, stop, random.Random(seed)
-        self.cookie = f"ce_worker=s{seed}"  # behind the proxy: a browser of its own
+        self.cookie = f"ce_worker=s{seed}"  # names no worker: the proxy places it, as a new browser
         self.pause = pause  # a light session's seconds between moves (drawn uniformly)
         self.latencies: list[float] = []
         self.finished_at: list[float] = []  # time.time() when each measured rerun finished

@@ -28,7 +28,9 @@ Why these parts (docs/deploy.md says more):
   worker makes every light session there wait, and sticky hashing cannot know who will be heavy.
   The app moves such a session between the pools (ui/lanes.py: it sets the `ce_lane` cookie and
   reloads the page; a websocket stays on the process it reached). nginx picks the pool by that
-  cookie; if every worker of a pool is down, the other pool serves (the app then stays put).
+  cookie; a browser without it that opens a link at a large working size (`cap=512` and up, not a
+  room's link) goes to the large pool at once and gets the cookie there, so it never runs a page on
+  a light worker. If every worker of a pool is down, the other pool serves (the app then stays put).
 - Beacons: the worker that publishes an instructor's change also writes the room's version to a
   file (ui/beacon.py) in a directory nginx serves at /beacon/; followers' browsers read it four times
   a second and rerun only when it changes, instead of asking their worker every second.
@@ -57,6 +59,7 @@ STATE = ROOT / ".serve"  # logs, nginx's config and temp files, Redis's append-o
 COOKIE = "ce_worker"
 LANE_COOKIE = "ce_lane"  # "large": the browser's session explores large images (ui/lanes.py sets it)
 LANE_ENV = "CONV_EXPLORER_LANE"  # tells a worker its pool: "light" or "large" (unset: lanes off)
+LARGE_LINK_SIZES = (512, 768, 1024)  # ui/sidebar.py's working sizes from ui/budget.py's HEAVY_SIZE up
 PROGRAM_ENV = {"nginx": "CONV_EXPLORER_NGINX", "redis-server": "CONV_EXPLORER_REDIS_SERVER"}
 RESTART_PAUSE_S = 1.0  # a child that keeps dying is restarted at most this often
 
@@ -128,9 +131,10 @@ def nginx_config(
     answer, to the pool's least-connected worker, which the next cookie then names. (A hash of a
     random cookie put 30 to 42 of 300 browsers on each of 8 workers; the fullest set the class's
     delay.) With `large_ports`, a second pool: a browser whose ce_lane cookie is "large" goes there;
-    when every worker of the chosen pool is down, the other pool answers, at the worker the cookie
-    names if it is one of that pool. With `beacons`, the rooms' beacon files (ui/beacon.py) at
-    /beacon/, served by nginx itself, never cached."""
+    a first visit without that cookie to a link at a large working size (LARGE_LINK_SIZES, not a
+    room's) goes there too and gets the cookie; when every worker of the chosen pool is down, the
+    other pool answers, at the worker the cookie names if it is one of that pool. With `beacons`,
+    the rooms' beacon files (ui/beacon.py) at /beacon/, served by nginx itself, never cached."""
     pools = {"workers": worker_ports, **({"large": list(large_ports)} if large_ports else {})}
 
     def pinned_map(name: str, pool_of_lane: dict[str, str]) -> str:
@@ -151,9 +155,20 @@ def nginx_config(
         f"  upstream w{p} {{ server 127.0.0.1:{p}; }}" for ports in pools.values() for p in ports
     )
     large_lane, large_pool = ("large", "large") if large_ports else ("light", "workers")
-    maps = [
-        f"  map $cookie_{LANE_COOKIE} $lane {{ default light; large {large_lane}; }}",
-        f"  map $cookie_{LANE_COOKIE} $pool {{ default workers; large {large_pool}; }}",
+    asked = f"$cookie_{LANE_COOKIE}"
+    maps = []
+    if large_ports:  # a first visit to a link at a large working size (not a room's): the large pool
+        sizes = "|".join(str(size) for size in LARGE_LINK_SIZES)
+        asked = "$lane_asked"
+        maps += [
+            f'  map "$cookie_{LANE_COOKIE}:$arg_cap:$arg_room" $lane_asked {{\n'
+            f'    default $cookie_{LANE_COOKIE};\n    "~^:({sizes}):$" large;\n  }}',
+            f'  map "$cookie_{LANE_COOKIE}:$lane_asked" $set_lane {{\n'
+            f'    default "";\n    ":large" "{LANE_COOKIE}=large; Path=/; SameSite=Lax";\n  }}',
+        ]
+    maps += [
+        f"  map {asked} $lane {{ default light; large {large_lane}; }}",
+        f"  map {asked} $pool {{ default workers; large {large_pool}; }}",
         pinned_map("pinned", {"light": "workers", "large": large_pool}),
         '  map $pinned $target { "" $pool; default $pinned; }',
         # the port after the last colon of $upstream_addr: the worker that answered in the end
@@ -162,7 +177,7 @@ def nginx_config(
     ]
     if large_ports:
         maps += [
-            f"  map $cookie_{LANE_COOKIE} $other_pool {{ default large; large workers; }}",
+            f"  map {asked} $other_pool {{ default large; large workers; }}",
             pinned_map("pinned_other", {"light": "large", "large": "workers"}),
             '  map $pinned_other $other_target { "" $other_pool; default $pinned_other; }',
         ]
@@ -182,6 +197,8 @@ def nginx_config(
       proxy_next_upstream error timeout http_502 http_503;
       add_header Set-Cookie $set_worker always;
       add_header X-Conv-Worker $upstream_addr always;"""
+    if large_ports:
+        proxy += "\n      add_header Set-Cookie $set_lane always;"
 
     def location(name: str, upstream: str, fallback: str | None, why: str) -> str:
         then = f"\n      error_page 502 504 = {fallback};  # {why}" if fallback else ""

@@ -66,18 +66,25 @@ class Proxy:
         server.shutdown()
         server.server_close()
 
-    def get(self, cookie: str | None = None) -> tuple[int, str | None] | None:
+    def get(self, cookie: str | None = None, link: str = "page") -> tuple[int, str | None] | None:
         """(the port of the worker that answered, the ce_worker value the answer sets), or None."""
+        answer = self.answer(cookie, link)
+        if answer is None:
+            return None
+        answered, cookies = answer
+        return answered, cookies.get(serve.COOKIE)
+
+    def answer(self, cookie: str | None, link: str) -> tuple[int, dict[str, str]] | None:
+        """(the port of the worker that answered, the cookies the answer sets), or None."""
         headers = {"Cookie": cookie} if cookie else {}
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/page", headers=headers)
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/{link}", headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=5) as r:
                 answered = int(r.read())
                 set_cookies = r.headers.get_all("Set-Cookie") or []
         except OSError:
             return None
-        named = [c.split(";", 1)[0].split("=", 1)[1] for c in set_cookies if c.startswith(serve.COOKIE + "=")]
-        return answered, (named[-1] if named else None)
+        return answered, dict(c.split(";", 1)[0].split("=", 1) for c in set_cookies)
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -135,3 +142,27 @@ def test_the_lane_cookie_picks_the_pool_and_a_pool_down_hands_over(proxy):
     assert answered in proxy.light and named == str(answered)
     # pinned in the other pool: its next requests reach the same light worker (its session is there)
     assert all(proxy.get(f"{serve.COOKIE}={named}; {lane}")[0] == answered for _ in range(6))
+
+
+def test_a_first_visit_to_a_large_link_goes_to_the_large_pool_at_once(proxy):
+    """A link at a large working size (cap, ui/sidebar.py's setting) opened without a lane cookie
+    lands in the large pool and gets the lane cookie there, so the page need not move the browser;
+    a room's link (its class follows on the light pool), a small size, or a lane cookie the browser
+    already has keep the light pool's rules."""
+    for size in serve.LARGE_LINK_SIZES:
+        answered, cookies = proxy.answer(None, f"direct?cap={size}&direct_k=5")
+        assert answered in proxy.large and cookies[serve.LANE_COOKIE] == "large", cookies
+        assert cookies[serve.COOKIE] == str(answered)
+    for link in ("direct?cap=1024&room=ABC123", "direct?cap=256", "direct?cap=10240", "direct"):
+        answered, cookies = proxy.answer(None, link)
+        assert answered in proxy.light and serve.LANE_COOKIE not in cookies, (link, cookies)
+    answered, cookies = proxy.answer(f"{serve.LANE_COOKIE}=light", "direct?cap=1024")
+    assert answered in proxy.light and serve.LANE_COOKIE not in cookies  # the page moves it, if at all
+
+
+def test_the_large_link_sizes_are_the_apps_heavy_working_sizes():
+    pytest.importorskip("streamlit")
+    from ui.budget import HEAVY_SIZE
+    from ui.sidebar import CAP_OPTIONS
+
+    assert tuple(o for o in CAP_OPTIONS if o >= HEAVY_SIZE) == serve.LARGE_LINK_SIZES

@@ -24,8 +24,9 @@ speaks on ws://HOST:PORT/_stcore/stream (binary protobufs: BackMsg up, ForwardMs
   its URL over the websocket (file_urls_request), PUT it as multipart form data with the XSRF
   cookie and header, then rerun with the uploader holding the file's info;
 - measure: `rerun()` / `set()` return the seconds from sending to the run's script_finished;
-- keep cookies as a browser's jar (`cookies`, sent with the websocket's handshake and every HTTP
-  request; the handshake's Set-Cookie headers kept, e.g. the proxy's ce_worker) and follow a move
+- load the page's address before connecting, as a browser does, and keep cookies as its jar
+  (`cookies`, sent with the websocket's handshake and every HTTP request; Set-Cookie headers of
+  the page and the handshake kept, e.g. the proxy's ce_worker and ce_lane) and follow a move
   to the other pool of workers (ui/lanes.py) as the browser does: when a run mounts the lane
   component, take its cookies and its link, reconnect (a new session, as a reload is) and wait
   for the first run there. `rerun()` then measures up to that run; `moves`
@@ -189,7 +190,9 @@ class StClient:
         return "; ".join(f"{k}={v}" for k, v in jar.items()) or None
 
     def _open(self) -> None:
-        """Connect the websocket and ask for the first run, as a browser's page load does."""
+        """Load the page's address, then connect the websocket and ask for the first run, as a
+        browser's page load does."""
+        self._load_page()
         ws_url = "ws" + self.base[4:] + "/_stcore/stream"
         cookie = self.cookie
         headers = {"Cookie": cookie} if cookie else None
@@ -207,6 +210,21 @@ class StClient:
         self._reader = threading.Thread(target=self._read, name=f"st-client {self.page_name}", daemon=True)
         self._reader.start()
         self._request(fragment_id="", first=True)
+
+    def _load_page(self) -> None:
+        """GET the page's address (its link with the query), as a browser does before its script
+        opens the websocket: behind scripts/serve.py's nginx this answer sets the cookies that
+        place the browser (ce_worker; ce_lane for a link at a large working size). A failure
+        here is the websocket's to report."""
+        url = f"{self.base}/{self.page_name}" + (f"?{self.query_string}" if self.query_string else "")
+        cookie = self.cookie
+        request = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as r:
+                r.read()
+                self._keep_cookies(r.headers.get_all("Set-Cookie") or [])
+        except OSError:
+            pass
 
     def _keep_cookies(self, set_cookies: list[str]) -> None:
         """Keep what a response's Set-Cookie headers set, as a browser's jar does (behind
