@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
@@ -32,6 +33,7 @@ DIR_ENV = "CONV_EXPLORER_BEACON_DIR"
 URL_PATH = "beacon/"  # relative to the page (/direct -> /beacon/CODE.json); nginx serves it
 EVERY_MS = 250  # how often a follower's browser reads its room's beacon (nginx: a file read)
 COMPONENT = "conv_explorer_beacon"
+KEY = "room_beacon"  # the watcher's key: its trigger in st.session_state
 
 _watch = st.components.v2.component(
     COMPONENT, js=(Path(__file__).resolve().parent / "beacon.js").read_text(encoding="utf-8")
@@ -81,10 +83,21 @@ def read(code: str) -> int | None:
         return None
 
 
-def watch(code: str, shown: int | None) -> None:
+def watch(code: str, shown: int | None, on_asked: Callable[[int], None]) -> None:
     """In a follower's run: the browser watches the room's beacon and asks for a rerun once it
-    says a version after `shown` (the one this run applied; None: none yet)."""
+    says a version after `shown` (the one this run applied; None: none yet).
+
+    The rerun it asks for carries that page's widget values, those of the version it showed,
+    which the session may have replaced meanwhile (its slow poll saw the change first): before
+    that rerun's script, `on_asked` gets the version the asking page showed (-1: none)."""
     if _path(code) is None:
         return
     data = {"url": f"{URL_PATH}{code}.json", "shown": -1 if shown is None else shown, "every_ms": EVERY_MS}
-    _watch(data=data, key="room_beacon", height=0, on_changed_change=lambda: None)
+
+    def asked() -> None:  # a callback: it runs before the script, with the trigger in session_state
+        event = st.session_state.get(KEY)
+        payload = event.get("changed") if hasattr(event, "get") else getattr(event, "changed", None)
+        with contextlib.suppress(TypeError, KeyError, ValueError):  # another shape: no claim
+            on_asked(int(payload["shown"]))
+
+    _watch(data=data, key=KEY, height=0, on_changed_change=asked)

@@ -674,8 +674,20 @@ def _following_line(code: str, titles: dict[str, str]) -> None:
     """The follower's mode line; its fragment polls the room, every POLL_S, or every SLOW_POLL_S
     where the browser watches the room's beacon for changes (ui/beacon.py)."""
     if not _ss().get(_STORE_DOWN):  # else the slow poll notices the store is back
-        beacon.watch(code, _ss().get(_VERSION))
+        beacon.watch(code, _ss().get(_VERSION), _on_beacon_asked)
     st.fragment(run_every=follower_poll_s())(_following_poll)(code, titles)
+
+
+def _on_beacon_asked(shown: int) -> None:
+    """The browser's beacon asked for this run from a page that showed version `shown`. If the
+    session has applied another version since (its slow poll saw the change first, and that run
+    may not have reached the browser), the request carried the older version's widget values, no
+    choice of the student's: apply the room's snapshot again in this run instead of taking them
+    for a change of the student's (which would stop following) or keeping them (the follower
+    would show the old values while counting itself at the new version)."""
+    ss = _ss()
+    if ss.get(_FOLLOW) and shown != (-1 if ss.get(_VERSION) is None else ss[_VERSION]):
+        ss[_VERSION] = None
 
 
 def follower_poll_s() -> float:

@@ -73,6 +73,40 @@ def test_followers_on_every_worker_follow_an_instructor_on_one(deployment, st_cl
             c.close()
 
 
+def test_a_beacon_rerun_asked_from_an_older_page_keeps_following(deployment, st_client):  # noqa: F811
+    """A follower's slow poll can see the instructor's change before its page's beacon does; the
+    beacon's rerun then carries the widget values of the version that page showed. Those are no
+    change of the student's: the follower keeps following, at the room's values (before: "You
+    changed Stride S", and the student stopped following without touching anything)."""
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    from tests.support.st_client import _encode
+
+    d = deployment
+    teacher, code = start_room(st_client, d, 0)
+    student = follower(st_client, d, code, 0, "late-beacon")
+    try:
+        assert student.value("Stride S") == 1 and student._beacon is not None
+        older = student._beacon["shown"]
+        teacher.set("Stride S", 2)
+        student.wait_for(lambda: student.value("Stride S") == 2 and student.idle, 60, "stride 2")
+        assert student._beacon["shown"] > older
+        stride = student.widget("Stride S")
+        with student._lock:  # the older page's values, as that page would send them
+            stride.state = _encode(stride, 1)
+        event = json.dumps([{"event": "changed", "value": {"shown": older, "seen": older + 1}}])
+        asked = WidgetState(id=_make_trigger_id(student._beacon["id"], "events"), json_trigger_value=event)
+        student.rerun(extra=[asked])
+        student.wait_for(lambda: student.idle, 60, "the beacon's rerun")
+        assert f"Following room {code}" in student.text(), student.text()[:300]
+        assert student.value("Stride S") == 2
+        assert not teacher.errors and not student.errors, teacher.errors + student.errors
+    finally:
+        teacher.close()
+        student.close()
+
+
 def test_an_upload_through_the_proxy_reaches_its_sessions_worker(deployment, st_client):  # noqa: F811
     """A photo larger than nginx's in-memory body buffer, uploaded as a browser does (its sticky
     cookie on the PUT): it reaches the worker holding the session (nginx, run as root, had given

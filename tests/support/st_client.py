@@ -564,7 +564,7 @@ class StClient:
             if self._beacon is not watch or watch["asked"] or version <= watch["shown"]:
                 return
             watch["asked"] = True
-        event = json.dumps([{"event": "changed", "value": version}])
+        event = json.dumps([{"event": "changed", "value": {"shown": watch["shown"], "seen": version}}])
         trigger = WidgetState(id=_make_trigger_id(watch["id"], "events"), json_trigger_value=event)
         self.stats.beacon_reruns_sent += 1
         self._request(fragment_id="", extra=[trigger])
