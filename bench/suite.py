@@ -653,7 +653,14 @@ def tensor_core_sweep(shapes: Iterable[Shape], repeat: int = 10) -> str:
     import cupy
     import torch
 
-    from gpuops.conv2d import PIPE_TILES, WG_TILES, check_conv2d, pipelined_splits
+    from gpuops.conv2d import (
+        PIPE_SPLIT_STAGES,
+        PIPE_TILES,
+        WG_SPLIT_STAGES,
+        WG_TILES,
+        check_conv2d,
+        pipelined_splits,
+    )
 
     F = torch.nn.functional
     torch.backends.cudnn.benchmark = True
@@ -677,7 +684,7 @@ def tensor_core_sweep(shapes: Iterable[Shape], repeat: int = 10) -> str:
         tiles = [(t, False) for t in PIPE_TILES] + [(t, True) for t in WG_TILES if hopper]
         for tile, wgmma in tiles:
             blocks = -(-p.N * p.geometry.L // tile[1]) * p.groups * -(-(p.M // p.groups) // tile[0])
-            pick = pipelined_splits(p, blocks)
+            pick = pipelined_splits(p, blocks, split_stages=WG_SPLIT_STAGES if wgmma else PIPE_SPLIT_STAGES)
             for splits in sorted({1, pick, 2 * pick, max(1, pick // 2)}):
                 choice = dict(channels_last=True, wgmma=True) if wgmma else dict(wgmma=False)
                 launch = pipelined_launch(p, "pipelined_tf32", tile=tile, k_splits=splits, **choice)

@@ -121,6 +121,9 @@ HALF_CODES = {"bf16": 1, "fp16": 2}  # v11's copy: PREC_BF16 / PREC_FP16 of kern
 WG_SOURCE = "conv2d_hopper.cu"  # v12: Hopper's warpgroup MMA (sm_90a only; gpuops/sm90a.py)
 WG_TILES = ((64, 128), (128, 128))  # v12 block tiles: a warpgroup per 64 filters
 WG_STAGES, WG_ROW_BYTES = 4, 128  # v12: shared-memory stages; bytes of k a stage row holds
+# v12 splits k half as often as v10 (H100, bench.suite --sweep, 128 x 128, ms by splits): late
+# 7x7x512 1: 0.117, 2: 0.095, 4 (v10's count): 0.105; 7x7x1024 4: 0.169, 9 (v10's): 0.184
+WG_SPLIT_STAGES = 2 * PIPE_SPLIT_STAGES
 
 
 # ---- check --------------------------------------------------------------------------------------
@@ -718,7 +721,8 @@ def warpgroup_launch(
     Mg = p.M // p.groups
     m_blocks = ceil_div(Mg, BM)
     grid = (max(1, ceil_div(p.N * g.L, BN)), p.groups * m_blocks, 1)
-    splits = pipelined_splits(p, grid[0] * grid[1], k_splits, stage_k=channels_last_stage(p, precision))
+    stage_k = channels_last_stage(p, precision)
+    splits = pipelined_splits(p, grid[0] * grid[1], k_splits, stage_k=stage_k, split_stages=WG_SPLIT_STAGES)
     grid = (grid[0], grid[1], splits)
     check_grid(grid, f"the v12 {precision} kernel")
     shared = WG_STAGES * (BM + BN) * WG_ROW_BYTES + 1024
@@ -874,19 +878,24 @@ def launch_call(p: ConvProblem, launch: Launch) -> Any:
 
 
 def pipelined_splits(
-    p: ConvProblem, blocks: int, k_splits: int | None = None, *, stage_k: int = PIPE_BK
+    p: ConvProblem,
+    blocks: int,
+    k_splits: int | None = None,
+    *,
+    stage_k: int = PIPE_BK,
+    split_stages: int = PIPE_SPLIT_STAGES,
 ) -> int:
     """Blocks along gridDim.z that share the k range of v7-v11 (adding into a zeroed y), in
     stages of stage_k values of k (v11: 64 or 32): where the grid gives fewer than
-    PIPE_SPLIT_BELOW blocks per SM, splits of about PIPE_SPLIT_STAGES stages of PIPE_BK each;
-    `k_splits` asks for a count instead. Never an empty split. Measured on the
+    PIPE_SPLIT_BELOW blocks per SM, splits of about `split_stages` stages of PIPE_BK each (v12:
+    WG_SPLIT_STAGES); `k_splits` asks for a count instead. Never an empty split. Measured on the
     H100 (bench.suite --sweep, 128 x 128 tiles): late 7x7x512, 52 blocks of 144 stages: 0.52 ms
     unsplit, 0.24 in 5 splits, 0.27 in 11; 7x7x1024 (104 blocks of 288): 1.03, 0.54 in 10;
     grids of 2+ blocks per SM lost 3-65% when split (VGG-like, 1x1, 5x5, grouped)."""
     kdim = (p.C // p.groups) * p.geometry.KH * p.geometry.KW
     stages = ceil_div(kdim, stage_k)
     if k_splits is None:
-        wanted = ceil_div(kdim, PIPE_BK) // PIPE_SPLIT_STAGES  # as many splits as v7-v11 take
+        wanted = ceil_div(kdim, PIPE_BK) // split_stages  # in stages of PIPE_BK, whatever stage_k
         k_splits = wanted if blocks < PIPE_SPLIT_BELOW * PIPE_SMS else 1
     k_splits = max(1, min(k_splits, stages))
     return ceil_div(stages, ceil_div(stages, k_splits))  # per split ceil(stages / k), then no empty one

@@ -1235,6 +1235,44 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_v10_to_channels_last(
 template <int PREC> struct CopyValue { using type = unsigned short; };
 template <> struct CopyValue<PREC_TF32> { using type = float; };
 
+// Where the channels-last GEMMs (v10, v11, and v12 in conv2d_hopper.cu) read. Filter mm's row of
+// w_cl (M, KH, KW, Cg), at k = 0:
+template <typename V>
+__device__ __forceinline__ const V* filter_row(const V* w_cl, int mm, int Kp) {
+    return w_cl + (long long)mm * Kp;
+}
+// Batch pixel
+// p = n*L + oh*W_out + ow reads, at tap (0, 0), the x_cl cell (oh*stride_h, ow*stride_w) of
+// sample n; its group's channels start at g*Cg.
+template <typename V>
+__device__ __forceinline__ const V* pixel_cell(const V* x_cl, int p, int L, int W_out, int Hp, int Wp, int C,
+                                               int first_channel, int stride_h, int stride_w) {
+    const int n = p / L, l = p % L, oh = l / W_out, ow = l % W_out;
+    return x_cl + (((long long)n * Hp + oh * stride_h) * Wp + ow * stride_w) * C + first_channel;
+}
+
+// The walk through k = (ki*KW + kj)*Cg + c one stage of KC channels at a time: `k` is the stage's
+// offset along a weight row of w_cl; `x()` its offset in x_cl from a pixel's tap-(0, 0) cell (the
+// tap's rows and columns, dilation included, then the stage's first channel). Cg % KC == 0.
+struct StageWalk {
+    int k, c0, ki, kj, tap;
+    const int Cg, KW, KC, row_step, col_step;      // x_cl offsets of one tap row / column
+    __device__ __forceinline__ StageWalk(int first_k, int Cg_, int KW_, int KC_, int dil_h, int dil_w, int Wp, int C)
+        : k(first_k), c0(first_k % Cg_), ki((first_k / Cg_) / KW_), kj((first_k / Cg_) % KW_), tap(0),
+          Cg(Cg_), KW(KW_), KC(KC_), row_step(dil_h * Wp * C), col_step(dil_w * C) {
+        tap = ki * row_step + kj * col_step;       // < one sample of x_cl < 2^31: the host checks
+    }
+    __device__ __forceinline__ int x() const { return tap + c0; }
+    __device__ __forceinline__ void next() {     // the next KC channels; past the last, the next tap
+        k += KC;
+        c0 += KC;
+        if (c0 == Cg) {
+            c0 = 0;
+            if (++kj == KW) { kj = 0; ++ki; tap = ki * row_step; } else tap += col_step;
+        }
+    }
+};
+
 // The GEMM of v10 (PREC_TF32, KC = PIPE_BK) and v11 (16-bit operands, KC = 32 or 64): a stage is
 // one tap and KC channels. Shared memory is counted in 32-bit words either way: a stage row is
 // KC values of ROW_WORDS words, and one mma k-step reads 8 words of it (8 TF32 values for
@@ -1284,7 +1322,7 @@ __device__ __forceinline__ void channels_last_conv(
     for (int i = 0; i < BM / ROWS; ++i) {
         const int m = m0 + row + i * ROWS;
         a_ok[i] = m < Mg;
-        a_src[i] = w_cl + (long long)(g * Mg + (a_ok[i] ? m : 0)) * Kp + k_chunk;
+        a_src[i] = filter_row(w_cl, g * Mg + (a_ok[i] ? m : 0), Kp) + k_chunk;
     }
     const V* b_src[BN / ROWS];                       // x_cl cell of tap (0, 0) of each pixel
     bool b_ok[BN / ROWS];
@@ -1292,30 +1330,19 @@ __device__ __forceinline__ void channels_last_conv(
     for (int i = 0; i < BN / ROWS; ++i) {
         const int p = p0 + row + i * ROWS;
         b_ok[i] = p < P;
-        const int q = b_ok[i] ? p : 0;
-        const int n = q / L, l = q % L, oh = l / W_out, ow = l % W_out;
-        b_src[i] = x_cl + (((long long)n * Hp + oh * stride_h) * Wp + ow * stride_w) * C + g * Cg + k_chunk;
+        b_src[i] = pixel_cell(x_cl, b_ok[i] ? p : 0, L, W_out, Hp, Wp, C, g * Cg, stride_h, stride_w) + k_chunk;
     }
-    // the next stage to load: its offset along a weight row, its tap (ki, kj) and first channel
-    int k_a = tile0 * KC;
-    int c0 = k_a % Cg, ki = (k_a / Cg) / KW, kj = (k_a / Cg) % KW;
-    const int row_step = dil_h * Wp * C, col_step = dil_w * C;   // x_cl offsets of a tap row / column
-    int tap = ki * row_step + kj * col_step;         // < one sample of x_cl < 2^31: the host checks
+    StageWalk next(tile0 * KC, Cg, KW, KC, dil_h, dil_w, Wp, C);   // the next stage to load
 
     auto load_stage = [&](int s) {
 #pragma unroll
         for (int i = 0; i < BM / ROWS; ++i)
-            cp_async16(&As[s][row + i * ROWS][chunk], reinterpret_cast<const float*>(a_src[i] + k_a), a_ok[i]);
+            cp_async16(&As[s][row + i * ROWS][chunk], reinterpret_cast<const float*>(a_src[i] + next.k), a_ok[i]);
 #pragma unroll
         for (int i = 0; i < BN / ROWS; ++i)
-            cp_async16(&Bs[s][row + i * ROWS][chunk], reinterpret_cast<const float*>(b_src[i] + tap + c0), b_ok[i]);
+            cp_async16(&Bs[s][row + i * ROWS][chunk], reinterpret_cast<const float*>(b_src[i] + next.x()), b_ok[i]);
         asm volatile("cp.async.commit_group;\n" ::);
-        k_a += KC;                                   // k -> k + KC: next channels; past the last, next tap
-        c0 += KC;
-        if (c0 == Cg) {
-            c0 = 0;
-            if (++kj == KW) { kj = 0; ++ki; tap = ki * row_step; } else tap += col_step;
-        }
+        next.next();
     };
 
     // ---- what this warp computes: filters wm.. (WM of them), pixels wn.. (WN) of the tile ----

@@ -135,7 +135,7 @@ __device__ __forceinline__ void warpgroup_conv(
     for (int i = 0; i < BM / ROWS; ++i) {
         const int m = m0 + row + i * ROWS;
         a_ok[i] = m < Mg;
-        a_src[i] = w_cl + (long long)(g * Mg + (a_ok[i] ? m : 0)) * Kp + k_chunk;
+        a_src[i] = filter_row(w_cl, g * Mg + (a_ok[i] ? m : 0), Kp) + k_chunk;
     }
     const V* b_src[BN / ROWS];                       // x_cl cell of tap (0, 0) of each pixel
     bool b_ok[BN / ROWS];
@@ -143,32 +143,22 @@ __device__ __forceinline__ void warpgroup_conv(
     for (int i = 0; i < BN / ROWS; ++i) {
         const int p = p0 + row + i * ROWS;
         b_ok[i] = p < P;
-        const int q = b_ok[i] ? p : 0;
-        const int n = q / L, l = q % L, oh = l / W_out, ow = l % W_out;
-        b_src[i] = x_cl + (((long long)n * Hp + oh * stride_h) * Wp + ow * stride_w) * C + g * Cg + k_chunk;
+        b_src[i] = pixel_cell(x_cl, b_ok[i] ? p : 0, L, W_out, Hp, Wp, C, g * Cg, stride_h, stride_w) + k_chunk;
     }
-    int k_a = tile0 * KC;                            // the next stage: offset along a weight row,
-    int c0 = k_a % Cg, ki = (k_a / Cg) / KW, kj = (k_a / Cg) % KW;   // its tap and first channel
-    const int row_step = dil_h * Wp * C, col_step = dil_w * C;
-    int tap = ki * row_step + kj * col_step;
+    StageWalk next(tile0 * KC, Cg, KW, KC, dil_h, dil_w, Wp, C);   // the next stage to load (v10's walk)
 
     auto load_stage = [&](int s) {
         unsigned char* stage = smem + s * STAGE_BYTES + dst;
 #pragma unroll
         for (int i = 0; i < BM / ROWS; ++i)
             cp_async16(reinterpret_cast<float*>(stage + i * ROWS * WG_ROW_BYTES),
-                       reinterpret_cast<const float*>(a_src[i] + k_a), a_ok[i]);
+                       reinterpret_cast<const float*>(a_src[i] + next.k), a_ok[i]);
 #pragma unroll
         for (int i = 0; i < BN / ROWS; ++i)
             cp_async16(reinterpret_cast<float*>(stage + A_BYTES + i * ROWS * WG_ROW_BYTES),
-                       reinterpret_cast<const float*>(b_src[i] + tap + c0), b_ok[i]);
+                       reinterpret_cast<const float*>(b_src[i] + next.x()), b_ok[i]);
         asm volatile("cp.async.commit_group;\n" ::);
-        k_a += KC;
-        c0 += KC;
-        if (c0 == Cg) {
-            c0 = 0;
-            if (++kj == KW) { kj = 0; ++ki; tap = ki * row_step; } else tap += col_step;
-        }
+        next.next();
     };
 
     float acc[1][16][4];                             // store_warp_tile's shape: one 16-row tile

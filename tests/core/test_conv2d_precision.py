@@ -275,6 +275,11 @@ def test_warpgroup_choice(monkeypatch):
     assert pipelined_launch(vgg).kernel == "conv2d_v12_tf32_128x128"
     assert pipelined_launch(vgg, "pipelined_bf16").kernel == "conv2d_v12_bf16_128x128"
     assert pipelined_launch(few_filters).kernel == "conv2d_v12_tf32_64x128"
+    # small grids split k half as often as v10 does (one 128 x 128 block an SM, cheaper stages)
+    late = _problem(32, 512, 7, 7, 512, 3, padding=1)  # 52 blocks, 144 stages of 32
+    assert pipelined_launch(late).grid == (13, 4, 2)
+    assert pipelined_launch(late, wgmma=False).grid == (13, 4, 4)
+    assert pipelined_launch(_problem(16, 1024, 7, 7, 1024, 3, padding=1)).grid[2] == 4  # v10: 9
     assert not wgmma_fits(few_filters, "fp16") and wgmma_fits(few_filters, "tf32")
     assert pipelined_launch(few_filters, "pipelined_fp16").kernel == "conv2d_v11_fp16_128x128_c32"
     assert "_v8_" in pipelined_launch(_problem(32, 256, 28, 28, 256, 1)).kernel  # pointwise, as before
