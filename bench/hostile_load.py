@@ -5,7 +5,8 @@
 (with --workers N: the deployment of scripts/serve.py, its last L workers the large-image pool
 (default: serve's, N // 4 from 4 workers), each session a browser of its own that the proxy places, every
 worker warmed by one visit; or drives `--url`), measures a light session alone (the quiet
-baseline, 30 reruns), then runs every session at once for
+baseline, 30 reruns), then the light sessions alone for `--crowd-seconds` (default: `--seconds`;
+their own quiet value, start-up burst included), then runs every session at once for
 `--seconds`, each its own Streamlit session over the websocket (tests/support/st_client.py), and prints a
 JSON report. The light sessions' clients run in a process of their own (students' browsers are
 other machines: beside the heavy sessions' clients their replies also waited for this process's
@@ -23,7 +24,9 @@ interpreter lock).
   pressing "Run the benchmark" again and again; the Direct page at 1024 px, uploading one
   6-megapixel JPEG after another; the Direct page at 1024 px, moving sliders with no pause (rapid).
 
-Reported: light reruns' p50/p95 quiet and under load (their ratio: the target is at most 3x),
+Reported: light reruns' p50/p95 quiet (one session; the light crowd alone) and under load
+(their ratios: the target is at most 3x; against the crowd alone the ratio is the heavy
+sessions' effect and nothing else),
 and the same for the reruns that started after the first `--warmup` seconds (all sessions open
 the app in the same second: their first runs at once are a start-up burst, reported apart),
 heavy reruns' p50/p95, the page's budget refusals (a refusal is the page working as designed),
@@ -298,6 +301,18 @@ def quiet_baseline(url: str, light: str, reruns: int = 30) -> list[float]:
         return [c.set(label, rng.choice(values)) for label, values in moves]
 
 
+def crowd_baseline(
+    url: str, kind: str, seeds: list[int], pause: tuple[float, float], seconds: float, warmup: float
+) -> tuple[list[float], list[float]]:
+    """The light sessions alone, as the mix runs them (opening the app in the same second, then
+    moving every few seconds), for `seconds`: the quiet value of the light sessions themselves,
+    start-up burst included. Returns every rerun's seconds and those started after `warmup`."""
+    started = time.time() + 4  # the light sessions' process starts meanwhile (about 2 s)
+    finished, _ = light_crowd_result(start_light_crowd(url, kind, seeds, pause, started, seconds))
+    reruns = [(x, t - x) for s in finished for x, t in zip(s.latencies, s.finished_at, strict=True)]
+    return [x for x, _ in reruns], [x for x, t in reruns if t >= started + warmup]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=30)
@@ -319,6 +334,12 @@ def main() -> int:
     )
     parser.add_argument("--heavy-kinds", nargs="+", default=list(HEAVY_KINDS), choices=HEAVY_KINDS)
     parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument(
+        "--crowd-seconds",
+        type=float,
+        help="before the mix, run the light sessions alone for this long (default: --seconds; 0 "
+        "skips): their quiet value with their own start-up burst, the heavy sessions' effect alone",
+    )
     parser.add_argument(
         "--warmup",
         type=float,
@@ -349,6 +370,7 @@ def main() -> int:
         warmup=args.warmup,
         workers=args.workers,
         large_workers=args.large_workers,
+        crowd_seconds=args.seconds if args.crowd_seconds is None else args.crowd_seconds,
     )
     print(json.dumps(report, indent=1))
     if args.out:
@@ -373,6 +395,7 @@ def load(
     quiet_reruns: int = 30,
     workers: int = 0,
     large_workers: int | None = None,
+    crowd_seconds: float = 0.0,
 ) -> dict:
     """Run the mix and return the report (CI runs a small one: tests/server/test_hostile_small.py)."""
     proc = deployment = None
@@ -412,6 +435,14 @@ def load(
         report["light_quiet"] = summary(quiet)
         PHOTOS[:] = [photo(seed, *photo_px) for seed in range(3)]
         light_kind = "light" if light == "follow" else "explorer"
+        crowd_quiet = crowd_steady = []
+        if crowd_seconds > 0:
+            crowd_quiet, crowd_steady = crowd_baseline(
+                url, light_kind, list(range(heavy, sessions)), light_pause, crowd_seconds, warmup
+            )
+            report["light_crowd_quiet"] = summary(crowd_quiet)
+            report["light_crowd_quiet_after_warmup"] = summary(crowd_steady)
+            report["crowd_seconds"] = crowd_seconds
         stop = threading.Event()
         crowd: list = [Session(url, heavy_kinds[i % len(heavy_kinds)], stop, i) for i in range(heavy)]
         started = time.time() + 4  # the light sessions' process starts meanwhile (about 2 s)
@@ -480,6 +511,15 @@ def load(
         if quiet and steady:
             report["light_p95_ratio_after_warmup"] = round(
                 percentile(steady, 0.95) / percentile(quiet, 0.95), 2
+            )
+        # the heavy sessions' effect alone: the light sessions under load against themselves alone
+        if crowd_quiet and lights:
+            report["light_p95_ratio_to_crowd"] = round(
+                percentile(lights, 0.95) / percentile(crowd_quiet, 0.95), 2
+            )
+        if crowd_steady and steady:
+            report["light_p95_ratio_to_crowd_after_warmup"] = round(
+                percentile(steady, 0.95) / percentile(crowd_steady, 0.95), 2
             )
         for kind in heavy_kinds:
             mine = [s for s in crowd if s.kind == kind]

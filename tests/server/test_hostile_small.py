@@ -24,11 +24,14 @@ def test_a_small_hostile_mix_serves_everyone_without_errors():
         heavy_kinds=("direct_heavy", "unfold_heavy", "uploader"),
         photo_px=(1600, 1200),
         quiet_reruns=10,
+        crowd_seconds=4,
     )
     print(report)
     assert report["errors"] == 0, report["error_samples"]
     assert report["stuck_sessions"] == 0
     assert report["light_under_load"]["reruns"] >= 3, "the light sessions were served"
+    assert report["light_crowd_quiet"]["reruns"] >= 3, "the light sessions alone were served"
+    assert report["light_p95_ratio_to_crowd"] > 0
     for kind in ("direct_heavy", "unfold_heavy", "uploader"):
         assert report[kind]["reruns"] >= 1, kind
     assert report["uploader"]["refusals"] == 0
