@@ -16,6 +16,7 @@ from gpuops.conv2d import (
     ConvPlan,
     ConvProblem,
     conv2d,
+    offered_algorithms,
     plan_conv2d,
     resolve_algorithm,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "im2col_batch_chunk",
     "max_pool2d",
     "max_pool2d_backward",
+    "offered_algorithms",
     "plan_avg_pool2d",
     "plan_avg_pool2d_backward",
     "plan_conv2d",

@@ -26,7 +26,12 @@ and, opt-in because they round the operands (sums stay fp32; `auto` never picks 
                       the bytes, rounded once), stages of one tap x 64 (or 32) channels; v12
                       on Hopper where the stages hold 64 channels
   pipelined_fp16      v9 / v11 / v12 with fp16 operands (error ~3e-4; values past 65504 overflow)
-PRECISIONS names each algorithm's operand precision.
+
+and on Hopper only, in fp32 accuracy (so `auto` measures it beside the fp32 kernels there):
+  pipelined_3xtf32    v13: v12 with every value a pair of TF32 values, three tensor-core products
+                      per term, the tensor cores' sums moved to fp32 registers every
+                      X3_PROMOTE stages (error ~5e-7 relative, below the fp32 kernels' 1e-6)
+PRECISIONS names each algorithm's operand precision (v13's: fp32, which it carries in pairs).
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from gpuops.launch import (
     check_grid,
     ints,
     keep_ready,
+    longs,
     packed,
     ready_call,
     ready_key,
@@ -72,9 +78,10 @@ from gpuops.reflect_pad import reflect_pad
 ALGORITHMS = ("direct", "tiled_basic", "tiled", "im2col", "implicit_gemm")  # fp32 throughout
 TF32_ALGORITHMS = ("implicit_gemm_tf32", "pipelined_tf32")  # tensor cores: inputs rounded to TF32
 HALF_ALGORITHMS = ("pipelined_bf16", "pipelined_fp16")  # tensor cores: 16-bit operands, fp32 sums
-ALL_ALGORITHMS = ALGORITHMS + TF32_ALGORITHMS + HALF_ALGORITHMS
+SPLIT_ALGORITHMS = ("pipelined_3xtf32",)  # Hopper's tensor cores in fp32 accuracy (v13)
+ALL_ALGORITHMS = ALGORITHMS + TF32_ALGORITHMS + HALF_ALGORITHMS + SPLIT_ALGORITHMS
 PRECISIONS = {  # what each algorithm multiplies: its operands' precision (sums are fp32 in all)
-    **dict.fromkeys(ALGORITHMS, "fp32"),
+    **dict.fromkeys(ALGORITHMS + SPLIT_ALGORITHMS, "fp32"),
     **dict.fromkeys(TF32_ALGORITHMS, "tf32"),
     "pipelined_bf16": "bf16",
     "pipelined_fp16": "fp16",
@@ -124,6 +131,15 @@ WG_STAGES, WG_ROW_BYTES = 4, 128  # v12: shared-memory stages; bytes of k a stag
 # v12 splits k half as often as v10 (H100, bench.suite --sweep, 128 x 128, ms by splits): late
 # 7x7x512 1: 0.117, 2: 0.095, 4 (v10's count): 0.105; 7x7x1024 4: 0.169, 9 (v10's): 0.184
 WG_SPLIT_STAGES = 2 * PIPE_SPLIT_STAGES
+SPLIT_TF32 = "3xtf32"  # v13: fp32 values as TF32 pairs, three wgmma products per term
+X3_STAGES = {128: 3, 64: 4}  # v13: shared-memory stages by the tile's filter rows (192 KB both)
+# v13: stages the tensor cores sum before their sums move to fp32 registers. H100, one lease, 9
+# layers: every 2 stages, error 4.8-6.3e-7 of the largest output (our fp32 kernels: 0.7-4.0e-6)
+# at -5% to +10% of the time of never moving them (error 2.3e-6 to 1.8e-5: the tensor cores'
+# additions along k round less carefully than fp32's); every stage 3.1-4.9e-7 at up to 25% more;
+# every 4 stages 0.9-1.1e-6
+X3_PROMOTE = 2
+OPERANDS = {"tf32": "TF32", "bf16": "BF16", "fp16": "FP16", SPLIT_TF32: "3xTF32"}  # for captions
 
 
 # ---- check --------------------------------------------------------------------------------------
@@ -709,30 +725,69 @@ def warpgroup_tile(p: ConvProblem) -> tuple[int, int]:
 
 
 def warpgroup_launch(
-    p: ConvProblem, precision: str, *, tile: tuple[int, int] | None = None, k_splits: int | None = None
+    p: ConvProblem,
+    precision: str,
+    *,
+    tile: tuple[int, int] | None = None,
+    k_splits: int | None = None,
+    promote: int | None = None,
 ) -> Launch:
     """v12 (kernels/conv2d_hopper.cu): v10's / v11's GEMM on Hopper's warpgroup MMA, on the same
-    channels-last copies (ChannelsLastCall runs it). Shared memory: WG_STAGES stages of BM + BN
-    rows of 128 bytes, and 1 KB for the kernel to start its tiles on a 1 KB boundary."""
+    channels-last copies (ChannelsLastCall runs it); v13 with precision "3xtf32": the same GEMM
+    on pairs of TF32 copies. Shared memory: the stages (WG_STAGES of BM + BN rows of 128 bytes;
+    v13: X3_STAGES of twice the rows), and 1 KB for the kernel to start its tiles on a 1 KB
+    boundary."""
     g = p.geometry
+    version = "v13" if precision == SPLIT_TF32 else "v12"
     BM, BN = tile or warpgroup_tile(p)
     if (BM, BN) not in WG_TILES:
-        raise ValueError(f"v12's tiles are {', '.join(f'{m} x {n}' for m, n in WG_TILES)}, not {BM} x {BN}")
+        raise ValueError(
+            f"{version}'s tiles are {', '.join(f'{m} x {n}' for m, n in WG_TILES)}, not {BM} x {BN}"
+        )
     Mg = p.M // p.groups
     m_blocks = ceil_div(Mg, BM)
     grid = (max(1, ceil_div(p.N * g.L, BN)), p.groups * m_blocks, 1)
     stage_k = channels_last_stage(p, precision)
     splits = pipelined_splits(p, grid[0] * grid[1], k_splits, stage_k=stage_k, split_stages=WG_SPLIT_STAGES)
     grid = (grid[0], grid[1], splits)
-    check_grid(grid, f"the v12 {precision} kernel")
-    shared = WG_STAGES * (BM + BN) * WG_ROW_BYTES + 1024
-    threads = WarpTileMap(BM, BN, Mg, g.H_out, g.W_out, 16, BN, precision.upper(), splits, warpgroups=True)
-    args = _geometry_args(p) + ints(m_blocks=m_blocks, k_splits=splits)
-    args += ints(**dict(zip(("Hp", "Wp"), channels_last_size(p), strict=True)))
-    kernel = f"conv2d_v12_{precision}_{BM}x{BN}"
+    check_grid(grid, f"the {version} {precision} kernel")
+    Hp, Wp = channels_last_size(p)
+    args = _geometry_args(p) + ints(m_blocks=m_blocks, k_splits=splits, Hp=Hp, Wp=Wp)
+    parts, stages = 1, WG_STAGES
+    if version == "v13":
+        parts, stages = 2, X3_STAGES[BM]
+        args += longs(x_part=p.N * Hp * Wp * p.C, w_part=p.M * g.KH * g.KW * (p.C // p.groups))
+        args += ints(promote=promote or X3_PROMOTE)
+    shared = stages * parts * (BM + BN) * WG_ROW_BYTES + 1024
+    threads = WarpTileMap(BM, BN, Mg, g.H_out, g.W_out, 16, BN, OPERANDS[precision], splits, warpgroups=True)
+    kernel = f"conv2d_{version}_{precision}_{BM}x{BN}"
     return Launch(
         kernel, WG_SOURCE, grid, (2 * BM, 1, 1), shared, CL_ARRAYS, args, threads, "(n, m, oh, ow) of y"
     )
+
+
+def split_tf32_launch(
+    p: ConvProblem,
+    *,
+    tile: tuple[int, int] | None = None,
+    k_splits: int | None = None,
+    promote: int | None = None,
+) -> Launch:
+    """v13: fp32 on Hopper's tensor cores, each operand a pair of TF32 values (3xTF32). It runs
+    where v12 runs in TF32 (groups of a multiple of PIPE_BK channels) and only there: elsewhere
+    a ValueError (auto then measures the other fp32 kernels). Measured on the H100 (two runs,
+    ms, v13 / cuDNN fp32): VGG-like 0.449 / 0.744, 0.441 / 0.738; 1x1 0.127 / 0.144, 0.133 /
+    0.145; 5x5 0.154 / 0.186, 0.159 / 0.190; grouped g=4 0.412 / 0.397, 0.414 / 0.374; late
+    14x14x256 0.150 / 0.194, 0.146 / 0.193; 7x7x512 0.170 / 0.321, 0.177 / 0.318; 7x7x1024
+    0.316 / 0.696, 0.318 / 0.700; our fp32 auto before it: 0.96-0.99, 0.18-0.19, 0.34-0.35,
+    0.56-0.57, 0.38-0.42, 0.37-0.39, 0.62 ms."""
+    _check_pixels(p, "pipelined_3xtf32")
+    _check_plane(p.geometry, "pipelined_3xtf32")
+    if not channels_last_fits(p):
+        raise ValueError(
+            f"pipelined_3xtf32 (v13) runs layers whose groups have a multiple of {PIPE_BK} channels"
+        )
+    return warpgroup_launch(p, SPLIT_TF32, tile=tile, k_splits=k_splits, promote=promote)
 
 
 def channels_last_size(p: ConvProblem) -> tuple[int, int]:
@@ -749,7 +804,7 @@ def channels_last_stage(p: ConvProblem, precision: str) -> int:
     """Channels per stage of the channels-last GEMM (a stage is one tap): PIPE_BK in TF32 (v10);
     with 16-bit operands (v11) 2 * PIPE_BK where the group's channels are a multiple of it (stage
     rows of 128 bytes as v10's: the same copies a stage, half the barriers per k), else PIPE_BK."""
-    if precision != "tf32" and (p.C // p.groups) % (2 * PIPE_BK) == 0:
+    if precision in HALF_CODES and (p.C // p.groups) % (2 * PIPE_BK) == 0:
         return 2 * PIPE_BK
     return PIPE_BK
 
@@ -778,16 +833,20 @@ class ChannelsLastCopyMap:
     Hp: int
     Wp: int
     rounded: str = "TF32"  # what the copy rounds to (v11: bf16 / fp16)
+    pairs: bool = False  # v13: the same thread writes (0, n, r, s, c) and (1, n, r, s, c)
 
     def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
-        n, r, s, c = index
+        n, r, s, c = index[1:] if self.pairs else index
         q = (n * self.Hp + r) * self.Wp + s
         return ThreadRef((q // CL_TILE, c // CL_TILE, 0), (c % CL_TILE, q % CL_TILE % CL_BLOCK[1], 0))
 
     def describe(self) -> str:
+        rounded = f"to {self.rounded}"
+        if self.pairs:
+            rounded = "as a TF32 value and the TF32 value of what it leaves"
         return (
             f"a block moves {CL_TILE} channels x {CL_TILE} cells of the copy through shared memory: "
-            f"read along the cells, written along the channels, rounded to {self.rounded}"
+            f"read along the cells, written along the channels, rounded {rounded}"
         )
 
 
@@ -807,21 +866,17 @@ def channels_last_copy_launch(
     grid = (ceil_div(N * Hp * Wp, CL_TILE), C // CL_TILE, 1)
     check_grid(grid, "the channels-last copy")
     args = ints(N=N, C=C, H=H, W=W, Hp=Hp, Wp=Wp, pad_h=pads[0], pad_w=pads[1], reflect=int(reflect))
-    kernel = "conv2d_v10_to_channels_last"
-    if precision != "tf32":
+    kernel, source = "conv2d_v10_to_channels_last", SOURCE
+    if precision in HALF_CODES:
         kernel = "conv2d_v11_to_channels_last"
         args += ints(prec=HALF_CODES[precision])
-    return Launch(
-        kernel,
-        SOURCE,
-        grid,
-        CL_BLOCK,
-        0,
-        ("src", "dst"),
-        args,
-        ChannelsLastCopyMap(Hp, Wp, "TF32" if precision == "tf32" else precision),
-        "(n, r, s, c) of the channels-last copy",
-    )
+    elif precision == SPLIT_TF32:  # v13: two copies, TF32 parts and what they leave, one after the other
+        kernel, source = "conv2d_v13_to_channels_last", WG_SOURCE
+        args += longs(part=N * Hp * Wp * C)
+    pairs = precision == SPLIT_TF32
+    copy_map = ChannelsLastCopyMap(Hp, Wp, "TF32" if precision == "tf32" else precision, pairs)
+    written = ("(part, n, r, s, c)" if pairs else "(n, r, s, c)") + " of the channels-last copy"
+    return Launch(kernel, source, grid, CL_BLOCK, 0, ("src", "dst"), args, copy_map, written)
 
 
 class ChannelsLastCall:
@@ -839,7 +894,9 @@ class ChannelsLastCall:
         precision = launch.threads.operands.lower()
         self.problem, self.launch = p, launch
         self.x_shape, self.w_shape = (p.N, Hp, Wp, p.C), (p.M, g.KH, g.KW, Cg)
-        self.dtype = np.float32 if precision == "tf32" else np.uint16
+        if precision == SPLIT_TF32:  # v13: both parts, one after the other
+            self.x_shape, self.w_shape = (2, *self.x_shape), (2, *self.w_shape)
+        self.dtype = np.uint16 if precision in HALF_CODES else np.float32
         self.copies = (
             channels_last_copy_launch(
                 (p.N, p.C, g.H, g.W), Hp, Wp, (g.pad_top, g.pad_left), p.reflect, precision
@@ -872,6 +929,11 @@ class ChannelsLastCall:
 def launch_call(p: ConvProblem, launch: Launch) -> Any:
     """The callable (x, w, bias) -> y that runs a planned conv2d launch on the GPU: v10's copies
     and GEMM (v11's too), or the one launch (into a zeroed y where k is split)."""
+    if launch.source == WG_SOURCE and not sm90a.available(WG_SOURCE):
+        raise ValueError(
+            f"{launch.kernel} runs on Hopper's warpgroup MMA (compute capability 9.0: H100, H200) "
+            "only; this GPU has none (pipelined_tf32 runs v10 / v8 here)"
+        )
     if launch.arrays == CL_ARRAYS:
         return ChannelsLastCall(p, launch)
     return Call(p.out_shape, launch, zeroed=dict(launch.args).get("k_splits", 1) > 1)
@@ -909,6 +971,7 @@ LAUNCHERS = {
     "implicit_gemm_tf32": implicit_gemm_tf32_launch,
     **{a: functools.partial(pipelined_launch, algorithm=a) for a in PIPE_PREFIX},
     "im2col": lambda p: im2col.unfold_launch_of(p),
+    "pipelined_3xtf32": split_tf32_launch,
 }
 
 
@@ -1018,6 +1081,14 @@ def padded_input(x: Any, p: ConvProblem) -> Any:
     return xp.pad(x, ((0, 0), (0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)))
 
 
+def offered_algorithms() -> tuple[str, ...]:
+    """The algorithms a menu offers on this machine: all of them, v13 only where the device is a
+    Hopper GPU (checked without compiling; elsewhere it could not run)."""
+    if sm90a.targets_device(WG_SOURCE):
+        return ALL_ALGORITHMS
+    return tuple(a for a in ALL_ALGORITHMS if a not in SPLIT_ALGORITHMS)
+
+
 def resolve_algorithm(x: Any, w: Any, bias: Any = None, *conv: Any, **conv_kw: Any) -> str:
     """The algorithm that "auto" runs for conv2d(x, w, bias, *conv, **conv_kw) (stride, padding,
     dilation, groups, padding_mode as in conv2d).
@@ -1032,8 +1103,13 @@ def resolve_algorithm(x: Any, w: Any, bias: Any = None, *conv: Any, **conv_kw: A
     bound.apply_defaults()
     settings = {k: v for k, v in bound.arguments.items() if k not in ("x", "weight", "bias", "algorithm")}
     key = ("conv2d", tuple(x.shape), tuple(w.shape), bias is None, repr(settings))
+    fp32 = ALGORITHMS
+    layer = {k: settings[k] for k in ("stride", "padding", "dilation", "groups", "padding_mode")}
+    p = check_conv2d(tuple(x.shape), tuple(w.shape), None if bias is None else tuple(bias.shape), **layer)
+    if channels_last_fits(p) and sm90a.available(WG_SOURCE):  # v13 (3xTF32): fp32 accuracy on Hopper
+        fp32 += SPLIT_ALGORITHMS
     candidates = {  # every fp32 algorithm (the plain tiled kernel wins on depthwise layers)
-        a: functools.partial(conv2d, x, w, bias, *conv, **conv_kw, algorithm=a) for a in ALGORITHMS
+        a: functools.partial(conv2d, x, w, bias, *conv, **conv_kw, algorithm=a) for a in fp32
     }
     return autotune.fastest(key, candidates) or "direct"  # if all refuse, direct raises the message
 

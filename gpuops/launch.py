@@ -112,6 +112,11 @@ def ints(**named: int) -> tuple[tuple[str, Any], ...]:
     return tuple((name, np.int32(value)) for name, value in named.items())
 
 
+def longs(**named: int) -> tuple[tuple[str, Any], ...]:
+    """Scalar kernel arguments as C `long long`s (offsets that may pass 2^31)."""
+    return tuple((name, np.int64(value)) for name, value in named.items())
+
+
 def check_grid(grid: tuple[int, int, int], what: str) -> None:
     """Refuse a grid the hardware cannot launch, naming the dimension and the limit."""
     limits = (INT32_MAX, GRID_YZ_LIMIT, GRID_YZ_LIMIT)
@@ -261,7 +266,11 @@ class _Packed:
     cuLaunchKernel returns.
     """
 
-    _CTYPES: ClassVar = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.uint32): ctypes.c_uint32}
+    _CTYPES: ClassVar = {
+        np.dtype(np.int32): ctypes.c_int32,
+        np.dtype(np.uint32): ctypes.c_uint32,
+        np.dtype(np.int64): ctypes.c_int64,
+    }
 
     def __init__(self, launch: Launch, options: tuple[str, ...] = ()) -> None:
         import cupy

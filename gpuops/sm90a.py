@@ -95,20 +95,32 @@ def compile_module(filename: str, source: str, options: tuple[str, ...]) -> Any:
     return cupy.RawModule(path=path)
 
 
-def available(filename: str = "conv2d_hopper.cu") -> bool:
-    """Whether the current device runs this file's kernels: CuPy with a device of the file's
-    compute capability, NVRTC found, the file compiles there (tried once per process and device;
-    a failure is logged and the portable versions run), and CONV_EXPLORER_SM90A is not "0"."""
+def _device_of(filename: str) -> int | None:
+    """The current device if it has this file's compute capability and CONV_EXPLORER_SM90A is
+    not "0", else None."""
     if os.environ.get(SWITCH_ENV, "").strip() == "0":
-        return False
+        return None
     try:
         import cupy
 
         device = cupy.cuda.runtime.getDevice()
         capability = cupy.cuda.Device(device).compute_capability
     except Exception:  # no CuPy, no driver, no device: the portable kernels (or NumPy) run
-        return False
-    if capability != ARCH_FILES[filename][1]:
+        return None
+    return device if capability == ARCH_FILES[filename][1] else None
+
+
+def targets_device(filename: str = "conv2d_hopper.cu") -> bool:
+    """Whether the current device is the one this file is written for (no compile: for menus)."""
+    return _device_of(filename) is not None
+
+
+def available(filename: str = "conv2d_hopper.cu") -> bool:
+    """Whether the current device runs this file's kernels: CuPy with a device of the file's
+    compute capability, NVRTC found, the file compiles there (tried once per process and device;
+    a failure is logged and the portable versions run), and CONV_EXPLORER_SM90A is not "0"."""
+    device = _device_of(filename)
+    if device is None:
         return False
 
     def compiles() -> bool:

@@ -53,7 +53,7 @@ HELP = {
     "CPU, direct.",
     "ch": "The channel the close-up, the table and the animation show.",
 }
-ALGORITHMS = getattr(gpuops, "ALL_ALGORITHMS", gpuops.ALGORITHMS)  # fp32 ones, then tensor-core (TF32) ones
+ALGORITHMS = gpuops.offered_algorithms()  # fp32 ones, then tensor-core ones (v13 on Hopper only)
 PAD_HELP = f"Cells added on every side. same: {padding_view.HELP}"
 SPEED_HELP = "How many outputs the sliding window computes per second while it plays."
 NO_GPU = (

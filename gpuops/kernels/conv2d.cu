@@ -1205,10 +1205,12 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_fp16_64x64(
 // (A first version tiled one row at a time, 32 columns a block: on a 3x3 weight tensor 29 of
 // every 32 threads idled. On the H100 the late 7x7x1024 layer then spent ~230 us of its 0.38 ms
 // outside its GEMM (148 us in Nsight Compute), most of it copying the 1024 x 1024 x 3 x 3 weights.)
-extern "C" __global__ void __launch_bounds__(256) conv2d_v10_to_channels_last(
-    const float* __restrict__ src, float* __restrict__ dst,
-    int N, int C, int H, int W,       // src (N, C, H, W)
-    int Hp, int Wp, int pad_h, int pad_w, int reflect)   // dst (N, Hp, Wp, C)
+// The body is shared by v10's, v11's and v13's copies: `write(o, v)` stores input value v (zero
+// or mirrored in the padding) at offset o = cell * C + channel of the copy, rounded as that
+// version's GEMM reads it.
+template <typename Write>
+__device__ __forceinline__ void copy_to_channels_last(const float* __restrict__ src, int N, int C, int H, int W,
+                                                      int Hp, int Wp, int pad_h, int pad_w, int reflect, Write write)
 {
     __shared__ float tile[CL_TILE][CL_TILE + 1];      // [channel][cell], padded: no bank conflicts
     const long long cells = (long long)N * Hp * Wp;
@@ -1227,8 +1229,17 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_v10_to_channels_last(
     __syncthreads();
 #pragma unroll
     for (int i = ty; i < CL_TILE; i += 8) {
-        if (q0 + i < cells) store(dst, (q0 + i) * C + c0 + tx, __uint_as_float(to_tf32(tile[tx][i])));
+        if (q0 + i < cells) write((q0 + i) * C + c0 + tx, tile[tx][i]);
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256) conv2d_v10_to_channels_last(
+    const float* __restrict__ src, float* __restrict__ dst,
+    int N, int C, int H, int W,       // src (N, C, H, W)
+    int Hp, int Wp, int pad_h, int pad_w, int reflect)   // dst (N, Hp, Wp, C)
+{
+    copy_to_channels_last(src, N, C, H, W, Hp, Wp, pad_h, pad_w, reflect,
+                          [&](long long o, float v) { store(dst, o, __uint_as_float(to_tf32(v))); });
 }
 
 // What a channels-last copy holds (v10: TF32 values in floats; v11: bf16 / fp16 bits).
@@ -1454,29 +1465,10 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_v11_to_channels_last(
     int N, int C, int H, int W,       // src (N, C, H, W)
     int Hp, int Wp, int pad_h, int pad_w, int reflect, int prec)   // dst (N, Hp, Wp, C)
 {
-    __shared__ float tile[CL_TILE][CL_TILE + 1];      // [channel][cell], padded: no bank conflicts
-    const long long cells = (long long)N * Hp * Wp;
-    const long long q0 = (long long)blockIdx.x * CL_TILE;
-    const int c0 = blockIdx.y * CL_TILE;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    if (q0 + tx < cells) {                           // no return: a barrier follows
-        const long long q = q0 + tx, nr = q / Wp;
-        const int s = (int)(q - nr * Wp), n = (int)(nr / Hp), r = (int)(nr - (long long)n * Hp);
-#pragma unroll
-        for (int i = ty; i < CL_TILE; i += 8) {
-            const float* __restrict__ plane = src + ((long long)n * C + c0 + i) * ((long long)H * W);
-            tile[i][tx] = load_padded(plane, r - pad_h, s - pad_w, H, W, reflect);
-        }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int i = ty; i < CL_TILE; i += 8) {
-        if (q0 + i < cells) {
-            const long long o = (q0 + i) * C + c0 + tx;
-            dst[o] = (unsigned short)(pack_half2(tile[tx][i], 0.0f, prec) & 0xFFFFu);   // the lower half
-            trace_store(o);
-        }
-    }
+    copy_to_channels_last(src, N, C, H, W, Hp, Wp, pad_h, pad_w, reflect, [&](long long o, float v) {
+        dst[o] = (unsigned short)(pack_half2(v, 0.0f, prec) & 0xFFFFu);   // the lower half
+        trace_store(o);
+    });
 }
 
 // The kernels of v11: x_cl and w_cl come from conv2d_v11_to_channels_last. Tiles as v10's;

@@ -3,6 +3,7 @@
 // the hardware allows, and the host compiles it only for compute capability 9.0.
 //
 //   v12 warpgroup MMA   v10 / v11 with `wgmma`: asynchronous, operands read from shared memory
+//   v13 fp32 by 3xTF32  v12 in fp32 accuracy: each operand as a TF32 pair, three products per term
 //
 // It includes conv2d.cu for what it keeps from v10 and v11: the channels-last copies, the 16-byte
 // cp.async, the write-back of a warp's sums (store_warp_tile) and the precision codes.
@@ -65,21 +66,22 @@ __device__ __forceinline__ unsigned long long wgmma_descriptor(const void* tile)
                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 template <int PREC>
-__device__ __forceinline__ void wgmma_64x128(float (&d)[16][4], unsigned long long a, unsigned long long b) {
-    // scale-d = 1: add to d (the sums start at zero). TF32 takes no transpose flags (K-major
-    // only); for 16-bit operands the last two 0s say both tiles are K-major.
+__device__ __forceinline__ void wgmma_64x128(float (&d)[16][4], unsigned long long a, unsigned long long b,
+                                             int add = 1) {
+    // add (scale-d) = 1: d += A * B; 0: d = A * B (what d held is ignored). TF32 takes no
+    // transpose flags (K-major only); for 16-bit operands the last two 0s say both tiles are K-major.
     if constexpr (PREC == PREC_TF32)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " WG_REGS ", %64, %65, p, 1, 1;\n}\n"
-                     : WG_D64 : "l"(a), "l"(b), "r"(1));
+                     : WG_D64 : "l"(a), "l"(b), "r"(add));
     else if constexpr (PREC == PREC_BF16)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " WG_REGS ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                     : WG_D64 : "l"(a), "l"(b), "r"(1));
+                     : WG_D64 : "l"(a), "l"(b), "r"(add));
     else
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " WG_REGS ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                     : WG_D64 : "l"(a), "l"(b), "r"(1));
+                     : WG_D64 : "l"(a), "l"(b), "r"(add));
 }
 
 // The registers wgmma writes behind the compiler's back stay where they are across this point
@@ -92,12 +94,15 @@ __device__ __forceinline__ void wgmma_hold(float (&d)[NT][4]) {
         for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[j][e]) :: "memory");
 }
 
-template <int BM, int BN, int PREC>
+// The GEMM of v12 (PARTS = 1) and v13 (PARTS = 2: every operand row twice, its TF32 part and
+// the TF32 part of what that left, x_part / w_part values apart in the copies; see v13 below).
+template <int BM, int BN, int PREC, int PARTS = 1, int STAGES = WG_STAGES>
 __device__ __forceinline__ void warpgroup_conv(
     const typename CopyValue<PREC>::type* __restrict__ x_cl, const typename CopyValue<PREC>::type* __restrict__ w_cl,
     const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
-    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp,
+    long long x_part = 0, long long w_part = 0, int promote = 0)
 {
     using V = typename CopyValue<PREC>::type;
     constexpr int THREADS = 2 * BM;                          // a warpgroup per 64 filters
@@ -105,8 +110,11 @@ __device__ __forceinline__ void warpgroup_conv(
     constexpr int CHUNKS = WG_ROW_BYTES / 16;                // 16-byte copies a row: 8
     constexpr int PER_CHUNK = KC / CHUNKS;                   // k values one copy moves
     constexpr int ROWS = THREADS / CHUNKS;                   // rows one pass of the block copies
-    constexpr int A_BYTES = BM * WG_ROW_BYTES, STAGE_BYTES = (BM + BN) * WG_ROW_BYTES;
+    // a stage: the weight rows (part 0, then part 1 in v13), then the pixel rows (the same)
+    constexpr int A_BYTES = BM * WG_ROW_BYTES, B_BYTES = BN * WG_ROW_BYTES;
+    constexpr int STAGE_BYTES = PARTS * (A_BYTES + B_BYTES);
     static_assert(BM % 64 == 0 && BN == 128 && ROWS % 8 == 0, "tile layout: one n128 wgmma a warpgroup");
+    static_assert(PARTS == 1 || PREC == PREC_TF32, "3xTF32 splits fp32 values into TF32 pairs");
 
     extern __shared__ unsigned char wg_smem_raw[];           // the host asks for 1 KB more:
     unsigned char* smem = wg_smem_raw + ((WG_ATOM_BYTES - static_cast<unsigned>(   // the tiles start
@@ -150,49 +158,77 @@ __device__ __forceinline__ void warpgroup_conv(
     auto load_stage = [&](int s) {
         unsigned char* stage = smem + s * STAGE_BYTES + dst;
 #pragma unroll
-        for (int i = 0; i < BM / ROWS; ++i)
-            cp_async16(reinterpret_cast<float*>(stage + i * ROWS * WG_ROW_BYTES),
-                       reinterpret_cast<const float*>(a_src[i] + next.k), a_ok[i]);
+        for (int part = 0; part < PARTS; ++part) {
 #pragma unroll
-        for (int i = 0; i < BN / ROWS; ++i)
-            cp_async16(reinterpret_cast<float*>(stage + A_BYTES + i * ROWS * WG_ROW_BYTES),
-                       reinterpret_cast<const float*>(b_src[i] + next.x()), b_ok[i]);
+            for (int i = 0; i < BM / ROWS; ++i)
+                cp_async16(reinterpret_cast<float*>(stage + part * A_BYTES + i * ROWS * WG_ROW_BYTES),
+                           reinterpret_cast<const float*>(a_src[i] + part * w_part + next.k), a_ok[i]);
+#pragma unroll
+            for (int i = 0; i < BN / ROWS; ++i)
+                cp_async16(reinterpret_cast<float*>(stage + PARTS * A_BYTES + part * B_BYTES + i * ROWS * WG_ROW_BYTES),
+                           reinterpret_cast<const float*>(b_src[i] + part * x_part + next.x()), b_ok[i]);
+        }
         asm volatile("cp.async.commit_group;\n" ::);
         next.next();
     };
 
     float acc[1][16][4];                             // store_warp_tile's shape: one 16-row tile
+    float total[1][16][4];                           // v13: the sums moved out of acc (see below)
 #pragma unroll
     for (int j = 0; j < 16; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[0][j][e] = 0.0f;
+        for (int e = 0; e < 4; ++e) acc[0][j][e] = total[0][j][e] = 0.0f;
+    int add = 1;                                     // 0: the next wgmma starts acc afresh
 
 #pragma unroll
-    for (int s = 0; s < WG_STAGES - 2; ++s) {        // the pipeline fills: stages 0 and 1 loading
+    for (int s = 0; s < STAGES - 2; ++s) {           // the pipeline fills: stages 0 .. STAGES - 3 loading
         if (s < tiles) load_stage(s);
         else asm volatile("cp.async.commit_group;\n" ::);
     }
     for (int tile = 0; tile < tiles; ++tile) {
-        asm volatile("cp.async.wait_group %0;\n" :: "n"(WG_STAGES - 3));   // my copies of `tile` landed
+        asm volatile("cp.async.wait_group %0;\n" :: "n"(STAGES - 3));      // my copies of `tile` landed
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");     // ... visible to the tensor cores
         __syncthreads();      // everyone's copies landed; every warpgroup's wgmma of tile - 2 finished
-        if (tile + WG_STAGES - 2 < tiles) load_stage((tile + WG_STAGES - 2) % WG_STAGES);  // into its slot
+        if (tile + STAGES - 2 < tiles) load_stage((tile + STAGES - 2) % STAGES);  // into its slot
         else asm volatile("cp.async.commit_group;\n" ::);
-        const unsigned char* stage = smem + (tile % WG_STAGES) * STAGE_BYTES;
+        const unsigned char* stage = smem + (tile % STAGES) * STAGE_BYTES;
         const unsigned long long a = wgmma_descriptor(stage + warpgroup * 64 * WG_ROW_BYTES);
-        const unsigned long long b = wgmma_descriptor(stage + A_BYTES);
+        const unsigned long long b = wgmma_descriptor(stage + PARTS * A_BYTES);
         wgmma_hold(acc[0]);
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk)               // 4 k-steps of 32 bytes: +2 in the address field
+        for (int kk = 0; kk < 4; ++kk) {             // 4 k-steps of 32 bytes: +2 in the address field
+            if constexpr (PARTS == 2) {              // v13: the two small products first (see below)
+                constexpr unsigned long long A_SMALL = A_BYTES >> 4, B_SMALL = B_BYTES >> 4;
+                wgmma_64x128<PREC>(acc[0], a + A_SMALL + 2 * kk, b + 2 * kk, add);
+                add = 1;
+                wgmma_64x128<PREC>(acc[0], a + 2 * kk, b + B_SMALL + 2 * kk);
+            }
             wgmma_64x128<PREC>(acc[0], a + 2 * kk, b + 2 * kk);
+        }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // the previous stage's are done
-        wgmma_hold(acc[0]);
+        if (PARTS == 2 && ((tile + 1) % promote == 0 || tile + 1 == tiles)) {
+            // v13: every `promote` stages, wait for the tensor cores and add their sums into
+            // `total` with ordinary fp32 additions (rounded to nearest); the next wgmma starts
+            // acc afresh. The tensor cores' own additions round less carefully: along a long k
+            // their error grows with every stage (measured: 4x the fp32 kernels' error on a
+            // 4,608-deep layer without this step)
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            wgmma_hold(acc[0]);
+#pragma unroll
+            for (int j = 0; j < 16; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) total[0][j][e] += acc[0][j][e];
+            add = 0;
+        } else {
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // the previous stage's are done
+            wgmma_hold(acc[0]);
+        }
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     wgmma_hold(acc[0]);
-    store_warp_tile<1, 16>(acc, y, bias, M, Mg, g, L, P, m0 + warpgroup * 64 + warp * 16, p0, k_splits);
+    store_warp_tile<1, 16>(PARTS == 2 ? total : acc, y, bias, M, Mg, g, L, P, m0 + warpgroup * 64 + warp * 16, p0,
+                           k_splits);
 }
 
 // The kernels of v12. TF32: x_cl and w_cl from v10's copy (TF32 values in floats); bf16 / fp16:
@@ -245,4 +281,65 @@ extern "C" __global__ void __launch_bounds__(128, 2) conv2d_v12_fp16_64x128(
 {
     warpgroup_conv<64, 128, PREC_FP16>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, stride_h, stride_w,
         pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+
+// =======================================================================================
+// v13 fp32 ON THE TENSOR CORES (3xTF32) = v12 in TF32 with each operand value v carried as a
+// PAIR of TF32 values: big = tf32(v) and small = tf32(v - big). TF32 keeps 10 of fp32's 23
+// mantissa bits, so big alone is off by up to 2^-11 of v (v12's error, ~3e-4 on a layer); v - big
+// is exact in fp32, and its TF32 rounding leaves an error of about 2^-22 of v, fp32's own scale.
+// A product is then
+//   x * w = (xb + xs)(wb + ws) = xb*wb + xb*ws + xs*wb + xs*ws
+// and the last term (about 2^-22 of the product) is dropped: three TF32 products instead of one
+// fp32 multiply-add, each exact in the fp32 sums. The tensor cores multiply TF32 at about 8x the
+// fp32 rate of the CUDA cores on this card, so three of them still beat one FFMA.
+// What changes from v12:
+//   1. conv2d_v13_to_channels_last (below) writes both parts: big into the first half of the
+//      copy, small into the second half, x_part (w_part) values further on;
+//   2. a stage holds both parts of both operands: 256 bytes of shared memory a row instead of
+//      128. 128 x 128 tiles keep 3 stages (192 KB), 64 x 128 tiles 4 (192 KB); one block an SM;
+//   3. each k-step issues three wgmma into the same sums, the two small products first (the
+//      sums of the small terms are then not rounded away against the large ones' running sum).
+// Unchanged: v12's copies into swizzled shared memory, the wgmma pipeline, split K and the
+// write-back. The results are not bit for bit those of an fp32 kernel (each term's error is a
+// few units of fp32's last place instead of half of one; the sums are fp32 either way).
+// =======================================================================================
+#define X3_STAGES_128 3     // v13's shared-memory stages, 128 x 128 tile
+#define X3_STAGES_64 4      // 64 x 128 tile
+
+// x (N, C, H, W) -> x_cl (2, N, Hp, Wp, C): [0] the TF32 part of every value, [1] the TF32 part of
+// what it leaves; part = N*Hp*Wp*C values. Grid, block and thread map as v10's copy.
+extern "C" __global__ void __launch_bounds__(256) conv2d_v13_to_channels_last(
+    const float* __restrict__ src, float* __restrict__ dst,
+    int N, int C, int H, int W,       // src (N, C, H, W)
+    int Hp, int Wp, int pad_h, int pad_w, int reflect, long long part)   // dst (2, N, Hp, Wp, C)
+{
+    copy_to_channels_last(src, N, C, H, W, Hp, Wp, pad_h, pad_w, reflect, [&](long long o, float v) {
+        const float big = __uint_as_float(to_tf32(v));
+        store(dst, o, big);
+        store(dst, o + part, __uint_as_float(to_tf32(v - big)));   // v - big is exact in fp32
+    });
+}
+
+// The kernels of v13: x_cl and w_cl from conv2d_v13_to_channels_last (x_part and w_part: the
+// values from a part's start to the other's). Tiles as v12's.
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v13_3xtf32_128x128(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp,
+    long long x_part, long long w_part, int promote)
+{
+    warpgroup_conv<128, 128, PREC_TF32, 2, X3_STAGES_128>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp, x_part, w_part,
+        promote);
+}
+extern "C" __global__ void __launch_bounds__(128, 1) conv2d_v13_3xtf32_64x128(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp,
+    long long x_part, long long w_part, int promote)
+{
+    warpgroup_conv<64, 128, PREC_TF32, 2, X3_STAGES_64>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp, x_part, w_part,
+        promote);
 }

@@ -289,8 +289,13 @@ def test_tf32_conv_computes_the_sums_of_rounded_inputs(case, xp, rng):
 
 
 def test_auto_never_picks_tf32():
-    """auto keeps fp32 semantics: TF32 is opt-in only, like PyTorch's allow_tf32."""
+    """auto keeps fp32 semantics: TF32 is opt-in only, like PyTorch's allow_tf32. Its candidates
+    are the fp32 algorithms and, on Hopper, v13 (fp32 values as TF32 pairs, fp32 accuracy)."""
     import inspect
 
+    from gpuops.conv2d import PRECISIONS, SPLIT_ALGORITHMS
+
     source = inspect.getsource(gpuops.resolve_algorithm)
-    assert "for a in ALGORITHMS" in source and "implicit_gemm_tf32" not in gpuops.ALGORITHMS
+    assert "fp32 = ALGORITHMS" in source and "fp32 += SPLIT_ALGORITHMS" in source
+    assert {PRECISIONS[a] for a in gpuops.ALGORITHMS + SPLIT_ALGORITHMS} == {"fp32"}
+    assert "implicit_gemm_tf32" not in gpuops.ALGORITHMS + SPLIT_ALGORITHMS

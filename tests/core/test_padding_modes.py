@@ -15,11 +15,12 @@ import pytest
 
 import gpuops
 from gpuops.checks import same_pads
-from gpuops.conv2d import OPERAND_ROUNDING, PRECISIONS
+from gpuops.conv2d import OPERAND_ROUNDING, PRECISIONS, SPLIT_ALGORITHMS
 from tests.support.helpers import BACKENDS, host, on
 
 backends = pytest.mark.parametrize("xp", BACKENDS, indirect=True)
-FORWARD_ALGORITHMS = (*gpuops.ALL_ALGORITHMS, "auto")
+# v13 runs groups of 32k channels only: its "same" and "valid" cases are in test_conv2d_precision
+FORWARD_ALGORITHMS = (*(a for a in gpuops.ALL_ALGORITHMS if a not in SPLIT_ALGORITHMS), "auto")
 INPUT_ALGORITHMS = (*gpuops.GRAD_INPUT_ALGORITHMS, "auto")
 WEIGHT_ALGORITHMS = (*gpuops.GRAD_WEIGHT_ALGORITHMS, "auto")
 TOL = dict(rtol=1e-4, atol=2e-4)

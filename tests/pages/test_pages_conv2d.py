@@ -24,7 +24,7 @@ from ui.state import Cell
 from viz import memo
 
 PAGE = "pages/direct.py"
-ALGORITHMS = getattr(gpuops, "ALL_ALGORITHMS", gpuops.ALGORITHMS)
+ALGORITHMS = gpuops.offered_algorithms()  # what the page offers on this machine
 FIXED = ("sharpen", "Laplacian edge", "Sobel x", "Sobel y", "emboss")
 
 
