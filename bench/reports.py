@@ -383,12 +383,19 @@ class AutoCheck:
     reason: str
 
 
+def precision_of(name: str) -> str:
+    """The operand precision of one of our conv2d variants ("pipelined_tf32_v12" -> "tf32",
+    "pipelined_3xtf32" -> "fp32": it carries fp32 values in TF32 pairs); "fp32" for the rest."""
+    name = name.removeprefix("ours:")
+    base = max((a for a in PRECISIONS if name == a or name.startswith(a + "_")), key=len, default=None)
+    return "fp32" if base is None else PRECISIONS[base]
+
+
 def auto_candidate(name: str) -> bool:
     """Whether auto measures this variant of ours: every one but conv2d's reduced-precision
     algorithms (TF32, bf16, fp16, and their per-version records such as pipelined_tf32_v8),
     which round the operands and are opt-in by design, as PyTorch's allow_tf32 is."""
-    base = max((a for a in PRECISIONS if name == a or name.startswith(a + "_")), key=len, default=None)
-    return base is None or PRECISIONS[base] == "fp32"
+    return precision_of(name) == "fp32"
 
 
 def auto_checks(runs: Sequence[Run], op: str) -> list[AutoCheck]:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 import gpuops
-from bench.reports import SCHEMA, cudnn_text
+from bench.reports import SCHEMA, cudnn_text, precision_of
 from gpuops import sm90a
 from gpuops.conv2d import (
     PIPE_PREFIX,
@@ -512,9 +512,9 @@ def add_ratios(records: list[Record]) -> list[dict[str, Any]]:
     for r in records:
         row = asdict(r)
         peer_name = "torch:cudnn" if r.op == "conv2d" else "torch"
-        for precision in ("tf32", "bf16", "fp16"):  # a tensor-core kernel's peer: cuDNN in its precision
-            if r.op == "conv2d" and precision in r.impl:
-                peer_name = f"torch:cudnn_{precision}"
+        precision = precision_of(r.impl)  # a tensor-core kernel's peer: cuDNN in its precision
+        if r.op == "conv2d" and r.impl.startswith("ours") and precision != "fp32":
+            peer_name = f"torch:cudnn_{precision}"
         peer = next(
             (
                 p

@@ -45,9 +45,9 @@ def peer_of(impl: str, peers: Sequence[str]) -> str | None:
     with the op's first peer."""
     if not peers:
         return None
-    for precision in ("tf32", "bf16", "fp16"):
-        if precision in impl:
-            return next((p for p in peers if precision in p), peers[0])
+    precision = reports.precision_of(impl) if reports.is_ours(impl) else "fp32"
+    if precision != "fp32":
+        return next((p for p in peers if p.endswith("_" + precision)), peers[0])
     return peers[0]
 
 

@@ -30,7 +30,7 @@ and, opt-in because they round the operands (sums stay fp32; `auto` never picks 
 and on Hopper only, in fp32 accuracy (so `auto` measures it beside the fp32 kernels there):
   pipelined_3xtf32    v13: v12 with every value a pair of TF32 values, three tensor-core products
                       per term, the tensor cores' sums moved to fp32 registers every
-                      X3_PROMOTE stages (error ~5e-7 relative, below the fp32 kernels' 1e-6)
+                      X3_PROMOTE stages (error ~5e-7 relative, as the fp32 kernels': 3e-7 to 2e-6)
 PRECISIONS names each algorithm's operand precision (v13's: fp32, which it carries in pairs).
 """
 
@@ -775,12 +775,8 @@ def split_tf32_launch(
 ) -> Launch:
     """v13: fp32 on Hopper's tensor cores, each operand a pair of TF32 values (3xTF32). It runs
     where v12 runs in TF32 (groups of a multiple of PIPE_BK channels) and only there: elsewhere
-    a ValueError (auto then measures the other fp32 kernels). Measured on the H100 (two runs,
-    ms, v13 / cuDNN fp32): VGG-like 0.449 / 0.744, 0.441 / 0.738; 1x1 0.127 / 0.144, 0.133 /
-    0.145; 5x5 0.154 / 0.186, 0.159 / 0.190; grouped g=4 0.412 / 0.397, 0.414 / 0.374; late
-    14x14x256 0.150 / 0.194, 0.146 / 0.193; 7x7x512 0.170 / 0.321, 0.177 / 0.318; 7x7x1024
-    0.316 / 0.696, 0.318 / 0.700; our fp32 auto before it: 0.96-0.99, 0.18-0.19, 0.34-0.35,
-    0.56-0.57, 0.38-0.42, 0.37-0.39, 0.62 ms."""
+    a ValueError (auto then measures the other fp32 kernels). Its measured times: the header of
+    v13 in kernels/conv2d_hopper.cu."""
     _check_pixels(p, "pipelined_3xtf32")
     _check_plane(p.geometry, "pipelined_3xtf32")
     if not channels_last_fits(p):
