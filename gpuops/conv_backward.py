@@ -22,6 +22,11 @@ grad_weight has three:
                 one long GEMM instead of N short ones (L' = L plus the columns between samples)
   direct        grad_weight_v1: one block per weight sums dy * x, a shared-memory tree reduction;
                 deterministic
+  forward_conv  dW IS a forward convolution too: x with batch and channels swapped (C images of N
+                channels) convolved with dY swapped the same way as its filters (M filters of
+                N channels, H_out x W_out taps), stride and dilation swapped; output (c, m, ki, kj)
+                is dW[m, c, ki, kj]. Runs on the forward's fastest fp32 kernel for that shape
+                (conv2d's auto: on Hopper v13 where N is a multiple of 32)
   auto          on the GPU measured; on the CPU direct
 Reflect padding: the forward pass is a convolution of the reflect-padded input, so the backward
 pass works on the padded input and folds the mirrored cells back with reflect_pad_backward.
@@ -64,7 +69,7 @@ from gpuops.unfold_fold import fold, fold_launch, fold_numpy, unfold_into, unfol
 
 SOURCE = "conv_backward.cu"
 GRAD_INPUT_ALGORITHMS = ("scatter", "gather", "gemm_fold", "flipped_conv")
-GRAD_WEIGHT_ALGORITHMS = ("gemm", "batch_gemm", "direct")
+GRAD_WEIGHT_ALGORITHMS = ("gemm", "batch_gemm", "direct", "forward_conv")
 KERNELS = {
     "scatter": "grad_input_v1_scatter",
     "gather": "grad_input_v2_gather",
@@ -351,6 +356,8 @@ def weight_launch(q: GradProblem, algorithm: str) -> Launch | None:
     batch_gemm (the GEMM is cuBLAS; None for a pointwise problem, which unfolds nothing)."""
     if algorithm == "direct":
         return weight_reduce_launch(q)
+    if algorithm == "forward_conv":  # conv2d's auto picks its kernel per shape, when it first runs
+        return None
     if is_pointwise(q.geometry):
         return None
     if algorithm == "batch_gemm":  # the unfold of the batch's wide image (when one chunk holds it)
@@ -680,6 +687,37 @@ def input_flipped_conv(dy: Any, w: Any, q: GradProblem, *, forward: str = FLIPPE
     return dx
 
 
+# ---- forward_conv: grad_weight as a forward convolution (one composition for both backends) ----------
+def weight_forward_conv(dy: Any, x: Any, q: GradProblem, *, forward: str = FLIPPED_FORWARD) -> Any:
+    """forward_conv on dy's backend. The forward pass put
+        dW[m, c, ki, kj] = sum over n, oh, ow of dy[n, m, oh, ow] * x[n, c, oh*S + ki*D - P, ow*S + kj*D - P]
+    which, read with c as the batch, n as the channel and (oh, ow) as the taps, is conv2d of
+    x^T (C, N, H, W) with dY^T (M, N, H_out, W_out) at stride D and dilation S, output
+    (C, M, ., .) of at least KH x KW cells (more where the stride leaves input rows unread:
+    cut). One convolution per group (its channels and filters); the padding is applied first
+    (asymmetric "same" padding included)."""
+    from gpuops.conv2d import conv2d
+
+    g, xp, G = q.geometry, array_module(dy), q.groups
+    Cg, Mg = q.C // G, q.M // G
+    pads = ((0, 0), (0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right))
+    xt = xp.ascontiguousarray(xp.pad(x, pads).transpose(1, 0, 2, 3))  # (C, N, H + pads, W + pads)
+    dyt = xp.ascontiguousarray(dy.reshape(q.N, q.M, g.H_out, g.W_out).transpose(1, 0, 2, 3))
+    dw = xp.empty(q.w_shape, dtype=np.float32)
+    for group in range(G):
+        part = conv2d(
+            xt[group * Cg : (group + 1) * Cg],
+            dyt[group * Mg : (group + 1) * Mg],
+            None,
+            (g.dil_h, g.dil_w),  # stride: consecutive taps ki are D input rows apart
+            0,
+            (g.stride_h, g.stride_w),  # dilation: consecutive outputs oh are S rows apart
+            algorithm=forward,
+        )
+        dw[group * Mg : (group + 1) * Mg] = part[:, :, : g.KH, : g.KW].transpose(1, 0, 2, 3)
+    return dw
+
+
 INPUT_TWINS = {
     "scatter": input_scatter_numpy,
     "gather": input_gather_numpy,
@@ -690,6 +728,7 @@ WEIGHT_TWINS = {
     "gemm": weight_gemm_numpy,
     "batch_gemm": lambda dy, x, q: weight_batch_gemm(dy, x, q),
     "direct": weight_direct_numpy,
+    "forward_conv": weight_forward_conv,
 }
 
 
@@ -823,6 +862,8 @@ def _weight_grad_gpu(dy: Any, x: Any, q: GradProblem, algorithm: str) -> Any:
         return _weight_gemm_gpu(dy, x, q)
     if algorithm == "batch_gemm":
         return weight_batch_gemm(dy, x, q)
+    if algorithm == "forward_conv":
+        return weight_forward_conv(dy, x, q)
     return _call(q, "direct", q.w_shape)(dy, x)
 
 

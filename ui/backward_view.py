@@ -32,6 +32,7 @@ ALG_NAMES = {
     "direct": "direct (v3)",
     "gemm": "GEMM (unfold + cuBLAS)",
     "batch_gemm": "one GEMM over the batch",
+    "forward_conv": "conv2d of x with dY",
 }
 RUNTIME_FILTERS = 8  # M of the runtime comparison on the user's image
 
@@ -244,6 +245,12 @@ def weight_caption(ex: Example, cell: Cell, terms: maps.WeightTerms, walg: str) 
             f"On the GPU, block {launch.thread_of(0, 0, cell.row, cell.col).block[0]} of "
             f"`{launch.kernel}` sums these products for this one weight (its threads split them, a "
             f"shared-memory tree adds the shares)"
+        )
+    elif walg == "forward_conv":
+        how = (
+            "On the GPU this is literally that convolution: conv2d slides dY over x (the batch in the "
+            "role of the channels), and this weight is one of its outputs, computed by whichever forward "
+            "kernel is fastest for the shape"
         )
     else:
         how = (
