@@ -477,3 +477,16 @@ def test_the_flipped_conv_and_batch_gemm_kernels_run_on_the_page():
     )
     assert any("forward convolution" in c.value and "dX[2, 3]" in c.value for c in at.caption)
     assert any("With GEMM, unfold copies" in c.value for c in at.caption)  # batch_gemm: unfold + cuBLAS too
+
+
+def test_forward_conv_runs_on_the_page_and_says_what_it_computes():
+    """grad_weight as a forward convolution: accepted from the URL, the picked weight's value is
+    the brute-force sum, and the caption says conv2d computes it."""
+    at = run_page(
+        dict(backward_stride="2", backward_pad="1", backward_walg="forward_conv", backward_wpick="w:1,2")
+    )
+    assert not at.exception and not at.error
+    assert at.query_params["backward_walg"] in ("forward_conv", ["forward_conv"])
+    [caption] = [c.value for c in at.caption if "literally that convolution" in c.value]
+    total, computed = re.search(r"Sum = (\S+); the kernel computed (\S+)\.", caption).groups()
+    assert float(total) == float(computed)
