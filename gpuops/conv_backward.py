@@ -78,6 +78,10 @@ KERNELS = {
 SCATTER_MAX_THREADS = 256  # grad_input_v1: threads per block (fewer for small output planes)
 REDUCE_BLOCK = (32, 8, 1)  # grad_weight_v1; a CPU test checks it against the #defines of the .cu file
 FOLD_VARIANT = "gather"  # gemm_fold's col2im: deterministic, and the launch the plan names
+# auto measures forward_conv where the batch (its convolution's channels) fills v13's 32-channel
+# stages; elsewhere that convolution of H_out x W_out taps lost to batch_gemm (H100: VGG-like, 8
+# samples, 6.4 ms against 1.1; 7x7x1024, 16 samples, 0.86 against 0.76)
+FORWARD_CONV_BATCH = 32
 FLIPPED_FORWARD = AUTO  # the conv2d algorithm flipped_conv runs: the forward's fastest fp32 kernel
 
 
@@ -694,14 +698,16 @@ def weight_forward_conv(dy: Any, x: Any, q: GradProblem, *, forward: str = FLIPP
     which, read with c as the batch, n as the channel and (oh, ow) as the taps, is conv2d of
     x^T (C, N, H, W) with dY^T (M, N, H_out, W_out) at stride D and dilation S, output
     (C, M, ., .) of at least KH x KW cells (more where the stride leaves input rows unread:
-    cut). One convolution per group (its channels and filters); the padding is applied first
-    (asymmetric "same" padding included)."""
+    cut). One convolution per group (its channels and filters), with the forward's padding
+    (asymmetric "same" padding applied to x first)."""
     from gpuops.conv2d import conv2d
 
     g, xp, G = q.geometry, array_module(dy), q.groups
     Cg, Mg = q.C // G, q.M // G
-    pads = ((0, 0), (0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right))
-    xt = xp.ascontiguousarray(xp.pad(x, pads).transpose(1, 0, 2, 3))  # (C, N, H + pads, W + pads)
+    padding: Any = (g.pad_top, g.pad_left)
+    if padding != (g.pad_bottom, g.pad_right):  # "same" with an even kernel: pad first
+        x, padding = xp.pad(x, ((0, 0), (0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right))), 0
+    xt = xp.ascontiguousarray(x.transpose(1, 0, 2, 3))  # (C, N, H, W)
     dyt = xp.ascontiguousarray(dy.reshape(q.N, q.M, g.H_out, g.W_out).transpose(1, 0, 2, 3))
     dw = xp.empty(q.w_shape, dtype=np.float32)
     for group in range(G):
@@ -710,7 +716,7 @@ def weight_forward_conv(dy: Any, x: Any, q: GradProblem, *, forward: str = FLIPP
             dyt[group * Mg : (group + 1) * Mg],
             None,
             (g.dil_h, g.dil_w),  # stride: consecutive taps ki are D input rows apart
-            0,
+            padding,
             (g.stride_h, g.stride_w),  # dilation: consecutive outputs oh are S rows apart
             algorithm=forward,
         )
@@ -891,9 +897,10 @@ def resolve_weight_algorithm(dy: Any, x: Any, q: GradProblem) -> str:
     """The grad_weight algorithm "auto" runs: measured once per problem on the GPU; direct on the CPU."""
     if array_module(dy) is np:
         return "direct"
-    return _fastest(
-        "conv_backward_weight", q, lambda a: _weight_grad_gpu(dy, x, q, a), GRAD_WEIGHT_ALGORITHMS, "direct"
-    )
+    candidates = GRAD_WEIGHT_ALGORITHMS
+    if q.N % FORWARD_CONV_BATCH:  # a convolution of N channels: v13 needs 32k, the rest lose to the GEMMs
+        candidates = tuple(a for a in candidates if a != "forward_conv")
+    return _fastest("conv_backward_weight", q, lambda a: _weight_grad_gpu(dy, x, q, a), candidates, "direct")
 
 
 def _gradient(which: str, dy: Any, other: Any, q: GradProblem, algorithm: str) -> Any:
