@@ -41,7 +41,8 @@ def fastest(
             if name in refused:
                 continue
             try:
-                result = benchmark(fn, n_warmup=2 if round_ == 0 else 1, n_repeat=max(1, repeat // rounds))
+                warmup, runs = (2 if round_ == 0 else 1), max(1, repeat // rounds)
+                result = benchmark(fn, n_warmup=warmup, n_repeat=runs, name=name)
             except ValueError:
                 refused.add(name)
                 continue
