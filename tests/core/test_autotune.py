@@ -16,7 +16,7 @@ def scripted(monkeypatch):
     script: dict[str, list[float]] = {}
     calls: list[str] = []
 
-    def benchmark(fn, n_warmup=0, n_repeat=1, name=None):
+    def benchmark(fn, *, n_warmup, n_repeat, name):  # cupyx needs a name where fn has no __name__
         name = fn()
         calls.append(name)
         ms = script[name].pop(0)
