@@ -48,7 +48,7 @@ from gpuops.conv2d import (
     wgmma_fits,
 )
 from gpuops.launch import kernel_signature, kernel_span, source_text
-from tests.support.cases import case_id, random_conv_cases
+from tests.support.cases import case_id, layer_arrays, random_conv_cases
 from tests.support.helpers import BACKENDS, host, on
 from tests.support.references import conv2d_ref
 
@@ -472,12 +472,7 @@ CHANNELS_LAST_GEOMETRIES = [  # (N, C, H, W, M, K, stride, padding, dilation, gr
 ]
 
 
-def _layer(shape, rng):
-    N, C, H, W, M, K, S, P, D, G, mode = shape
-    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
-    w = rng.standard_normal((M, C // G, K, K)).astype(np.float32)
-    b = rng.standard_normal(M).astype(np.float32)
-    return x, w, b, check_conv2d(x.shape, w.shape, b.shape, S, P, D, G, mode)
+_layer = layer_arrays
 
 
 def _expected(torch, shape, x, w, b, precision="tf32"):

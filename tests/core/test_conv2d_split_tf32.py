@@ -33,6 +33,7 @@ from gpuops.conv2d import (
     to_tf32,
 )
 from gpuops.launch import kernel_signature, kernel_span, source_text
+from tests.support.cases import layer_arrays
 
 ERROR_CEILING = 2e-6  # of the largest output (module docstring)
 GEOMETRIES = [  # (N, C, H, W, M, K, stride, padding, dilation, groups, mode)
@@ -50,12 +51,7 @@ def _problem(N, C, H, W, M, K, **kw):
     return check_conv2d((N, C, H, W), (M, C // kw.get("groups", 1), K, K), None, **kw)
 
 
-def _layer(shape, rng):
-    N, C, H, W, M, K, S, P, D, G, mode = shape
-    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
-    w = rng.standard_normal((M, C // G, K, K)).astype(np.float32)
-    b = rng.standard_normal(M).astype(np.float32)
-    return x, w, b, check_conv2d(x.shape, w.shape, b.shape, S, P, D, G, mode)
+_layer = layer_arrays
 
 
 def _expected(torch, shape, x, w, b):

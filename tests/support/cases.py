@@ -146,3 +146,15 @@ def reflect_pad_cases(count: int, seed: int = 1) -> list[tuple[tuple[int, ...], 
         )
         cases.append(((*lead, H, W), pads))
     return cases
+
+
+def layer_arrays(shape: tuple, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
+    """x, w, bias and the checked problem of a layer given as (N, C, H, W, M, K, stride, padding,
+    dilation, groups, padding_mode): standard normal values from rng (the tensor-core tests' layers)."""
+    from gpuops.conv2d import check_conv2d
+
+    N, C, H, W, M, K, S, P, D, G, mode = shape
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((M, C // G, K, K)).astype(np.float32)
+    b = rng.standard_normal(M).astype(np.float32)
+    return x, w, b, check_conv2d(x.shape, w.shape, b.shape, S, P, D, G, mode)
