@@ -579,8 +579,11 @@ class WarpTileMap:
     def describe(self) -> str:
         warps = (self.BM // self.warp_m) * (self.BN // self.warp_n)
         if self.warpgroups:
+            what = f"{self.operands} wgmma"
+            if self.operands == OPERANDS[SPLIT_TF32]:  # v13
+                what = "three TF32 wgmma a k-step (each value a pair of TF32 values: fp32 accuracy)"
             work = (
-                f"{self.BM // 64} warpgroups of 4 warps issue {self.operands} wgmma of 64 x 128 from shared "
+                f"{self.BM // 64} warpgroups of 4 warps issue {what} of 64 x 128 from shared "
                 f"memory; each of its {warps} warps holds {self.warp_m} x {self.warp_n} of the sums"
             )
         else:

@@ -96,7 +96,7 @@ def test_every_split_launch_matches_a_kernel_with_a_header(tile):
     assert args["x_part"].dtype == np.int64 and args["promote"] == X3_PROMOTE
     stages = X3_STAGES[tile[0]]
     assert launch.shared_bytes == stages * 2 * (tile[0] + tile[1]) * WG_ROW_BYTES + 1024 <= 227 * 1024
-    assert launch.block == (2 * tile[0], 1, 1) and "3xTF32" in launch.describe()
+    assert launch.block == (2 * tile[0], 1, 1) and "three TF32 wgmma a k-step" in launch.describe()
     copy = channels_last_copy_launch((2, 64, 11, 9), Hp, Wp, (1, 1), precision="3xtf32")
     assert copy.source == WG_SOURCE and copy.kernel == "conv2d_v13_to_channels_last"
     pointers, scalars = kernel_signature(copy.source, copy.kernel)
