@@ -24,7 +24,7 @@ def test_a_small_hostile_mix_serves_everyone_without_errors():
         heavy_kinds=("direct_heavy", "unfold_heavy", "uploader"),
         photo_px=(1600, 1200),
         quiet_reruns=10,
-        crowd_seconds=4,
+        crowd_seconds=3,
     )
     print(report)
     assert report["errors"] == 0, report["error_samples"]
