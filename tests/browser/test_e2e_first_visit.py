@@ -36,18 +36,25 @@ DEEP_LINKS = [
 PAGES = ["", "direct", "im2col", "unfold", "reflect", "backward", "benchmarks"]
 
 
+@pytest.fixture(scope="module")
+def chromium(playwright):
+    """One Chromium launch for the module; each test's context is a browser that never saw its
+    server (a new context shares no cache, cookies or storage with another)."""
+    browser = playwright.chromium.launch(executable_path=web.chromium_path(), args=web.CHROMIUM_ARGS)
+    yield browser
+    browser.close()
+
+
 @pytest.fixture
-def fresh(playwright):
-    """A server started for this test alone and a browser that never saw it."""
+def fresh(chromium):
+    """A server started for this test alone and a browser context that never saw it."""
     port = web._free_port()
     proc = web.start_server(port)
-    browser = playwright.chromium.launch(executable_path=web.chromium_path(), args=web.CHROMIUM_ARGS)
-    context = browser.new_context(viewport={"width": web.LAPTOP[0], "height": web.LAPTOP[1]})
+    context = chromium.new_context(viewport={"width": web.LAPTOP[0], "height": web.LAPTOP[1]})
     try:
         yield f"http://127.0.0.1:{port}", context
     finally:
         context.close()
-        browser.close()
         proc.terminate()
         proc.wait(timeout=20)
 
