@@ -155,16 +155,10 @@ RUN_FINISHED = (
 )
 
 
-def wait_idle(page, timeout: float = 90, start_within: float = 0.3) -> None:
-    """Wait until Streamlit has finished the current run and the browser has drawn its charts.
-    A rerun just asked for (a click, a key press) reaches the app's state within `start_within`
-    seconds: the wait for it to finish begins when it starts, or after that time if no run starts
-    (an action that reruns nothing)."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
+def wait_idle(page, timeout: float = 90) -> None:
+    """Wait until Streamlit has finished the current run and the browser has drawn its charts."""
     deadline = time.time() + timeout
-    with contextlib.suppress(PlaywrightTimeout):
-        page.wait_for_selector(RUNNING, state="attached", timeout=start_within * 1000)
+    time.sleep(0.3)  # a rerun just asked for (a click, a key press) reaches the app's state
     while True:
         left_ms = max(1000, (deadline - time.time()) * 1000)
         page.wait_for_selector(RUN_FINISHED, state="attached", timeout=left_ms)
@@ -281,7 +275,8 @@ def click_cell(page, chart: str, row: int, col: int, panel: str = "x") -> None:
     page.mouse.move(x, y)
     time.sleep(0.2)
     page.mouse.click(x, y)
-    wait_idle(page, start_within=0.6)  # the click's value goes through Plotly and the component
+    time.sleep(0.3)
+    wait_idle(page)
 
 
 def press_play(page, chart, label, first: str, wait: float = 2.0) -> str:
