@@ -28,6 +28,7 @@ import gpuops
 from bench.reports import SCHEMA, cudnn_text, precision_of
 from gpuops import sm90a
 from gpuops.conv2d import (
+    HOPPER_ALGORITHMS,
     PIPE_PREFIX,
     PRECISIONS,
     SPLIT_ALGORITHMS,
@@ -242,7 +243,7 @@ class Suite:
         )
         reference = self._float64_reference(tx, tw, conv)
         for algorithm in gpuops.offered_algorithms() if self.gpu else gpuops.ALGORITHMS:
-            try:  # v13 runs groups of 32k channels only
+            try:  # v13 and v14 run groups of 32k channels only
                 gpuops.plan_conv2d(x.shape, w.shape, **conv, algorithm=algorithm)
             except ValueError:
                 continue
@@ -254,7 +255,7 @@ class Suite:
                 extra["rel_error_vs_float64"] = self._rel_error(
                     gpuops.conv2d(x, w, algorithm=algorithm, **conv), reference
                 )
-            if algorithm in PIPE_PREFIX or algorithm in SPLIT_ALGORITHMS:
+            if algorithm in PIPE_PREFIX or algorithm in HOPPER_ALGORITHMS:  # which version ran
                 extra["kernel"] = gpuops.plan_conv2d(
                     x.shape, w.shape, **conv, algorithm=algorithm
                 ).launch.kernel
