@@ -146,8 +146,8 @@ X3_STAGES = {128: 3, 64: 4}  # v13: shared-memory stages by the tile's filter ro
 # additions along k round less carefully than fp32's); every stage 3.1-4.9e-7 at up to 25% more;
 # every 4 stages 0.9-1.1e-6
 X3_PROMOTE = 2
-PIXEL_TILES = ((32, 128), (64, 128))  # v14 block tiles (filters x pixels): a warpgroup per 64 pixels
-V14_STAGES = {"tf32": 4, SPLIT_TF32: 4}  # v14's stages by operands: TF32 80-96 KB a block, 3xTF32 160-192
+PIXEL_TILES = ((32, 64), (32, 128), (64, 128))  # v14 block tiles, filters x pixels: a warpgroup per 64 pixels
+V14_STAGES = {"tf32": 4, SPLIT_TF32: 4}  # v14's stages by operands: TF32 48-96 KB a block, 3xTF32 96-192
 PIXEL_ROWS_FILTERS = 64  # auto measures v14 where a group has at most this many filters (its columns)
 OPERANDS = {"tf32": "TF32", "bf16": "BF16", "fp16": "FP16", SPLIT_TF32: "3xTF32"}  # for captions
 
@@ -784,7 +784,7 @@ def warpgroup_launch(
     g = p.geometry
     version = "v14" if pixel_rows else "v13" if precision == SPLIT_TF32 else "v12"
     tiles = PIXEL_TILES if pixel_rows else WG_TILES
-    BM, BN = tile or (pixel_rows_tile(p) if pixel_rows else warpgroup_tile(p))
+    BM, BN = tile or (pixel_rows_tile(p, precision) if pixel_rows else warpgroup_tile(p))
     if (BM, BN) not in tiles:
         named = ", ".join(f"{m} x {n}" for m, n in tiles)
         raise ValueError(f"{version}'s tiles are {named}, not {BM} x {BN}")
@@ -814,10 +814,14 @@ def warpgroup_launch(
     return Launch(kernel, WG_SOURCE, grid, block, shared, CL_ARRAYS, args, threads, "(n, m, oh, ow) of y")
 
 
-def pixel_rows_tile(p: ConvProblem) -> tuple[int, int]:
-    """v14's block tile (filters x pixels): 32 x 128 where a group has at most 32 filters (the
-    columns of m64n32k8), else 64 x 128 (m64n64k8; groups of more filters take several blocks)."""
-    return (32, 128) if p.M // p.groups <= 32 else (64, 128)
+def pixel_rows_tile(p: ConvProblem, precision: str = "tf32") -> tuple[int, int]:
+    """v14's block tile (filters x pixels): 64 x 128 (m64n64k8) where a group has more than 32
+    filters (more than 64 take several blocks); else the 32 columns of m64n32k8, on 128 pixels in
+    TF32 (80 KB of stages: two blocks an SM) and on 64 in 3xTF32 (its stages are twice as large:
+    96 KB and two blocks an SM, where 32 x 128 would hold one; the header of v14 says why two)."""
+    if p.M // p.groups > 32:
+        return 64, 128
+    return (32, 64) if precision == SPLIT_TF32 else (32, 128)
 
 
 def pixel_rows_launch(

@@ -426,7 +426,7 @@ extern "C" __global__ void __launch_bounds__(128, 1) conv2d_v13_3xtf32_64x128(
 // layer, the gradient of a 5x5 layer with 32 input channels) half of every row tile is zeros,
 // and the tensor cores spend half their time on them. v14 puts 64 PIXELS on the rows (A) and
 // the group's filters on the columns (B, N = 32 or 64), so no row is empty. What changes:
-//   1. the block: BM = 32 or 64 filters x BN = 128 pixels, a warpgroup per 64 pixels (two);
+//   1. the block: BM = 32 or 64 filters x BN = 64 or 128 pixels, a warpgroup per 64 pixels;
 //   2. the descriptors: A is this warpgroup's 64 pixel rows of the stage, B the filter rows. The
 //      stage itself is unchanged: both operands are K-major rows of 128 bytes in the same
 //      swizzled 1 KB atoms, so the copies and the descriptor format are v12's;
@@ -443,10 +443,23 @@ extern "C" __global__ void __launch_bounds__(128, 1) conv2d_v13_3xtf32_64x128(
 // 1.3x on the GEMM where groups have 32 filters, nothing where they have 64 (v12's rows are full
 // there, and m64n64k8 is no faster per sum). Not yet measured on a device.
 // =======================================================================================
-#define V14_STAGES 4         // TF32: 80 KB (32 x 128) or 96 KB (64 x 128) a block, two blocks an SM
-#define V14_X3_STAGES 4      // 3xTF32: 160 KB or 192 KB, one block an SM
+// Tiles (the host's pixel_rows_tile): 64 x 128 where a group has more than 32 filters; else in
+// TF32 32 x 128 (80 KB of stages, two blocks an SM), in 3xTF32 32 x 64 (stages twice as large:
+// 96 KB, two blocks an SM, where 32 x 128 would hold one). A grouped layer's block has few
+// stages of k (9 on the 3x3 layer of 32 channels a group): a second block on the SM keeps the
+// tensor cores busy while one fills its pipeline and writes its sums back.
+#define V14_STAGES 4         // TF32: 48, 80 or 96 KB a block (32 x 64, 32 x 128, 64 x 128)
+#define V14_X3_STAGES 4      // 3xTF32: 96, 160 or 192 KB
 
 // The kernels of v14: TF32 on v10's copies, 3xTF32 on v13's; named by the block's filters x pixels.
+extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v14_tf32_32x64(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    warpgroup_conv<32, 64, PREC_TF32, 1, V14_STAGES, true>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
 extern "C" __global__ void __launch_bounds__(256, 2) conv2d_v14_tf32_32x128(
     const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
@@ -462,6 +475,16 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_v14_tf32_64x128(
 {
     warpgroup_conv<64, 128, PREC_TF32, 1, V14_STAGES, true>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
         stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(128, 2) conv2d_v14_3xtf32_32x64(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp,
+    long long x_part, long long w_part, int promote)
+{
+    warpgroup_conv<32, 64, PREC_TF32, 2, V14_X3_STAGES, true>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out,
+        W_out, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp, x_part,
+        w_part, promote);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v14_3xtf32_32x128(
     const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,

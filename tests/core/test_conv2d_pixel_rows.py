@@ -101,7 +101,8 @@ def test_v14_constants_equal_the_kernel_defines():
 @pytest.mark.parametrize("tile", PIXEL_TILES)
 def test_every_v14_launch_matches_a_kernel_with_a_header(tile, algorithm):
     """The GEMM exists in conv2d_hopper.cu under v14's header and takes the arrays and arguments
-    the host passes; a warpgroup per 64 pixels; its stages fit 227 KB (two blocks an SM in TF32)."""
+    the host passes; a warpgroup per 64 pixels; its stages fit an SM twice (TF32, 3xTF32 on 32 x 64)
+    or once."""
     p = _problem(2, 64, 11, 9, 70, 3, padding=1)
     launch = pixel_rows_launch(p, algorithm, tile=tile)
     precision = PIXEL_ROWS_ALGORITHMS[algorithm]
@@ -111,7 +112,8 @@ def test_every_v14_launch_matches_a_kernel_with_a_header(tile, algorithm):
     assert re.search(r"// v14 ", kernel_span(launch.source, launch.kernel).text.split("extern")[0])
     parts = 2 if precision == "3xtf32" else 1
     shared = V14_STAGES[precision] * parts * (tile[0] + tile[1]) * WG_ROW_BYTES + 1024
-    assert launch.shared_bytes == shared <= (227 if parts == 2 else 113) * 1024
+    two_blocks = tile[1] == 64 or parts == 1  # an SM holds 228 KB, 1 KB of it reserved a block
+    assert launch.shared_bytes == shared and (2 if two_blocks else 1) * (shared + 1024) <= 228 * 1024
     assert launch.block == (2 * tile[1], 1, 1) and "pixels on the rows" in launch.describe()
     assert launch.grid[:2] == (-(-2 * 11 * 9 // tile[1]), -(-70 // tile[0]))
     if parts == 2:
@@ -123,11 +125,18 @@ def test_every_v14_launch_matches_a_kernel_with_a_header(tile, algorithm):
 
 def test_the_tile_holds_a_group_s_filters_in_one_wgmma():
     """32 columns (m64n32k8) up to 32 filters a group, else 64: no block of a 32-filter group
-    computes empty columns."""
-    assert pixel_rows_tile(_problem(1, 128, 8, 8, 128, 3, groups=4)) == (32, 128)
-    assert pixel_rows_tile(_problem(1, 64, 8, 8, 24, 3)) == (32, 128)
-    assert pixel_rows_tile(_problem(1, 64, 8, 8, 40, 3)) == (64, 128)
-    assert pixel_rows_tile(_problem(1, 64, 8, 8, 256, 3)) == (64, 128)
+    computes empty columns; 3xTF32's larger stages take half the pixels (two blocks an SM)."""
+    grouped, few, more, many = (
+        _problem(1, 128, 8, 8, 128, 3, groups=4),
+        _problem(1, 64, 8, 8, 24, 3),
+        _problem(1, 64, 8, 8, 40, 3),
+        _problem(1, 64, 8, 8, 256, 3),
+    )
+    for p in (grouped, few):
+        assert pixel_rows_tile(p, "tf32") == (32, 128) and pixel_rows_tile(p, "3xtf32") == (32, 64)
+        assert pixel_rows_launch(p, "pixel_rows_3xtf32").kernel == "conv2d_v14_3xtf32_32x64"
+    for p in (more, many):
+        assert pixel_rows_tile(p, "tf32") == pixel_rows_tile(p, "3xtf32") == (64, 128)
 
 
 def test_v14_refuses_what_it_cannot_run():
