@@ -550,8 +550,9 @@ def format_table(rows: Iterable[dict[str, Any]]) -> str:
 
 
 def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
-    """Issue 27's targets on the GEMM classes, one line a shape: the TF32 pipeline against our fp32
-    auto (target >= 2x) and cuDNN-TF32 (target <= 1.5x its time), the 16-bit kernels against cuDNN
+    """Issue 27's targets on the GEMM classes, one line a shape: the TF32 pipeline (each version,
+    v14 = pixel_rows_tf32 where its layer allows) against our fp32 auto (target >= 2x) and
+    cuDNN-TF32 (target <= 1.5x its time), the 16-bit kernels against cuDNN
     on 16-bit tensors, and each one's error against float64."""
     ms = {(r["shape"], r["impl"]): r for r in rows if r["op"] == "conv2d"}
     columns = (
@@ -561,6 +562,7 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
         "v8",
         "v10",
         "v12",
+        "v14",
         "tf32",
         "cuDNN",
         "x auto",
@@ -600,7 +602,7 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
         lines.append(
             f"{shape:<14}{f(auto):>8}{f(t('ours:implicit_gemm_tf32')):>8}{f(t('ours:pipelined_tf32_v7')):>8}"
             f"{f(t('ours:pipelined_tf32_v8')):>8}{f(t('ours:pipelined_tf32_v10')):>8}"
-            f"{f(t('ours:pipelined_tf32_v12')):>8}"
+            f"{f(t('ours:pipelined_tf32_v12')):>8}{f(t('ours:pixel_rows_tf32')):>8}"
             f"{f(tf32):>8}{f(t('torch:cudnn_tf32')):>8}"
             f"{f(ratio(auto, tf32), '.2f'):>8}{f(ratio(tf32, t('torch:cudnn_tf32')), '.2f'):>8}"
             f"{f(bf16):>8}{f(ratio(bf16, t('torch:cudnn_bf16')), '.2f'):>8}"
