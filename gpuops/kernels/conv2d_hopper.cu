@@ -111,7 +111,7 @@ __device__ __forceinline__ void wgmma_hold(float (&d)[NT][4]) {
 // batch pixel p_first + g (+8 for e >= 2) and filter m_first + 8j + 2t (+1 for odd e) of group
 // g_idx (lane 4g + t; the layout of v12's sums with the roles swapped). Neighbouring sums are
 // now L apart in y, so each is its own store; a warp's store of one (j, e) writes 8 consecutive
-// pixels of 4 filters, four full 32-byte sectors. Split K and the bias as in store_warp_tile.
+// pixels of 4 filters: four runs of 32 bytes. Split K and the bias as in store_warp_tile.
 template <int NT>
 __device__ __forceinline__ void store_pixel_rows(const float (&acc)[NT][4], float* __restrict__ y,
     const float* __restrict__ bias, int M, int Mg, int g_idx, int L, int P, int p_first, int m_first, int k_splits)
