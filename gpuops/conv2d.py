@@ -1185,7 +1185,7 @@ def resolve_algorithm(x: Any, w: Any, bias: Any = None, *conv: Any, **conv_kw: A
     p = check_conv2d(tuple(x.shape), tuple(w.shape), None if bias is None else tuple(bias.shape), **layer)
     if channels_last_fits(p) and sm90a.available(WG_SOURCE):  # v13, v14 (3xTF32): fp32 accuracy on Hopper
         fp32 += SPLIT_ALGORITHMS
-        if p.M // p.groups > PIXEL_ROWS_FILTERS:  # v14 pays only where a group's filters are few
+        if p.M // p.groups > PIXEL_ROWS_FILTERS:  # v14 gains only where v13 leaves filter rows empty
             fp32 = tuple(a for a in fp32 if a != "pixel_rows_3xtf32")
     candidates = {  # every fp32 algorithm (the plain tiled kernel wins on depthwise layers)
         a: functools.partial(conv2d, x, w, bias, *conv, **conv_kw, algorithm=a) for a in fp32
