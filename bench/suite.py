@@ -613,6 +613,34 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def fp32_summary(rows: Iterable[dict[str, Any]]) -> str:
+    """fp32 on the GEMM classes, one line a shape: our auto (and what it ran), the Hopper
+    versions it measures, v13 (pipelined_3xtf32) and v14 (pixel_rows_3xtf32), where they ran,
+    and cuDNN fp32; auto / cuDNN is issue 27's fp32 target (<= 1.1)."""
+    ms = {(r["shape"], r["impl"]): r for r in rows if r["op"] == "conv2d"}
+    columns = "".join(f"{c:>8}" for c in ("auto", "v13", "v14", "cuDNN", "/cuDNN"))
+    lines = [
+        "ms (lower is better); /cuDNN = our fp32 auto / cuDNN fp32 (target <= 1.1)",
+        f"{'shape':<14}{columns}  auto ran",
+    ]
+    for shape in GEMM_CLASSES:
+        auto = ms.get((shape, "ours:auto"))
+        if auto is None:
+            continue
+        times = [
+            None if (r := ms.get((shape, impl))) is None else r["median_ms"]
+            for impl in ("ours:auto", "ours:pipelined_3xtf32", "ours:pixel_rows_3xtf32", "torch:cudnn")
+        ]
+        ratio = None if times[3] is None else times[0] / times[3]
+        cells = [*times, ratio]
+        lines.append(
+            f"{shape:<14}"
+            + "".join("       -" if v is None else f"{v:>8.3f}" for v in cells)
+            + f"  {auto['extra'].get('chose', '-')}"
+        )
+    return "\n".join(lines)
+
+
 BACKWARD_WIDTHS = (9, 24, 9)  # backward_summary's columns: auto, fastest (time and name), torch
 
 
@@ -827,6 +855,7 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(report["results"]))
     if any(s in names for s in GEMM_CLASSES) and "forward" in args.parts:
         print(tensor_core_summary(report["results"]))
+        print(fp32_summary(report["results"]))
     if "backward" in args.parts:
         print(backward_summary(report["results"]))
     if args.out:
