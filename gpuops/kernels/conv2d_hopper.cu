@@ -191,21 +191,21 @@ __device__ __forceinline__ void warpgroup_conv(
     // copies has the same r % 8 and the same swizzled offset within its row.
     const int chunk = t % CHUNKS, row = t / CHUNKS, k_chunk = chunk * PER_CHUNK;
     const int dst = row * WG_ROW_BYTES + ((chunk ^ (row % 8)) * 16);
-    const V* a_src[BM / ROWS];                       // weight rows (filters); none past Mg
-    bool a_ok[BM / ROWS];
+    const V* w_src[BM / ROWS];                       // weight rows (filters); none past Mg
+    bool w_ok[BM / ROWS];
 #pragma unroll
     for (int i = 0; i < BM / ROWS; ++i) {
         const int m = m0 + row + i * ROWS;
-        a_ok[i] = m < Mg;
-        a_src[i] = filter_row(w_cl, g * Mg + (a_ok[i] ? m : 0), Kp) + k_chunk;
+        w_ok[i] = m < Mg;
+        w_src[i] = filter_row(w_cl, g * Mg + (w_ok[i] ? m : 0), Kp) + k_chunk;
     }
-    const V* b_src[BN / ROWS];                       // x_cl cell of tap (0, 0) of each pixel
-    bool b_ok[BN / ROWS];
+    const V* x_src[BN / ROWS];                       // x_cl cell of tap (0, 0) of each pixel
+    bool x_ok[BN / ROWS];
 #pragma unroll
     for (int i = 0; i < BN / ROWS; ++i) {
         const int p = p0 + row + i * ROWS;
-        b_ok[i] = p < P;
-        b_src[i] = pixel_cell(x_cl, b_ok[i] ? p : 0, L, W_out, Hp, Wp, C, g * Cg, stride_h, stride_w) + k_chunk;
+        x_ok[i] = p < P;
+        x_src[i] = pixel_cell(x_cl, x_ok[i] ? p : 0, L, W_out, Hp, Wp, C, g * Cg, stride_h, stride_w) + k_chunk;
     }
     StageWalk next(tile0 * KC, Cg, KW, KC, dil_h, dil_w, Wp, C);   // the next stage to load (v10's walk)
 
@@ -216,11 +216,11 @@ __device__ __forceinline__ void warpgroup_conv(
 #pragma unroll
             for (int i = 0; i < BM / ROWS; ++i)
                 cp_async16(reinterpret_cast<float*>(stage + part * F_BYTES + i * ROWS * WG_ROW_BYTES),
-                           reinterpret_cast<const float*>(a_src[i] + part * w_part + next.k), a_ok[i]);
+                           reinterpret_cast<const float*>(w_src[i] + part * w_part + next.k), w_ok[i]);
 #pragma unroll
             for (int i = 0; i < BN / ROWS; ++i)
                 cp_async16(reinterpret_cast<float*>(stage + PARTS * F_BYTES + part * X_BYTES + i * ROWS * WG_ROW_BYTES),
-                           reinterpret_cast<const float*>(b_src[i] + part * x_part + next.x()), b_ok[i]);
+                           reinterpret_cast<const float*>(x_src[i] + part * x_part + next.x()), x_ok[i]);
         }
         asm volatile("cp.async.commit_group;\n" ::);
         next.next();
