@@ -28,6 +28,7 @@ import gpuops
 from bench.reports import SCHEMA, cudnn_text, precision_of
 from gpuops import sm90a
 from gpuops.conv2d import (
+    HOPPER_ALGORITHMS,
     PIPE_PREFIX,
     PRECISIONS,
     SPLIT_ALGORITHMS,
@@ -242,7 +243,7 @@ class Suite:
         )
         reference = self._float64_reference(tx, tw, conv)
         for algorithm in gpuops.offered_algorithms() if self.gpu else gpuops.ALGORITHMS:
-            try:  # v13 runs groups of 32k channels only
+            try:  # v13 and v14 run groups of 32k channels only
                 gpuops.plan_conv2d(x.shape, w.shape, **conv, algorithm=algorithm)
             except ValueError:
                 continue
@@ -254,7 +255,7 @@ class Suite:
                 extra["rel_error_vs_float64"] = self._rel_error(
                     gpuops.conv2d(x, w, algorithm=algorithm, **conv), reference
                 )
-            if algorithm in PIPE_PREFIX or algorithm in SPLIT_ALGORITHMS:
+            if algorithm in PIPE_PREFIX or algorithm in HOPPER_ALGORITHMS:  # which version ran
                 extra["kernel"] = gpuops.plan_conv2d(
                     x.shape, w.shape, **conv, algorithm=algorithm
                 ).launch.kernel
@@ -549,8 +550,9 @@ def format_table(rows: Iterable[dict[str, Any]]) -> str:
 
 
 def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
-    """Issue 27's targets on the GEMM classes, one line a shape: the TF32 pipeline against our fp32
-    auto (target >= 2x) and cuDNN-TF32 (target <= 1.5x its time), the 16-bit kernels against cuDNN
+    """Issue 27's targets on the GEMM classes, one line a shape: the TF32 pipeline (each version,
+    v14 = pixel_rows_tf32 where its layer allows) against our fp32 auto (target >= 2x) and
+    cuDNN-TF32 (target <= 1.5x its time), the 16-bit kernels against cuDNN
     on 16-bit tensors, and each one's error against float64."""
     ms = {(r["shape"], r["impl"]): r for r in rows if r["op"] == "conv2d"}
     columns = (
@@ -560,6 +562,7 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
         "v8",
         "v10",
         "v12",
+        "v14",
         "tf32",
         "cuDNN",
         "x auto",
@@ -599,13 +602,41 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
         lines.append(
             f"{shape:<14}{f(auto):>8}{f(t('ours:implicit_gemm_tf32')):>8}{f(t('ours:pipelined_tf32_v7')):>8}"
             f"{f(t('ours:pipelined_tf32_v8')):>8}{f(t('ours:pipelined_tf32_v10')):>8}"
-            f"{f(t('ours:pipelined_tf32_v12')):>8}"
+            f"{f(t('ours:pipelined_tf32_v12')):>8}{f(t('ours:pixel_rows_tf32')):>8}"
             f"{f(tf32):>8}{f(t('torch:cudnn_tf32')):>8}"
             f"{f(ratio(auto, tf32), '.2f'):>8}{f(ratio(tf32, t('torch:cudnn_tf32')), '.2f'):>8}"
             f"{f(bf16):>8}{f(ratio(bf16, t('torch:cudnn_bf16')), '.2f'):>8}"
             f"{f(fp16):>8}{f(ratio(fp16, t('torch:cudnn_fp16')), '.2f'):>8}"
             f"  {e('ours:pipelined_tf32')} / {e('ours:pipelined_bf16')} / {e('ours:pipelined_fp16')}"
             f" (cuDNN {e('torch:cudnn_tf32')} / {e('torch:cudnn_bf16')} / {e('torch:cudnn_fp16')})"
+        )
+    return "\n".join(lines)
+
+
+def fp32_summary(rows: Iterable[dict[str, Any]]) -> str:
+    """fp32 on the GEMM classes, one line a shape: our auto (and what it ran), the Hopper
+    versions it measures, v13 (pipelined_3xtf32) and v14 (pixel_rows_3xtf32), where they ran,
+    and cuDNN fp32; auto / cuDNN is issue 27's fp32 target (<= 1.1)."""
+    ms = {(r["shape"], r["impl"]): r for r in rows if r["op"] == "conv2d"}
+    columns = "".join(f"{c:>8}" for c in ("auto", "v13", "v14", "cuDNN", "/cuDNN"))
+    lines = [
+        "ms (lower is better); /cuDNN = our fp32 auto / cuDNN fp32 (target <= 1.1)",
+        f"{'shape':<14}{columns}  auto ran",
+    ]
+    for shape in GEMM_CLASSES:
+        auto = ms.get((shape, "ours:auto"))
+        if auto is None:
+            continue
+        times = [
+            None if (r := ms.get((shape, impl))) is None else r["median_ms"]
+            for impl in ("ours:auto", "ours:pipelined_3xtf32", "ours:pixel_rows_3xtf32", "torch:cudnn")
+        ]
+        ratio = None if times[3] is None else times[0] / times[3]
+        cells = [*times, ratio]
+        lines.append(
+            f"{shape:<14}"
+            + "".join("       -" if v is None else f"{v:>8.3f}" for v in cells)
+            + f"  {auto['extra'].get('chose', '-')}"
         )
     return "\n".join(lines)
 
@@ -824,6 +855,7 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(report["results"]))
     if any(s in names for s in GEMM_CLASSES) and "forward" in args.parts:
         print(tensor_core_summary(report["results"]))
+        print(fp32_summary(report["results"]))
     if "backward" in args.parts:
         print(backward_summary(report["results"]))
     if args.out:

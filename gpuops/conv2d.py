@@ -26,12 +26,16 @@ and, opt-in because they round the operands (sums stay fp32; `auto` never picks 
                       the bytes, rounded once), stages of one tap x 64 (or 32) channels; v12
                       on Hopper where the stages hold 64 channels
   pipelined_fp16      v9 / v11 / v12 with fp16 operands (error ~3e-4; values past 65504 overflow)
+  pixel_rows_tf32     v14 (Hopper only): v12 with the pixels on the tensor cores' 64 rows and the
+                      filters on their 32 or 64 columns, for groups of few filters (v12's rows
+                      are filters, half empty where a group has 32)
 
 and on Hopper only, in fp32 accuracy (so `auto` measures it beside the fp32 kernels there):
   pipelined_3xtf32    v13: v12 with every value a pair of TF32 values, three tensor-core products
                       per term, the tensor cores' sums moved to fp32 registers every
                       X3_PROMOTE stages (error ~5e-7 relative, as the fp32 kernels': 3e-7 to 2e-6)
-PRECISIONS names each algorithm's operand precision (v13's: fp32, which it carries in pairs).
+  pixel_rows_3xtf32   v14 in v13's precision: pixels on the rows, fp32 values as TF32 pairs
+PRECISIONS names each algorithm's operand precision (v13's and v14's 3xTF32: fp32, carried in pairs).
 """
 
 from __future__ import annotations
@@ -76,9 +80,12 @@ from gpuops.launch import (
 from gpuops.reflect_pad import reflect_pad
 
 ALGORITHMS = ("direct", "tiled_basic", "tiled", "im2col", "implicit_gemm")  # fp32 throughout
-TF32_ALGORITHMS = ("implicit_gemm_tf32", "pipelined_tf32")  # tensor cores: inputs rounded to TF32
+# tensor cores: inputs rounded to TF32
+TF32_ALGORITHMS = ("implicit_gemm_tf32", "pipelined_tf32", "pixel_rows_tf32")
 HALF_ALGORITHMS = ("pipelined_bf16", "pipelined_fp16")  # tensor cores: 16-bit operands, fp32 sums
-SPLIT_ALGORITHMS = ("pipelined_3xtf32",)  # Hopper's tensor cores in fp32 accuracy (v13)
+SPLIT_ALGORITHMS = ("pipelined_3xtf32", "pixel_rows_3xtf32")  # Hopper's tensor cores, fp32 accuracy
+PIXEL_ROWS_ALGORITHMS = {"pixel_rows_tf32": "tf32", "pixel_rows_3xtf32": "3xtf32"}  # v14 -> its operands
+HOPPER_ALGORITHMS = ("pixel_rows_tf32", *SPLIT_ALGORITHMS)  # sm_90a kernels alone: offered on Hopper only
 ALL_ALGORITHMS = ALGORITHMS + TF32_ALGORITHMS + HALF_ALGORITHMS + SPLIT_ALGORITHMS
 PRECISIONS = {  # what each algorithm multiplies: its operands' precision (sums are fp32 in all)
     **dict.fromkeys(ALGORITHMS + SPLIT_ALGORITHMS, "fp32"),
@@ -139,6 +146,9 @@ X3_STAGES = {128: 3, 64: 4}  # v13: shared-memory stages by the tile's filter ro
 # additions along k round less carefully than fp32's); every stage 3.1-4.9e-7 at up to 25% more;
 # every 4 stages 0.9-1.1e-6
 X3_PROMOTE = 2
+PIXEL_TILES = ((32, 64), (32, 128), (64, 128))  # v14 block tiles, filters x pixels: a warpgroup per 64 pixels
+V14_STAGES = {"tf32": 4, SPLIT_TF32: 4}  # v14's stages by operands: TF32 48-96 KB a block, 3xTF32 96-192
+PIXEL_ROWS_FILTERS = 64  # auto measures v14 where a group has at most this many filters (its columns)
 OPERANDS = {"tf32": "TF32", "bf16": "BF16", "fp16": "FP16", SPLIT_TF32: "3xTF32"}  # for captions
 
 
@@ -596,6 +606,35 @@ class WarpTileMap:
         )
 
 
+@dataclass(frozen=True)
+class PixelRowsMap(WarpTileMap):
+    """v14: WarpTileMap's block (BM filters x BN batch pixels) with wgmma's roles swapped: a
+    warpgroup per 64 pixels, warp w of the block holds pixels 16w..16w+15 of it x all BM filters,
+    and lane 4g + t holds sums (pixel g, filters 2t, 2t+1) and (pixel g + 8, the same) of every
+    8-filter column block."""
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        n, m, oh, ow = index
+        p = n * self.H_out * self.W_out + oh * self.W_out + ow
+        group, within = divmod(m, self.filters_per_group)
+        m_blocks = ceil_div(self.filters_per_group, self.BM)
+        r, q = within % self.BM, p % self.BN
+        warp, lane = q // 16, (q % 8) * 4 + (r % 8) // 2
+        return ThreadRef((p // self.BN, group * m_blocks + within // self.BM, 0), (warp * 32 + lane, 0, 0))
+
+    def describe(self) -> str:
+        what = f"{self.operands} wgmma"
+        if self.operands == OPERANDS[SPLIT_TF32]:
+            what = "three TF32 wgmma a k-step (each value a pair of TF32 values: fp32 accuracy)"
+        split = f"; k is split over {self.k_splits} blocks along z, which add into y"
+        return (
+            f"tensor cores: a block computes {self.BM} filters x {self.BN} pixels of the batch; "
+            f"{self.BN // 64} warpgroups of 4 warps issue {what} of 64 pixels x {self.BM} filters "
+            f"from shared memory (pixels on the rows); each of its {self.BN // 16} warps holds 16 "
+            f"pixels x {self.BM} filters of the sums{split if self.k_splits > 1 else ''}"
+        )
+
+
 def implicit_gemm_tf32_launch(p: ConvProblem) -> Launch:
     """v5: one block per TC_BM filters x TC_BN pixels, 4 warps."""
     g = p.geometry
@@ -734,19 +773,21 @@ def warpgroup_launch(
     tile: tuple[int, int] | None = None,
     k_splits: int | None = None,
     promote: int | None = None,
+    pixel_rows: bool = False,
 ) -> Launch:
     """v12 (kernels/conv2d_hopper.cu): v10's / v11's GEMM on Hopper's warpgroup MMA, on the same
     channels-last copies (ChannelsLastCall runs it); v13 with precision "3xtf32": the same GEMM
-    on pairs of TF32 copies. Shared memory: the stages (WG_STAGES of BM + BN rows of 128 bytes;
-    v13: X3_STAGES of twice the rows), and 1 KB for the kernel to start its tiles on a 1 KB
-    boundary."""
+    on pairs of TF32 copies; v14 (`pixel_rows`, TF32 or 3xTF32): either with the pixels on
+    wgmma's rows. Shared memory: the stages (WG_STAGES of BM + BN rows of 128 bytes; v13:
+    X3_STAGES of twice the rows; v14: V14_STAGES), and 1 KB for the kernel to start its tiles on
+    a 1 KB boundary. A warpgroup (128 threads) per 64 filters (v12, v13) or pixels (v14)."""
     g = p.geometry
-    version = "v13" if precision == SPLIT_TF32 else "v12"
-    BM, BN = tile or warpgroup_tile(p)
-    if (BM, BN) not in WG_TILES:
-        raise ValueError(
-            f"{version}'s tiles are {', '.join(f'{m} x {n}' for m, n in WG_TILES)}, not {BM} x {BN}"
-        )
+    version = "v14" if pixel_rows else "v13" if precision == SPLIT_TF32 else "v12"
+    tiles = PIXEL_TILES if pixel_rows else WG_TILES
+    BM, BN = tile or (pixel_rows_tile(p, precision) if pixel_rows else warpgroup_tile(p))
+    if (BM, BN) not in tiles:
+        named = ", ".join(f"{m} x {n}" for m, n in tiles)
+        raise ValueError(f"{version}'s tiles are {named}, not {BM} x {BN}")
     Mg = p.M // p.groups
     m_blocks = ceil_div(Mg, BM)
     grid = (max(1, ceil_div(p.N * g.L, BN)), p.groups * m_blocks, 1)
@@ -756,17 +797,51 @@ def warpgroup_launch(
     check_grid(grid, f"the {version} {precision} kernel")
     Hp, Wp = channels_last_size(p)
     args = _geometry_args(p) + ints(m_blocks=m_blocks, k_splits=splits, Hp=Hp, Wp=Wp)
-    parts, stages = 1, WG_STAGES
-    if version == "v13":
-        parts, stages = 2, X3_STAGES[BM]
+    parts = 1
+    if precision == SPLIT_TF32:  # v13, v14 in 3xTF32: both parts of both copies
+        parts = 2
         args += longs(x_part=p.N * Hp * Wp * p.C, w_part=p.M * g.KH * g.KW * (p.C // p.groups))
         args += ints(promote=promote or X3_PROMOTE)
+    if pixel_rows:  # a warp's sums: 16 pixels x BM filters (v12, v13: 16 filters x BN pixels)
+        stages = V14_STAGES[precision]
+        threads = PixelRowsMap(BM, BN, Mg, g.H_out, g.W_out, 16, BM, OPERANDS[precision], splits, True)
+    else:
+        stages = X3_STAGES[BM] if parts == 2 else WG_STAGES
+        threads = WarpTileMap(BM, BN, Mg, g.H_out, g.W_out, 16, BN, OPERANDS[precision], splits, True)
     shared = stages * parts * (BM + BN) * WG_ROW_BYTES + 1024
-    threads = WarpTileMap(BM, BN, Mg, g.H_out, g.W_out, 16, BN, OPERANDS[precision], splits, warpgroups=True)
     kernel = f"conv2d_{version}_{precision}_{BM}x{BN}"
-    return Launch(
-        kernel, WG_SOURCE, grid, (2 * BM, 1, 1), shared, CL_ARRAYS, args, threads, "(n, m, oh, ow) of y"
-    )
+    block = (2 * (BN if pixel_rows else BM), 1, 1)
+    return Launch(kernel, WG_SOURCE, grid, block, shared, CL_ARRAYS, args, threads, "(n, m, oh, ow) of y")
+
+
+def pixel_rows_tile(p: ConvProblem, precision: str = "tf32") -> tuple[int, int]:
+    """v14's block tile (filters x pixels): 64 x 128 (m64n64k8) where a group has more than 32
+    filters (more than 64 take several blocks); else the 32 columns of m64n32k8, on 128 pixels in
+    TF32 (80 KB of stages: two blocks an SM) and on 64 in 3xTF32 (its stages are twice as large:
+    96 KB and two blocks an SM, where 32 x 128 would hold one; the header of v14 says why two)."""
+    if p.M // p.groups > 32:
+        return 64, 128
+    return (32, 64) if precision == SPLIT_TF32 else (32, 128)
+
+
+def pixel_rows_launch(
+    p: ConvProblem,
+    algorithm: str = "pixel_rows_tf32",
+    *,
+    tile: tuple[int, int] | None = None,
+    k_splits: int | None = None,
+    promote: int | None = None,
+) -> Launch:
+    """v14 (pixel_rows_tf32 / pixel_rows_3xtf32): v12 / v13 with the pixels on the tensor cores'
+    rows. It runs where v12 runs in TF32 (groups of a multiple of PIPE_BK channels) and only on
+    Hopper (launch_call refuses elsewhere); elsewhere a ValueError. Its header in
+    kernels/conv2d_hopper.cu says what it changes and what it gains."""
+    _check_pixels(p, algorithm)
+    _check_plane(p.geometry, algorithm)
+    if not channels_last_fits(p):
+        raise ValueError(f"{algorithm} (v14) runs layers whose groups have a multiple of {PIPE_BK} channels")
+    precision = PIXEL_ROWS_ALGORITHMS[algorithm]
+    return warpgroup_launch(p, precision, tile=tile, k_splits=k_splits, promote=promote, pixel_rows=True)
 
 
 def split_tf32_launch(
@@ -971,6 +1046,7 @@ LAUNCHERS = {
     **{a: functools.partial(pipelined_launch, algorithm=a) for a in PIPE_PREFIX},
     "im2col": lambda p: im2col.unfold_launch_of(p),
     "pipelined_3xtf32": split_tf32_launch,
+    **{a: functools.partial(pixel_rows_launch, algorithm=a) for a in PIXEL_ROWS_ALGORITHMS},
 }
 
 
@@ -1081,11 +1157,11 @@ def padded_input(x: Any, p: ConvProblem) -> Any:
 
 
 def offered_algorithms() -> tuple[str, ...]:
-    """The algorithms a menu offers on this machine: all of them, v13 only where the device is a
-    Hopper GPU (checked without compiling; elsewhere it could not run)."""
+    """The algorithms a menu offers on this machine: all of them, v13 and v14 only where the
+    device is a Hopper GPU (checked without compiling; elsewhere they could not run)."""
     if sm90a.targets_device(WG_SOURCE):
         return ALL_ALGORITHMS
-    return tuple(a for a in ALL_ALGORITHMS if a not in SPLIT_ALGORITHMS)
+    return tuple(a for a in ALL_ALGORITHMS if a not in HOPPER_ALGORITHMS)
 
 
 def resolve_algorithm(x: Any, w: Any, bias: Any = None, *conv: Any, **conv_kw: Any) -> str:
@@ -1093,7 +1169,9 @@ def resolve_algorithm(x: Any, w: Any, bias: Any = None, *conv: Any, **conv_kw: A
     dilation, groups, padding_mode as in conv2d).
 
     On the GPU: the first call for a shape times every algorithm (CUDA events, median of 10)
-    and remembers the fastest (gpuops.autotune); later calls reuse the choice. On the CPU:
+    and remembers the fastest (gpuops.autotune); later calls reuse the choice. On Hopper the
+    candidates include v13 and, where a group has at most PIXEL_ROWS_FILTERS filters, v14
+    (3xTF32, fp32 accuracy). On the CPU:
     direct (the tap-by-tap NumPy loop needs no K*K-times larger X_unroll).
     """
     if array_module(x) is np:
@@ -1105,8 +1183,10 @@ def resolve_algorithm(x: Any, w: Any, bias: Any = None, *conv: Any, **conv_kw: A
     fp32 = ALGORITHMS
     layer = {k: settings[k] for k in ("stride", "padding", "dilation", "groups", "padding_mode")}
     p = check_conv2d(tuple(x.shape), tuple(w.shape), None if bias is None else tuple(bias.shape), **layer)
-    if channels_last_fits(p) and sm90a.available(WG_SOURCE):  # v13 (3xTF32): fp32 accuracy on Hopper
+    if channels_last_fits(p) and sm90a.available(WG_SOURCE):  # v13, v14 (3xTF32): fp32 accuracy on Hopper
         fp32 += SPLIT_ALGORITHMS
+        if p.M // p.groups > PIXEL_ROWS_FILTERS:  # v14 gains only where v13 leaves filter rows empty
+            fp32 = tuple(a for a in fp32 if a != "pixel_rows_3xtf32")
     candidates = {  # every fp32 algorithm (the plain tiled kernel wins on depthwise layers)
         a: functools.partial(conv2d, x, w, bias, *conv, **conv_kw, algorithm=a) for a in fp32
     }

@@ -11,7 +11,9 @@ with four algorithms:
                 filter, padded by dilation*(k-1) - padding; with stride S, S x S of them, one per
                 phase of dx (the cells r, r + S, ... meet every S-th tap). Each runs on the
                 forward's fastest fp32 kernel for its shape (conv2d's auto), so every speed-up of
-                the forward (v3 / v6 tiles, implicit GEMM, im2col) reaches grad_input
+                the forward (v3 / v6 tiles, implicit GEMM, im2col; on Hopper v13, and v14 where
+                the layer's input channels per group, the flipped filter's filters, are few)
+                reaches grad_input
   auto          on the GPU the fastest for the shape, measured once (gpuops.autotune); on the CPU
                 scatter (one strided slice per tap, no K*K-times larger cols)
 grad_weight has three:
@@ -26,7 +28,7 @@ grad_weight has three:
                 channels) convolved with dY swapped the same way as its filters (M filters of
                 N channels, H_out x W_out taps), stride and dilation swapped; output (c, m, ki, kj)
                 is dW[m, c, ki, kj]. Runs on the forward's fastest fp32 kernel for that shape
-                (conv2d's auto: on Hopper v13 where N is a multiple of 32)
+                (conv2d's auto: on Hopper v13 or v14 where N is a multiple of 32)
   auto          on the GPU measured; on the CPU direct
 Reflect padding: the forward pass is a convolution of the reflect-padded input, so the backward
 pass works on the padded input and folds the mirrored cells back with reflect_pad_backward.

@@ -149,9 +149,10 @@ def measured(sweep: reports.Sweep) -> int:
 
 AUTO_COMPARES = (
     "`ours:auto` runs the fastest of our **fp32** algorithms ({fp32}; on an H100 / H200 also "
-    "pipelined_3xtf32, fp32 values as pairs of TF32 values on the tensor cores, as accurate as fp32), "
-    "timed once per shape on the GPU (cuDNN's benchmark mode); by design it never runs "
-    "implicit_gemm_tf32 or the pipelined tensor-core kernels (TF32, bf16, fp16), which round the "
+    "pipelined_3xtf32 and pixel_rows_3xtf32, fp32 values as pairs of TF32 values on the tensor cores, "
+    "as accurate as fp32), timed once per shape on the GPU (cuDNN's benchmark mode); by design it "
+    "never runs implicit_gemm_tf32, pixel_rows_tf32 or the pipelined tensor-core kernels (TF32, bf16, "
+    "fp16), which round the "
     "operands and are opt-in, as PyTorch's allow_tf32 is. The ✓ / ✗ compare it with those fp32 candidates."
 )
 

@@ -798,7 +798,13 @@ __device__ __forceinline__ void store2(float* out, long long i, float a, float b
     trace_store(i + 1);
 }
 
-// Write back one warp's sums from the registers (v7-v11): sum e of mma tile (i, j) is filter
+// Where output (n, mm, l) of y (N, M, H_out, W_out) lies, l = oh * W_out + ow (the tensor-core
+// kernels' write-backs, v7-v14).
+__device__ __forceinline__ long long y_offset(int n, int mm, int l, int M, int L) {
+    return ((long long)n * M + mm) * L + l;
+}
+
+// Write back one warp's sums from the registers (v7-v13): sum e of mma tile (i, j) is filter
 // m_first + 16i + g (+8 for e >= 2) of group g_idx and batch pixel p_first + 8j + 2t (+1 for odd e).
 // A lane's two pixels usually sit side by side in y: one 8-byte store. (n, l) of pixel
 // p_first + 8j + 2t is carried from j to j + 1. With split K (k_splits > 1) the blocks along z add
@@ -823,18 +829,17 @@ __device__ __forceinline__ void store_warp_tile(const float (&acc)[MT][NT][4], f
                     const int mm = g_idx * Mg + m;
                     const float b_m = (bias && blockIdx.z == 0) ? bias[mm] : 0.0f;
                     const float v0 = acc[i][j][2 * h] + b_m, v1 = acc[i][j][2 * h + 1] + b_m;
-                    const long long o = ((long long)n_j * M + mm) * L + l_j;
+                    const long long o = y_offset(n_j, mm, l_j, M, L);
                     if (k_splits > 1) {                      // partial sums: add
                         store_add(y, o, v0);
-                        if (p + 1 < P)
-                            store_add(y, l_j + 1 < L ? o + 1 : ((long long)(n_j + 1) * M + mm) * L, v1);
+                        if (p + 1 < P) store_add(y, l_j + 1 < L ? o + 1 : y_offset(n_j + 1, mm, 0, M, L), v1);
                     } else if (l_j + 1 < L && p + 1 < P && (o & 1) == 0) {
                         store2(y, o, v0, v1);
                     } else {
                         store(y, o, v0);
                         if (p + 1 < P) {                 // pixel p + 1 starts the next sample
                             const int n1 = (p + 1) / L, l1 = (p + 1) % L;
-                            store(y, ((long long)n1 * M + mm) * L + l1, v1);
+                            store(y, y_offset(n1, mm, l1, M, L), v1);
                         }
                     }
                 }

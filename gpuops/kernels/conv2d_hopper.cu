@@ -4,6 +4,8 @@
 //
 //   v12 warpgroup MMA   v10 / v11 with `wgmma`: asynchronous, operands read from shared memory
 //   v13 fp32 by 3xTF32  v12 in fp32 accuracy: each operand as a TF32 pair, three products per term
+//   v14 pixel rows      v12 / v13 with the operands swapped: pixels on wgmma's 64 rows, filters on
+//                       its N = 32 or 64 columns, for groups of few filters
 //
 // It includes conv2d.cu for what it keeps from v10 and v11: the channels-last copies, the 16-byte
 // cp.async, the write-back of a warp's sums (store_warp_tile) and the precision codes.
@@ -56,21 +58,32 @@ __device__ __forceinline__ unsigned long long wgmma_descriptor(const void* tile)
          | (1ull << 62);                              // bits 62-63: 1 = 128-byte swizzle
 }
 
-// One wgmma of 64 filters x 128 pixels: d += A (64 x k, from descriptor a) * B (k x 128, from
-// descriptor b), k = 8 (TF32) or 16 (bf16 / fp16). d[j][e] is sum e of 8-pixel column j.
+// One wgmma of 64 rows x N columns: d += A (64 x k, from descriptor a) * B (k x N, from
+// descriptor b), k = 8 (TF32) or 16 (bf16 / fp16); d[j][e] is sum e of 8-column block j. v12 and
+// v13: 64 filters x 128 pixels, every precision; v14: 64 pixels x 32 or 64 filters, TF32.
 #define WG_D4(j) "+f"(d[j][0]), "+f"(d[j][1]), "+f"(d[j][2]), "+f"(d[j][3])
-#define WG_D64 WG_D4(0), WG_D4(1), WG_D4(2), WG_D4(3), WG_D4(4), WG_D4(5), WG_D4(6), WG_D4(7), \
-               WG_D4(8), WG_D4(9), WG_D4(10), WG_D4(11), WG_D4(12), WG_D4(13), WG_D4(14), WG_D4(15)
-#define WG_REGS "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "          \
-                "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-                "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+#define WG_D16 WG_D4(0), WG_D4(1), WG_D4(2), WG_D4(3)
+#define WG_D32 WG_D16, WG_D4(4), WG_D4(5), WG_D4(6), WG_D4(7)
+#define WG_D64 WG_D32, WG_D4(8), WG_D4(9), WG_D4(10), WG_D4(11), WG_D4(12), WG_D4(13), WG_D4(14), WG_D4(15)
+#define WG_REGS16 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+#define WG_REGS32 WG_REGS16 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define WG_REGS "{" WG_REGS32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-template <int PREC>
-__device__ __forceinline__ void wgmma_64x128(float (&d)[16][4], unsigned long long a, unsigned long long b,
-                                             int add = 1) {
+template <int PREC, int N = 128>
+__device__ __forceinline__ void wgmma_64xN(float (&d)[N / 8][4], unsigned long long a, unsigned long long b,
+                                           int add = 1) {
     // add (scale-d) = 1: d += A * B; 0: d = A * B (what d held is ignored). TF32 takes no
     // transpose flags (K-major only); for 16-bit operands the last two 0s say both tiles are K-major.
-    if constexpr (PREC == PREC_TF32)
+    static_assert(N == 128 || (PREC == PREC_TF32 && (N == 32 || N == 64)), "the shapes v12-v14 issue");
+    if constexpr (N == 32)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {" WG_REGS16 "}, %16, %17, p, 1, 1;\n}\n"
+                     : WG_D16 : "l"(a), "l"(b), "r"(add));
+    else if constexpr (N == 64)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" WG_REGS32 "}, %32, %33, p, 1, 1;\n}\n"
+                     : WG_D32 : "l"(a), "l"(b), "r"(add));
+    else if constexpr (PREC == PREC_TF32)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " WG_REGS ", %64, %65, p, 1, 1;\n}\n"
                      : WG_D64 : "l"(a), "l"(b), "r"(add));
@@ -94,9 +107,48 @@ __device__ __forceinline__ void wgmma_hold(float (&d)[NT][4]) {
         for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[j][e]) :: "memory");
 }
 
-// The GEMM of v12 (PARTS = 1) and v13 (PARTS = 2: every operand row twice, its TF32 part and
-// the TF32 part of what that left, x_part / w_part values apart in the copies; see v13 below).
-template <int BM, int BN, int PREC, int PARTS = 1, int STAGES = WG_STAGES>
+// Write back one warp's sums of v14, where wgmma's rows are pixels: sum e of 8-column block j is
+// batch pixel p_first + g (+8 for e >= 2) and filter m_first + 8j + 2t (+1 for odd e) of group
+// g_idx (lane 4g + t; the layout of v12's sums with the roles swapped). Neighbouring sums are
+// now L apart in y, so each is its own store; a warp's store of one (j, e) writes 8 consecutive
+// pixels of 4 filters: four runs of 32 bytes. Split K and the bias as in store_warp_tile.
+template <int NT>
+__device__ __forceinline__ void store_pixel_rows(const float (&acc)[NT][4], float* __restrict__ y,
+    const float* __restrict__ bias, int M, int Mg, int g_idx, int L, int P, int p_first, int m_first, int k_splits)
+{
+    const int lane = threadIdx.x % 32, gr = lane / 4, tq = lane % 4;
+    int n[2], l[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {                    // rows g and g + 8: the thread's two pixels
+        const int p = p_first + gr + 8 * h;
+        n[h] = p / L;
+        l[h] = p % L;
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+#pragma unroll
+        for (int odd = 0; odd < 2; ++odd) {
+            const int m = m_first + 8 * j + 2 * tq + odd;
+            if (m >= Mg) continue;
+            const int mm = g_idx * Mg + m;
+            const float b_m = (bias && blockIdx.z == 0) ? bias[mm] : 0.0f;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                if (p_first + gr + 8 * h >= P) continue;
+                const long long o = y_offset(n[h], mm, l[h], M, L);
+                const float v = acc[j][2 * h + odd] + b_m;
+                if (k_splits > 1) store_add(y, o, v);    // partial sums: add
+                else store(y, o, v);
+            }
+        }
+    }
+}
+
+// The GEMM of v12 (PARTS = 1), v13 (PARTS = 2: every operand row twice, its TF32 part and the
+// TF32 part of what that left, x_part / w_part values apart in the copies; see v13 below) and v14
+// (PIXEL_ROWS: the same stages, the pixels on wgmma's rows and the filters on its columns; see
+// v14 below). BM filters x BN pixels a block; a warpgroup per 64 rows of wgmma's product.
+template <int BM, int BN, int PREC, int PARTS = 1, int STAGES = WG_STAGES, bool PIXEL_ROWS = false>
 __device__ __forceinline__ void warpgroup_conv(
     const typename CopyValue<PREC>::type* __restrict__ x_cl, const typename CopyValue<PREC>::type* __restrict__ w_cl,
     const float* __restrict__ bias, float* __restrict__ y,
@@ -105,15 +157,17 @@ __device__ __forceinline__ void warpgroup_conv(
     long long x_part = 0, long long w_part = 0, int promote = 0)
 {
     using V = typename CopyValue<PREC>::type;
-    constexpr int THREADS = 2 * BM;                          // a warpgroup per 64 filters
+    constexpr int WG_M = PIXEL_ROWS ? BN : BM;               // wgmma's rows: filters (v12, v13) or pixels (v14)
+    constexpr int WG_N = PIXEL_ROWS ? BM : BN;               // its columns: one wgmma covers them all
+    constexpr int THREADS = 2 * WG_M;                        // a warpgroup (128 threads) per 64 rows
     constexpr int KC = WG_ROW_BYTES / sizeof(V);             // k values a stage row: 32 or 64
     constexpr int CHUNKS = WG_ROW_BYTES / 16;                // 16-byte copies a row: 8
     constexpr int PER_CHUNK = KC / CHUNKS;                   // k values one copy moves
     constexpr int ROWS = THREADS / CHUNKS;                   // rows one pass of the block copies
-    // a stage: the weight rows (part 0, then part 1 in v13), then the pixel rows (the same)
-    constexpr int A_BYTES = BM * WG_ROW_BYTES, B_BYTES = BN * WG_ROW_BYTES;
-    constexpr int STAGE_BYTES = PARTS * (A_BYTES + B_BYTES);
-    static_assert(BM % 64 == 0 && BN == 128 && ROWS % 8 == 0, "tile layout: one n128 wgmma a warpgroup");
+    // a stage: the filter rows (part 0, then part 1 in v13 / v14), then the pixel rows (the same)
+    constexpr int F_BYTES = BM * WG_ROW_BYTES, X_BYTES = BN * WG_ROW_BYTES;
+    constexpr int STAGE_BYTES = PARTS * (F_BYTES + X_BYTES);
+    static_assert(WG_M % 64 == 0 && ROWS % 8 == 0 && BM % ROWS == 0 && BN % ROWS == 0, "tile layout");
     static_assert(PARTS == 1 || PREC == PREC_TF32, "3xTF32 splits fp32 values into TF32 pairs");
 
     extern __shared__ unsigned char wg_smem_raw[];           // the host asks for 1 KB more:
@@ -137,21 +191,21 @@ __device__ __forceinline__ void warpgroup_conv(
     // copies has the same r % 8 and the same swizzled offset within its row.
     const int chunk = t % CHUNKS, row = t / CHUNKS, k_chunk = chunk * PER_CHUNK;
     const int dst = row * WG_ROW_BYTES + ((chunk ^ (row % 8)) * 16);
-    const V* a_src[BM / ROWS];                       // weight rows (filters); none past Mg
-    bool a_ok[BM / ROWS];
+    const V* w_src[BM / ROWS];                       // weight rows (filters); none past Mg
+    bool w_ok[BM / ROWS];
 #pragma unroll
     for (int i = 0; i < BM / ROWS; ++i) {
         const int m = m0 + row + i * ROWS;
-        a_ok[i] = m < Mg;
-        a_src[i] = filter_row(w_cl, g * Mg + (a_ok[i] ? m : 0), Kp) + k_chunk;
+        w_ok[i] = m < Mg;
+        w_src[i] = filter_row(w_cl, g * Mg + (w_ok[i] ? m : 0), Kp) + k_chunk;
     }
-    const V* b_src[BN / ROWS];                       // x_cl cell of tap (0, 0) of each pixel
-    bool b_ok[BN / ROWS];
+    const V* x_src[BN / ROWS];                       // x_cl cell of tap (0, 0) of each pixel
+    bool x_ok[BN / ROWS];
 #pragma unroll
     for (int i = 0; i < BN / ROWS; ++i) {
         const int p = p0 + row + i * ROWS;
-        b_ok[i] = p < P;
-        b_src[i] = pixel_cell(x_cl, b_ok[i] ? p : 0, L, W_out, Hp, Wp, C, g * Cg, stride_h, stride_w) + k_chunk;
+        x_ok[i] = p < P;
+        x_src[i] = pixel_cell(x_cl, x_ok[i] ? p : 0, L, W_out, Hp, Wp, C, g * Cg, stride_h, stride_w) + k_chunk;
     }
     StageWalk next(tile0 * KC, Cg, KW, KC, dil_h, dil_w, Wp, C);   // the next stage to load (v10's walk)
 
@@ -161,21 +215,27 @@ __device__ __forceinline__ void warpgroup_conv(
         for (int part = 0; part < PARTS; ++part) {
 #pragma unroll
             for (int i = 0; i < BM / ROWS; ++i)
-                cp_async16(reinterpret_cast<float*>(stage + part * A_BYTES + i * ROWS * WG_ROW_BYTES),
-                           reinterpret_cast<const float*>(a_src[i] + part * w_part + next.k), a_ok[i]);
+                cp_async16(reinterpret_cast<float*>(stage + part * F_BYTES + i * ROWS * WG_ROW_BYTES),
+                           reinterpret_cast<const float*>(w_src[i] + part * w_part + next.k), w_ok[i]);
 #pragma unroll
             for (int i = 0; i < BN / ROWS; ++i)
-                cp_async16(reinterpret_cast<float*>(stage + PARTS * A_BYTES + part * B_BYTES + i * ROWS * WG_ROW_BYTES),
-                           reinterpret_cast<const float*>(b_src[i] + part * x_part + next.x()), b_ok[i]);
+                cp_async16(reinterpret_cast<float*>(stage + PARTS * F_BYTES + part * X_BYTES + i * ROWS * WG_ROW_BYTES),
+                           reinterpret_cast<const float*>(x_src[i] + part * x_part + next.x()), x_ok[i]);
         }
         asm volatile("cp.async.commit_group;\n" ::);
         next.next();
     };
 
-    float acc[1][16][4];                             // store_warp_tile's shape: one 16-row tile
-    float total[1][16][4];                           // v13: the sums moved out of acc (see below)
+    // which tile of a stage is wgmma's A (rows; this warpgroup's 64 of them) and which its B, and
+    // the distance from each one's TF32 part to the part that TF32 part left (v13, v14), / 16
+    constexpr int A_OFFSET = PIXEL_ROWS ? PARTS * F_BYTES : 0, B_OFFSET = PIXEL_ROWS ? 0 : PARTS * F_BYTES;
+    constexpr unsigned long long A_SMALL = (PIXEL_ROWS ? X_BYTES : F_BYTES) >> 4;
+    constexpr unsigned long long B_SMALL = (PIXEL_ROWS ? F_BYTES : X_BYTES) >> 4;
+
+    float acc[1][WG_N / 8][4];                       // store_warp_tile's shape: one 16-row tile
+    float total[1][WG_N / 8][4];                     // v13, v14: the sums moved out of acc (see v13)
 #pragma unroll
-    for (int j = 0; j < 16; ++j)
+    for (int j = 0; j < WG_N / 8; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[0][j][e] = total[0][j][e] = 0.0f;
     int add = 1;                                     // 0: the next wgmma starts acc afresh
@@ -192,19 +252,18 @@ __device__ __forceinline__ void warpgroup_conv(
         if (tile + STAGES - 2 < tiles) load_stage((tile + STAGES - 2) % STAGES);  // into its slot
         else asm volatile("cp.async.commit_group;\n" ::);
         const unsigned char* stage = smem + (tile % STAGES) * STAGE_BYTES;
-        const unsigned long long a = wgmma_descriptor(stage + warpgroup * 64 * WG_ROW_BYTES);
-        const unsigned long long b = wgmma_descriptor(stage + PARTS * A_BYTES);
+        const unsigned long long a = wgmma_descriptor(stage + A_OFFSET + warpgroup * 64 * WG_ROW_BYTES);
+        const unsigned long long b = wgmma_descriptor(stage + B_OFFSET);
         wgmma_hold(acc[0]);
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {             // 4 k-steps of 32 bytes: +2 in the address field
             if constexpr (PARTS == 2) {              // v13: the two small products first (see below)
-                constexpr unsigned long long A_SMALL = A_BYTES >> 4, B_SMALL = B_BYTES >> 4;
-                wgmma_64x128<PREC>(acc[0], a + A_SMALL + 2 * kk, b + 2 * kk, add);
+                wgmma_64xN<PREC, WG_N>(acc[0], a + A_SMALL + 2 * kk, b + 2 * kk, add);
                 add = 1;
-                wgmma_64x128<PREC>(acc[0], a + 2 * kk, b + B_SMALL + 2 * kk);
+                wgmma_64xN<PREC, WG_N>(acc[0], a + 2 * kk, b + B_SMALL + 2 * kk);
             }
-            wgmma_64x128<PREC>(acc[0], a + 2 * kk, b + 2 * kk);
+            wgmma_64xN<PREC, WG_N>(acc[0], a + 2 * kk, b + 2 * kk);
         }
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         if (PARTS == 2 && ((tile + 1) % promote == 0 || tile + 1 == tiles)) {
@@ -216,7 +275,7 @@ __device__ __forceinline__ void warpgroup_conv(
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             wgmma_hold(acc[0]);
 #pragma unroll
-            for (int j = 0; j < 16; ++j)
+            for (int j = 0; j < WG_N / 8; ++j)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) total[0][j][e] += acc[0][j][e];
             add = 0;
@@ -227,8 +286,13 @@ __device__ __forceinline__ void warpgroup_conv(
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
     wgmma_hold(acc[0]);
-    store_warp_tile<1, 16>(PARTS == 2 ? total : acc, y, bias, M, Mg, g, L, P, m0 + warpgroup * 64 + warp * 16, p0,
-                           k_splits);
+    const int first_row = warpgroup * 64 + warp * 16;            // this warp's 16 rows of the product
+    if constexpr (PIXEL_ROWS)
+        store_pixel_rows<WG_N / 8>(PARTS == 2 ? total[0] : acc[0], y, bias, M, Mg, g, L, P, p0 + first_row, m0,
+                                   k_splits);
+    else
+        store_warp_tile<1, WG_N / 8>(PARTS == 2 ? total : acc, y, bias, M, Mg, g, L, P, m0 + first_row, p0,
+                                     k_splits);
 }
 
 // The kernels of v12. TF32: x_cl and w_cl from v10's copy (TF32 values in floats); bf16 / fp16:
@@ -353,4 +417,92 @@ extern "C" __global__ void __launch_bounds__(128, 1) conv2d_v13_3xtf32_64x128(
     warpgroup_conv<64, 128, PREC_TF32, 2, X3_STAGES_64>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
         stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp, x_part, w_part,
         promote);
+}
+
+// =======================================================================================
+// v14 PIXELS AS THE TENSOR CORES' ROWS = v12 (TF32) / v13 (3xTF32) with wgmma's operands swapped.
+// wgmma's A operand always has 64 rows (m64); its B operand has N columns, any multiple of 8 up
+// to 256. v12 and v13 put the filters on the rows: where a group has 32 filters (a grouped
+// layer, the gradient of a 5x5 layer with 32 input channels) half of every row tile is zeros,
+// and the tensor cores spend half their time on them. v14 puts 64 PIXELS on the rows (A) and
+// the group's filters on the columns (B, N = 32 or 64), so no row is empty. What changes:
+//   1. the block: BM = 32 or 64 filters x BN = 64 or 128 pixels, a warpgroup per 64 pixels;
+//   2. the descriptors: A is this warpgroup's 64 pixel rows of the stage, B the filter rows. The
+//      stage itself is unchanged: both operands are K-major rows of 128 bytes in the same
+//      swizzled 1 KB atoms, so the copies and the descriptor format are v12's;
+//   3. the instruction: wgmma m64n32k8 (or m64n64k8) in TF32; sums: 16 (32) registers a thread;
+//   4. the write-back (store_pixel_rows): a lane's sums now belong to two pixels and 2 x N/8
+//      filters, which lie L apart in y: one 4-byte store each (v12 wrote pairs of pixels).
+// Unchanged: the pipeline, split K, and in 3xTF32 v13's pairs, three products a k-step and the
+// sums moved to fp32 registers every X3_PROMOTE stages (error as v13's).
+// What to expect: a k-step of m64n32k8 reads 2 KB of A and 1 KB of B from shared memory for
+// 64 x 32 sums; v12's m64n128k8 reads 2 + 4 KB for 64 x 128 of which 32 x 128 count. Shared
+// memory moves the same bytes per useful sum either way (at 128 bytes a clock, 24 clocks for
+// 64 x 32 x 8 against 48 for v12's half-empty 64 x 128 x 8), while the tensor cores' time per
+// useful sum halves (16 clocks against 64 at TF32's 1,024 multiply-adds a clock an SM): up to
+// 1.3x on the GEMM where groups have 32 filters, nothing where they have 64 (v12's rows are full
+// there, and m64n64k8 is no faster per sum). Not yet measured on a device.
+// =======================================================================================
+// Tiles (the host's pixel_rows_tile): 64 x 128 where a group has more than 32 filters; else in
+// TF32 32 x 128 (80 KB of stages, two blocks an SM), in 3xTF32 32 x 64 (stages twice as large:
+// 96 KB, two blocks an SM, where 32 x 128 would hold one). A grouped layer's block has few
+// stages of k (9 on the 3x3 layer of 32 channels a group): a second block on the SM keeps the
+// tensor cores busy while one fills its pipeline and writes its sums back.
+#define V14_STAGES 4         // TF32: 48, 80 or 96 KB a block (32 x 64, 32 x 128, 64 x 128)
+#define V14_X3_STAGES 4      // 3xTF32: 96, 160 or 192 KB
+
+// The kernels of v14: TF32 on v10's copies, 3xTF32 on v13's; named by the block's filters x pixels.
+extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v14_tf32_32x64(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    warpgroup_conv<32, 64, PREC_TF32, 1, V14_STAGES, true>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) conv2d_v14_tf32_32x128(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    warpgroup_conv<32, 128, PREC_TF32, 1, V14_STAGES, true>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) conv2d_v14_tf32_64x128(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+{
+    warpgroup_conv<64, 128, PREC_TF32, 1, V14_STAGES, true>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+extern "C" __global__ void __launch_bounds__(128, 2) conv2d_v14_3xtf32_32x64(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp,
+    long long x_part, long long w_part, int promote)
+{
+    warpgroup_conv<32, 64, PREC_TF32, 2, V14_X3_STAGES, true>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out,
+        W_out, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp, x_part,
+        w_part, promote);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v14_3xtf32_32x128(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp,
+    long long x_part, long long w_part, int promote)
+{
+    warpgroup_conv<32, 128, PREC_TF32, 2, V14_X3_STAGES, true>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out,
+        W_out, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp, x_part,
+        w_part, promote);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v14_3xtf32_64x128(
+    const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp,
+    long long x_part, long long w_part, int promote)
+{
+    warpgroup_conv<64, 128, PREC_TF32, 2, V14_X3_STAGES, true>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out,
+        W_out, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp, x_part,
+        w_part, promote);
 }

@@ -10,7 +10,7 @@ import pytest
 import gpuops
 from gpuops import launch as launch_module
 from gpuops.conv2d import (
-    SPLIT_ALGORITHMS,
+    HOPPER_ALGORITHMS,
     check_conv2d,
     depthwise_launch,
     direct_launch,
@@ -335,7 +335,7 @@ def test_the_launch_that_ran_is_the_planned_one(algorithm, rng):
     """The launch recorded at the driver call equals the plan the app draws."""
     import cupy as cp
 
-    C = 32 if algorithm in SPLIT_ALGORITHMS else 4  # v13 runs groups of 32k channels only
+    C = 32 if algorithm in HOPPER_ALGORITHMS else 4  # v13, v14 run groups of 32k channels only
     if algorithm not in gpuops.offered_algorithms():
         pytest.skip(f"{algorithm} runs on compute capability 9.0 only")
     x = cp.asarray(rng.standard_normal((2, C, 19, 23)).astype(np.float32))

@@ -15,12 +15,13 @@ import pytest
 
 import gpuops
 from gpuops.checks import same_pads
-from gpuops.conv2d import OPERAND_ROUNDING, PRECISIONS, SPLIT_ALGORITHMS
+from gpuops.conv2d import HOPPER_ALGORITHMS, OPERAND_ROUNDING, PRECISIONS
 from tests.support.helpers import BACKENDS, host, on
 
 backends = pytest.mark.parametrize("xp", BACKENDS, indirect=True)
-# v13 runs groups of 32k channels only: its "same" and "valid" cases are in test_conv2d_precision
-FORWARD_ALGORITHMS = (*(a for a in gpuops.ALL_ALGORITHMS if a not in SPLIT_ALGORITHMS), "auto")
+# v13 and v14 run groups of 32k channels only: their "same" and "valid" cases are in
+# test_conv2d_precision and test_conv2d_pixel_rows
+FORWARD_ALGORITHMS = (*(a for a in gpuops.ALL_ALGORITHMS if a not in HOPPER_ALGORITHMS), "auto")
 INPUT_ALGORITHMS = (*gpuops.GRAD_INPUT_ALGORITHMS, "auto")
 WEIGHT_ALGORITHMS = (*gpuops.GRAD_WEIGHT_ALGORITHMS, "auto")
 TOL = dict(rtol=1e-4, atol=2e-4)

@@ -117,6 +117,29 @@ def test_the_benchmark_command_writes_a_report_the_page_reads(tmp_path, monkeypa
     assert {r["shape"] for r in run.records} == {"-", "tiny"}
 
 
+def test_the_fp32_summary_states_auto_against_cudnn_with_the_hopper_versions():
+    """One line a GEMM class that auto ran on: auto, v13, v14 (a dash where it did not run), cuDNN
+    fp32, auto / cuDNN, and what auto ran; shapes outside the GEMM classes are left out."""
+
+    def row(shape, impl, ms, **extra):
+        return dict(shape=shape, op="conv2d", impl=impl, median_ms=ms, extra=extra)
+
+    rows = [
+        row("grouped_g4", "ours:auto", 0.30, chose="pixel_rows_3xtf32"),
+        row("grouped_g4", "ours:pipelined_3xtf32", 0.40),
+        row("grouped_g4", "ours:pixel_rows_3xtf32", 0.30),
+        row("grouped_g4", "torch:cudnn", 0.375),
+        row("late14_256", "ours:auto", 0.14, chose="pipelined_3xtf32"),
+        row("late14_256", "torch:cudnn", 0.175),
+        row("resnet56", "ours:auto", 0.2, chose="pipelined_3xtf32"),
+    ]
+    lines = suite.fp32_summary(rows).splitlines()
+    body = {line.split()[0]: line.split()[1:] for line in lines[2:]}
+    assert set(body) == {"grouped_g4", "late14_256"}
+    assert body["grouped_g4"] == ["0.300", "0.400", "0.300", "0.375", "0.800", "pixel_rows_3xtf32"]
+    assert body["late14_256"] == ["0.140", "-", "-", "0.175", "0.800", "pipelined_3xtf32"]
+
+
 def test_a_report_of_a_newer_schema_is_refused():
     data = committed()["cpu_2core.json"]
     with pytest.raises(ValueError, match="schema"):
