@@ -441,7 +441,12 @@ extern "C" __global__ void __launch_bounds__(128, 1) conv2d_v13_3xtf32_64x128(
 // 64 x 32 x 8 against 48 for v12's half-empty 64 x 128 x 8), while the tensor cores' time per
 // useful sum halves (16 clocks against 64 at TF32's 1,024 multiply-adds a clock an SM): up to
 // 1.3x on the GEMM where groups have 32 filters, nothing where they have 64 (v12's rows are full
-// there, and m64n64k8 is no faster per sum). Not yet measured on a device.
+// there, and m64n64k8 is no faster per sum). Measured (H100, two runs in one lease, ms, the
+// copies included): grouped g=4 in 3xTF32 v13 0.429 / 0.404 -> v14 0.299 / 0.279 (cuDNN fp32
+// 0.385 / 0.366), in TF32 v12 0.212 / 0.202 -> 0.191 / 0.185; 5x5 (k5) 3xTF32 0.166 / 0.165 ->
+// 0.152 / 0.149. More than predicted on grouped: its two blocks an SM overlap one's short
+// pipeline (9 stages) with the other's. Where groups have 64+ filters v14 is slower (VGG-like
+// 3xTF32 0.437 -> 0.502): auto measures it only where a group has at most 64 filters.
 // =======================================================================================
 // Tiles (the host's pixel_rows_tile): 64 x 128 where a group has more than 32 filters; else in
 // TF32 32 x 128 (80 KB of stages, two blocks an SM), in 3xTF32 32 x 64 (stages twice as large:
