@@ -4,6 +4,7 @@
     python3 scripts/dev.py app  [streamlit options]   # requirements.txt, then `streamlit run app.py`
     python3 scripts/dev.py serve [--workers N --port P] # a class: N workers, Redis, nginx (scripts/serve.py)
     python3 scripts/dev.py test [pytest options]      # requirements-dev.txt, then `pytest` on every core
+    python3 scripts/dev.py test --all [options]       # ... with the browser tours (tests marked tour)
     python3 scripts/dev.py run CMD [ARGS]             # requirements-dev.txt, then CMD inside .venv
     python3 scripts/dev.py setup                      # requirements-dev.txt only
     options before the command:
@@ -260,6 +261,17 @@ def parallel(args: list[str]) -> list[str]:
     return [] if chose or workers < 2 else ["-n", str(workers), "--dist", "loadgroup"]
 
 
+def tiers(args: list[str]) -> list[str]:
+    """The quick suite leaves out the browser tours (tests marked tour: every page's controls,
+    hover and animations in Chromium, two thirds of the browser time), unless `--all` asks for
+    them or the caller chose with -m."""
+    if "--all" in args:
+        return [a for a in args if a != "--all"]
+    if any(a.startswith("-m") for a in args):
+        return args
+    return ["-m", "not tour", *args]
+
+
 def main(argv: list[str]) -> None:
     gpu, reinstall = "", False
     while argv and argv[0].startswith("-"):
@@ -287,6 +299,7 @@ def main(argv: list[str]) -> None:
     elif what == "serve":
         run_in_venv(["python", "scripts/serve.py", *args])
     elif what == "test":
+        args = tiers(args)
         run_in_venv(["python", "-m", "pytest", *parallel(args), *args])
     elif what == "run":
         run_in_venv(args)

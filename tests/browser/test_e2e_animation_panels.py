@@ -19,7 +19,7 @@ import pytest
 
 from tests.support import browser as web
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tour]
 
 NOISY = ("error", "warning", "trace")  # Plotly's Lib.warn writes with console.trace
 

@@ -9,7 +9,7 @@ import pytest
 from tests.pages.test_pages_benchmarks import bench_files, newest_gpu_pair
 from tests.support.browser import PROJECTOR, no_exception, reopened, shot, wait_idle
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tour]
 
 
 def chart_tops(page) -> list[float]:

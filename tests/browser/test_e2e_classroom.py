@@ -17,7 +17,7 @@ import pytest
 from tests.support.browser import _free_port, no_exception, shot, start_server, wait_idle, warm_up
 from tests.support.st_client import StClient
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tour]
 LAPTOP = {"width": 1366, "height": 768}
 
 

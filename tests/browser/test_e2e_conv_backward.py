@@ -14,7 +14,7 @@ import pytest
 from tests.support import browser as web
 from viz.style import HIGHLIGHT, READER
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tour]
 GEOMETRY = (7, 8, 3, 2, 1, 1)  # the page's defaults: H, W, K, stride, padding, dilation
 
 

@@ -62,6 +62,7 @@ def test_back_after_home_direct_reflect_lands_on_direct(server, browser):
     page.close()
 
 
+@pytest.mark.tour
 def test_a_pick_is_one_entry_a_rerun_none_and_back_restores_the_view(server, browser):
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(server + "/?pres=1")  # a sidebar setting away from its default travels along

@@ -14,7 +14,7 @@ from gpuops.checks import WindowGeometry
 from gpuops.maps import conv2d as maps
 from tests.support import browser as web
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tour]
 
 
 def outlined(page, chart: str) -> set[tuple[int, int]]:

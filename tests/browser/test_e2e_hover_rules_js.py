@@ -19,7 +19,7 @@ from tests.support import browser as web
 from ui import hover, lenet_view
 from viz.lenet import panel_id
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tour]
 
 UI = Path(__file__).resolve().parents[2] / "ui"
 Cells = dict[str, set[tuple[str, int, int]]]

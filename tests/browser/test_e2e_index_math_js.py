@@ -19,7 +19,7 @@ from gpuops.maps import reflect_pad as reflect
 from gpuops.maps.channels import ChannelLayout
 from tests.support import browser as web
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tour]
 
 JS = (Path(__file__).resolve().parents[2] / "ui" / "index_math.js").read_text(encoding="utf-8")
 

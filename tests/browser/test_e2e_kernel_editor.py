@@ -10,7 +10,7 @@ import pytest
 
 from tests.support import browser as web
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tour]
 
 
 def weights(page) -> list | None:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.browser import LAPTOP, PROJECTOR, no_exception, shot, wait_idle
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tour]
 
 # every table (a dataframe's grid; presentation mode's HTML tables): its content's width against its room
 TABLE_WIDTHS = """() => [...document.querySelectorAll('[data-testid="stDataFrame"], [data-testid="stTable"]')]

@@ -14,7 +14,7 @@ import pytest
 from tests.support import browser as web
 from tests.support.apptest import typed_array
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tour]
 HIGHLIGHT, READER = "#ff7f0e", "#d62728"
 
 

@@ -11,7 +11,7 @@ import pytest
 from tests.support import browser as web
 from viz.style import HALO, HIGHLIGHT, HOVER
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tour]
 
 BIG_WINDOW = "/direct?cap=128&direct_k=15&direct_stride=8&direct_pad=15&direct_dil=5"
 _PLOT = "document.querySelector('.st-key-pick-{chart} .js-plotly-plot')"

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support import browser as web
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tour]
 
 PAGES = ["", "direct", "im2col", "unfold", "reflect", "backward", "benchmarks"]
 

@@ -13,7 +13,7 @@ import pytest
 from tests.support import browser as web
 from viz.style import HIGHLIGHT, READER
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.tour]
 
 K, S, P, D = 3, 2, 1, 1  # the page's defaults, on the 256 x 256 sample
 W_OUT = (256 + 2 * P - D * (K - 1) - 1) // S + 1
