@@ -28,8 +28,7 @@ grad_weight has three:
                 channels) convolved with dY swapped the same way as its filters (M filters of
                 N channels, H_out x W_out taps), stride and dilation swapped; output (c, m, ki, kj)
                 is dW[m, c, ki, kj]. Runs on the forward's fastest fp32 kernel for that shape
-                (conv2d's auto: on Hopper v13 or v14, the batch padded with zero samples to a
-                multiple of 32 on the GPU)
+                (conv2d's auto: on Hopper v13 or v14 where N is a multiple of 32)
   auto          on the GPU measured; on the CPU direct
 Reflect padding: the forward pass is a convolution of the reflect-padded input, so the backward
 pass works on the padded input and folds the mirrored cells back with reflect_pad_backward.
@@ -81,11 +80,9 @@ KERNELS = {
 SCATTER_MAX_THREADS = 256  # grad_input_v1: threads per block (fewer for small output planes)
 REDUCE_BLOCK = (32, 8, 1)  # grad_weight_v1; a CPU test checks it against the #defines of the .cu file
 FOLD_VARIANT = "gather"  # gemm_fold's col2im: deterministic, and the launch the plan names
-# forward_conv's convolution has the batch as its channels; on the GPU it is padded with zero
-# samples (they add nothing to dW) to a multiple of FORWARD_CONV_BATCH, the channels of one stage
-# of v13 / v14, so that the tensor cores run it. Unpadded, that convolution of H_out x W_out taps
-# lost to batch_gemm (H100: VGG-like, 8 samples, 6.4 ms against 1.1; 7x7x1024, 16 samples, 0.86
-# against 0.76). auto measures it where the padding at most doubles the batch.
+# auto measures forward_conv where the batch (its convolution's channels) fills v13's 32-channel
+# stages; elsewhere that convolution of H_out x W_out taps lost to batch_gemm (H100: VGG-like, 8
+# samples, 6.4 ms against 1.1; 7x7x1024, 16 samples, 0.86 against 0.76)
 FORWARD_CONV_BATCH = 32
 FLIPPED_FORWARD = AUTO  # the conv2d algorithm flipped_conv runs: the forward's fastest fp32 kernel
 
@@ -697,17 +694,14 @@ def input_flipped_conv(dy: Any, w: Any, q: GradProblem, *, forward: str = FLIPPE
 
 
 # ---- forward_conv: grad_weight as a forward convolution (one composition for both backends) ----------
-def weight_forward_conv(
-    dy: Any, x: Any, q: GradProblem, *, forward: str = FLIPPED_FORWARD, batch_multiple: int | None = None
-) -> Any:
+def weight_forward_conv(dy: Any, x: Any, q: GradProblem, *, forward: str = FLIPPED_FORWARD) -> Any:
     """forward_conv on dy's backend. The forward pass put
         dW[m, c, ki, kj] = sum over n, oh, ow of dy[n, m, oh, ow] * x[n, c, oh*S + ki*D - P, ow*S + kj*D - P]
     which, read with c as the batch, n as the channel and (oh, ow) as the taps, is conv2d of
     x^T (C, N, H, W) with dY^T (M, N, H_out, W_out) at stride D and dilation S, output
     (C, M, ., .) of at least KH x KW cells (more where the stride leaves input rows unread:
     cut). One convolution per group (its channels and filters), with the forward's padding
-    (asymmetric "same" padding applied to x first). The batch is padded with zero samples to a
-    multiple of `batch_multiple` (default: FORWARD_CONV_BATCH on the GPU, none on the CPU)."""
+    (asymmetric "same" padding applied to x first)."""
     from gpuops.conv2d import conv2d
 
     g, xp, G = q.geometry, array_module(dy), q.groups
@@ -715,13 +709,8 @@ def weight_forward_conv(
     padding: Any = (g.pad_top, g.pad_left)
     if padding != (g.pad_bottom, g.pad_right):  # "same" with an even kernel: pad first
         x, padding = xp.pad(x, ((0, 0), (0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right))), 0
-    if batch_multiple is None:
-        batch_multiple = 1 if xp is np else FORWARD_CONV_BATCH
-    channels = ceil_div(q.N, batch_multiple) * batch_multiple  # of the convolution: samples, then zeros
-    xt = xp.zeros((q.C, channels, *x.shape[2:]), dtype=np.float32)  # (C, N, H, W)
-    xt[:, : q.N] = x.transpose(1, 0, 2, 3)
-    dyt = xp.zeros((q.M, channels, g.H_out, g.W_out), dtype=np.float32)  # (M, N, H_out, W_out)
-    dyt[:, : q.N] = dy.reshape(q.N, q.M, g.H_out, g.W_out).transpose(1, 0, 2, 3)
+    xt = xp.ascontiguousarray(x.transpose(1, 0, 2, 3))  # (C, N, H, W)
+    dyt = xp.ascontiguousarray(dy.reshape(q.N, q.M, g.H_out, g.W_out).transpose(1, 0, 2, 3))
     dw = xp.empty(q.w_shape, dtype=np.float32)
     for group in range(G):
         part = conv2d(
@@ -906,18 +895,12 @@ def resolve_input_algorithm(dy: Any, w: Any, q: GradProblem) -> str:
     )
 
 
-def forward_conv_worth_measuring(batch: int) -> bool:
-    """Whether auto times forward_conv: where the zero samples padding the batch to a multiple of
-    FORWARD_CONV_BATCH at most double its convolution's work."""
-    return ceil_div(batch, FORWARD_CONV_BATCH) * FORWARD_CONV_BATCH <= 2 * batch
-
-
 def resolve_weight_algorithm(dy: Any, x: Any, q: GradProblem) -> str:
     """The grad_weight algorithm "auto" runs: measured once per problem on the GPU; direct on the CPU."""
     if array_module(dy) is np:
         return "direct"
     candidates = GRAD_WEIGHT_ALGORITHMS
-    if not forward_conv_worth_measuring(q.N):
+    if q.N % FORWARD_CONV_BATCH:  # a convolution of N channels: v13 needs 32k, the rest lose to the GEMMs
         candidates = tuple(a for a in candidates if a != "forward_conv")
     return _fastest("conv_backward_weight", q, lambda a: _weight_grad_gpu(dy, x, q, a), candidates, "direct")
 

@@ -744,31 +744,3 @@ def test_forward_conv_grad_weight_is_a_forward_convolution(rng):
         got = gpuops.conv2d_grad_weight(dy_, x_, w_shape, algorithm="forward_conv", **kw)
     assert ran, "conv2d's kernels ran"
     assert np.abs(got.get() - ref_w).max() <= 1e-5 * np.abs(ref_w).max()
-
-
-@pytest.mark.parametrize("batch_multiple", [1, 32])
-def test_forward_conv_with_zero_samples_padding_the_batch_is_unchanged(rng, batch_multiple):
-    """forward_conv pads the batch with zero samples on the GPU (to the 32 channels of a v13 / v14
-    stage); they add nothing to dW: with or without them, 5 samples with groups, stride and
-    dilation, and an even kernel with "same" padding, give the float64 reference."""
-    x = rng.standard_normal((5, 4, 9, 11)).astype(np.float32)
-    w = np.zeros((6, 2, 3, 3), np.float32)
-    kw = dict(stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2)
-    # "same" with a 4 x 2 kernel pads rows 1 above and 2 below, columns 0 left and 1 right
-    x_same, w_same = rng.standard_normal((3, 2, 8, 8)).astype(np.float32), np.zeros((4, 2, 4, 2), np.float32)
-    x_same_padded = np.pad(x_same, ((0, 0), (0, 0), (1, 2), (0, 1)))
-    for x_, w_, kw_, x_ref, kw_ref in (
-        (x, w, kw, x, kw),
-        (x_same, w_same, dict(padding="same"), x_same_padded, {}),
-    ):
-        dy = rng.standard_normal(gpuops.conv2d(x_, w_, **kw_).shape).astype(np.float32)
-        _, q = cb.check_conv2d_backward(dy.shape, x_.shape, w_.shape, **kw_)
-        _, ref_w, _ = conv2d_backward_ref(dy, x_ref, w_, **kw_ref)
-        got = cb.weight_forward_conv(dy, x_, q, forward="direct", batch_multiple=batch_multiple)
-        assert np.abs(got - ref_w).max() <= 1e-5 * np.abs(ref_w).max(), kw_
-
-
-def test_auto_times_forward_conv_on_batches_of_16_and_more():
-    """Padded to a multiple of 32, a batch of 16 or more at most doubles (past 32 it grows by less
-    than a third); a smaller one would be mostly zeros."""
-    assert [n for n in range(1, 200) if cb.forward_conv_worth_measuring(n)] == list(range(16, 200))
