@@ -26,6 +26,7 @@ import numpy as np
 
 import gpuops
 from bench.reports import SCHEMA, cudnn_text, precision_of
+from gpuops import conv_backward_hopper as hopper_weight
 from gpuops import sm90a
 from gpuops.conv2d import (
     HOPPER_ALGORITHMS,
@@ -401,6 +402,8 @@ class Suite:
             F and (lambda: F.conv_transpose2d(tdy, tw, None, s.stride, s.pad, output_padding, s.groups)),
         )
         weight_algorithms = ("auto", *gpuops.GRAD_WEIGHT_ALGORITHMS) if self.gpu else ("auto",)
+        if self.gpu and hopper_weight.refusal(q) is None and sm90a.available(hopper_weight.SOURCE):
+            weight_algorithms += gpuops.HOPPER_WEIGHT_ALGORITHMS  # grad_weight v2, where it runs
         self.add_op(
             s.name,
             "conv2d_grad_weight",

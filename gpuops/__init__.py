@@ -23,6 +23,7 @@ from gpuops.conv2d import (
 from gpuops.conv_backward import (
     GRAD_INPUT_ALGORITHMS,
     GRAD_WEIGHT_ALGORITHMS,
+    HOPPER_WEIGHT_ALGORITHMS,
     BackwardPlan,
     GradProblem,
     TransposeGeometry,
@@ -66,6 +67,7 @@ __all__ = [
     "FOLD_VARIANTS",
     "GRAD_INPUT_ALGORITHMS",
     "GRAD_WEIGHT_ALGORITHMS",
+    "HOPPER_WEIGHT_ALGORITHMS",
     "REFLECT_BACKWARD_ALGORITHMS",
     "TF32_ALGORITHMS",
     "BackwardPlan",

@@ -146,6 +146,10 @@ X3_STAGES = {128: 3, 64: 4}  # v13: shared-memory stages by the tile's filter ro
 # additions along k round less carefully than fp32's); every stage 3.1-4.9e-7 at up to 25% more;
 # every 4 stages 0.9-1.1e-6
 X3_PROMOTE = 2
+# pipelined_tf32 runs v14 where a group has at most this many filters (v12's 64 filter rows half
+# empty). H100, grouped_g4 (32 filters a group), two runs in one lease: v12 0.238 / 0.230 ms,
+# v14 TF32 0.198 / 0.180, cuDNN-TF32 0.195 / 0.177 (bench/results/h100_v14_run1/2.json)
+V14_TF32_FILTERS = 32
 PIXEL_TILES = ((32, 64), (32, 128), (64, 128))  # v14 block tiles, filters x pixels: a warpgroup per 64 pixels
 V14_STAGES = {"tf32": 4, SPLIT_TF32: 4}  # v14's stages by operands: TF32 48-96 KB a block, 3xTF32 96-192
 PIXEL_ROWS_FILTERS = 64  # auto measures v14 where a group has at most this many filters (its columns)
@@ -689,9 +693,10 @@ def pipelined_launch(
     v10 in TF32, v11 with 16-bit operands (run by ChannelsLastCall). Elsewhere TF32 runs v8
     (16-byte input copies) where rows are contiguous (stride_w 1, no reflect) and v7 elsewhere,
     16-bit operands v9 (v8's gather); tile from pipelined_tile, k split over gridDim.z by
-    pipelined_splits. `wide_copies` (v7 / v8 / v9, never v10-v12), `channels_last`, `wgmma`
-    (False: v10 / v11, True: v12), `tile` and `k_splits` override the choices (the benchmark
-    and tests run each)."""
+    pipelined_splits. In TF32 on Hopper, groups of at most V14_TF32_FILTERS filters run v14
+    (pixels on wgmma's rows; v12 would leave half its filter rows empty). `wide_copies` (v7 / v8 /
+    v9, never v10-v12), `channels_last`, `wgmma` (False: v10 / v11, True: v12), `tile` and
+    `k_splits` override the choices (the benchmark and tests run each)."""
     g = p.geometry
     _check_pixels(p, algorithm)
     _check_plane(g, algorithm)
@@ -706,6 +711,8 @@ def pipelined_launch(
     if wgmma and not channels_last:
         raise ValueError("v12 (wgmma) runs on the channels-last copies: channels_last must hold")
     if channels_last and _runs_wgmma(p, precision, tile, wgmma):
+        if precision == "tf32" and wgmma is None and tile is None and p.M // p.groups <= V14_TF32_FILTERS:
+            return warpgroup_launch(p, precision, k_splits=k_splits, pixel_rows=True)  # v14
         return warpgroup_launch(p, precision, tile=tile, k_splits=k_splits)
     BM, BN = tile or (channels_last_tile(p) if channels_last else pipelined_tile(p))
     warps_m, warps_n = PIPE_TILES[BM, BN]

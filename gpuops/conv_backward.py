@@ -16,7 +16,7 @@ with four algorithms:
                 reaches grad_input
   auto          on the GPU the fastest for the shape, measured once (gpuops.autotune); on the CPU
                 scatter (one strided slice per tap, no K*K-times larger cols)
-grad_weight has three:
+grad_weight has five:
   gemm          unfold(x), then dW = dY @ cols^T through cuBLAS per sample, summed over the batch
   batch_gemm    gemm as ONE product over the whole batch: the samples side by side in one wide image
                 (zero columns between them), one unfold of it, then dW = dY_wide [M, N*L'] @ cols^T
@@ -29,6 +29,10 @@ grad_weight has three:
                 N channels, H_out x W_out taps), stride and dilation swapped; output (c, m, ki, kj)
                 is dW[m, c, ki, kj]. Runs on the forward's fastest fp32 kernel for that shape
                 (conv2d's auto: on Hopper v13 or v14 where N is a multiple of 32)
+  implicit_gemm_3xtf32
+                grad_weight_v2 (Hopper only, kernels/conv_backward_hopper.cu): dW as one implicit
+                GEMM on the tensor cores in 3xTF32 (fp32 accuracy), x read through KW shifted
+                copies, no cols (gpuops.conv_backward_hopper); stride 1 along the rows
   auto          on the GPU measured; on the CPU direct
 Reflect padding: the forward pass is a convolution of the reflect-padded input, so the backward
 pass works on the padded input and folds the mirrored cells back with reflect_pad_backward.
@@ -47,7 +51,8 @@ from typing import Any
 
 import numpy as np
 
-from gpuops import autotune
+from gpuops import autotune, sm90a
+from gpuops import conv_backward_hopper as hopper
 from gpuops.backend import array_module
 from gpuops.cache import Memo, memoised
 from gpuops.checks import (
@@ -72,6 +77,7 @@ from gpuops.unfold_fold import fold, fold_launch, fold_numpy, unfold_into, unfol
 SOURCE = "conv_backward.cu"
 GRAD_INPUT_ALGORITHMS = ("scatter", "gather", "gemm_fold", "flipped_conv")
 GRAD_WEIGHT_ALGORITHMS = ("gemm", "batch_gemm", "direct", "forward_conv")
+HOPPER_WEIGHT_ALGORITHMS = (hopper.ALGORITHM,)  # sm_90a kernels alone: auto measures them on Hopper
 KERNELS = {
     "scatter": "grad_input_v1_scatter",
     "gather": "grad_input_v2_gather",
@@ -132,8 +138,9 @@ def check_input_algorithm(algorithm: str) -> None:
 
 
 def check_weight_algorithm(algorithm: str) -> None:
-    if algorithm not in (*GRAD_WEIGHT_ALGORITHMS, AUTO):
-        raise ValueError(f"weight_algorithm {algorithm!r} must be one of {(*GRAD_WEIGHT_ALGORITHMS, AUTO)}")
+    known = (*GRAD_WEIGHT_ALGORITHMS, *HOPPER_WEIGHT_ALGORITHMS, AUTO)
+    if algorithm not in known:
+        raise ValueError(f"weight_algorithm {algorithm!r} must be one of {known}")
 
 
 @dataclass(frozen=True)
@@ -362,6 +369,11 @@ def weight_launch(q: GradProblem, algorithm: str) -> Launch | None:
     batch_gemm (the GEMM is cuBLAS; None for a pointwise problem, which unfolds nothing)."""
     if algorithm == "direct":
         return weight_reduce_launch(q)
+    if algorithm in HOPPER_WEIGHT_ALGORITHMS:  # its GEMM (the shifted copies come first)
+        reason = hopper.refusal(q)
+        if reason is not None:
+            raise ValueError(f"weight_algorithm {algorithm!r} (grad_weight v2) does not fit: {reason}")
+        return hopper.gemm_launch(q)
     if algorithm == "forward_conv":  # conv2d's auto picks its kernel per shape, when it first runs
         return None
     if is_pointwise(q.geometry):
@@ -737,6 +749,7 @@ WEIGHT_TWINS = {
     "batch_gemm": lambda dy, x, q: weight_batch_gemm(dy, x, q),
     "direct": weight_direct_numpy,
     "forward_conv": weight_forward_conv,
+    hopper.ALGORITHM: hopper.weight_grad_numpy,  # its copies and rows, fp32-accurate as 3xTF32 is
 }
 
 
@@ -872,6 +885,8 @@ def _weight_grad_gpu(dy: Any, x: Any, q: GradProblem, algorithm: str) -> Any:
         return weight_batch_gemm(dy, x, q)
     if algorithm == "forward_conv":
         return weight_forward_conv(dy, x, q)
+    if algorithm in HOPPER_WEIGHT_ALGORITHMS:
+        return hopper.weight_grad(dy, x, q)
     return _call(q, "direct", q.w_shape)(dy, x)
 
 
@@ -900,6 +915,8 @@ def resolve_weight_algorithm(dy: Any, x: Any, q: GradProblem) -> str:
     if array_module(dy) is np:
         return "direct"
     candidates = GRAD_WEIGHT_ALGORITHMS
+    if hopper.refusal(q) is None and sm90a.available(hopper.SOURCE):
+        candidates += HOPPER_WEIGHT_ALGORITHMS
     if q.N % FORWARD_CONV_BATCH:  # a convolution of N channels: v13 needs 32k, the rest lose to the GEMMs
         candidates = tuple(a for a in candidates if a != "forward_conv")
     return _fastest("conv_backward_weight", q, lambda a: _weight_grad_gpu(dy, x, q, a), candidates, "direct")

@@ -19,9 +19,10 @@ from typing import Any
 
 from gpuops.cache import Memo
 
-ARCH_FILES = {
-    "conv2d_hopper.cu": ("sm_90a", "90")
-}  # kernel file -> (NVRTC target, the only device it runs on)
+ARCH_FILES = {  # kernel file -> (NVRTC target, the only device it runs on)
+    "conv2d_hopper.cu": ("sm_90a", "90"),
+    "conv_backward_hopper.cu": ("sm_90a", "90"),
+}
 SWITCH_ENV = "CONV_EXPLORER_SM90A"  # "0": never plan sm_90a versions (the portable ones run)
 _LIBRARIES = ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "nvrtc64_130_0.dll", "nvrtc64_120_0.dll")
 _log = logging.getLogger(__name__)
