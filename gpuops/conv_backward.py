@@ -70,7 +70,17 @@ from gpuops.conv2d import AUTO, ConvProblem, PixelRowMap, check_conv2d
 from gpuops.cublas import check_gemm_sides, gemm_strided, samples_per_chunk
 from gpuops.im2col import is_pointwise
 from gpuops.index_math import INT32_MAX, ceil_div, output_coord, tap_slice, tap_slices
-from gpuops.launch import Call, Launch, ThreadRef, check_grid, ints, row_launch
+from gpuops.launch import (
+    Call,
+    Launch,
+    ThreadRef,
+    check_grid,
+    ints,
+    keep_ready,
+    ready_call,
+    ready_key,
+    row_launch,
+)
 from gpuops.reflect_pad import reflect_pad, reflect_pad_backward
 from gpuops.unfold_fold import fold, fold_launch, fold_numpy, unfold_into, unfold_launch, unfold_numpy
 
@@ -1004,23 +1014,35 @@ def conv2d_grad_input(
     *,
     algorithm: str = AUTO,
 ) -> Any:
-    """grad_input of F.conv2d alone (torch.nn.grad.conv2d_input): needs the input's shape only."""
+    """grad_input of F.conv2d alone (torch.nn.grad.conv2d_input): needs the input's shape only.
+    A repeat GPU call with the same shapes and arguments skips the checks, the plan and auto's
+    lookup (the ready-call cache of gpuops.launch, as conv2d's)."""
+    settings = (tuple(input_shape), stride, padding, dilation, groups, padding_mode, algorithm)
+    key = ready_key("conv2d_grad_input", (grad_output, weight), settings)
+    ready = ready_call(key)
+    if ready is not None:
+        return ready(grad_output, weight)
     xp, dy = as_float32(grad_output, "grad_output")
     _, w = as_float32(weight, "weight", xp)
     plan = plan_conv2d_backward(
         dy.shape, tuple(input_shape), w.shape, stride, padding, dilation, groups, padding_mode, algorithm
     )
-    batched = len(input_shape) == 4
-    dy4 = dy if batched else dy[None]
     q = plan.problem
     chosen = algorithm
     if algorithm == AUTO and not q.empty:
-        chosen = resolve_input_algorithm(dy4, w, q)
-    dx = input_grad(dy4, w, q, chosen)
-    if plan.pads is not None:  # dx is the padded input's gradient: fold the mirrored cells back
-        # with the same kind of kernel: atomic scatter after scatter, else the deterministic gather
-        dx = reflect_pad_backward(dx, plan.pads, algorithm="scatter" if chosen == "scatter" else "gather")
-    return dx if batched else dx[0]
+        chosen = resolve_input_algorithm(dy if len(input_shape) == 4 else dy[None], w, q)
+
+    def run(dy: Any, w: Any) -> Any:
+        batched = len(input_shape) == 4
+        dx = input_grad(dy if batched else dy[None], w, q, chosen)
+        if plan.pads is not None:  # dx is the padded input's gradient: fold the mirrored cells back
+            # with the same kind of kernel: atomic scatter after scatter, else the deterministic gather
+            dx = reflect_pad_backward(dx, plan.pads, algorithm="scatter" if chosen == "scatter" else "gather")
+        return dx if batched else dx[0]
+
+    dx = run(dy, w)
+    keep_ready(key, run)  # a GPU call only (key None otherwise), and only once it has run
+    return dx
 
 
 def conv2d_grad_weight(
@@ -1035,7 +1057,14 @@ def conv2d_grad_weight(
     *,
     algorithm: str = AUTO,
 ) -> Any:
-    """grad_weight of F.conv2d alone (torch.nn.grad.conv2d_weight): needs the weight's shape only."""
+    """grad_weight of F.conv2d alone (torch.nn.grad.conv2d_weight): needs the weight's shape only.
+    A repeat GPU call with the same shapes and arguments skips the checks, the plan and auto's
+    lookup (the ready-call cache of gpuops.launch, as conv2d's)."""
+    settings = (tuple(weight_shape), stride, padding, dilation, groups, padding_mode, algorithm)
+    key = ready_key("conv2d_grad_weight", (grad_output, x), settings)
+    ready = ready_call(key)
+    if ready is not None:
+        return ready(grad_output, x)
     xp, dy = as_float32(grad_output, "grad_output")
     _, x = as_float32(x, "input", xp)
     plan = plan_conv2d_backward(
@@ -1049,11 +1078,23 @@ def conv2d_grad_weight(
         padding_mode,
         weight_algorithm=algorithm,
     )
-    batched = x.ndim == 4
-    x4, dy4 = (x, dy) if batched else (x[None], dy[None])
-    if plan.pads is not None:
-        x4 = reflect_pad(x4, plan.pads)
-    return weight_grad(dy4, x4, plan.problem, algorithm)
+    q, batched = plan.problem, x.ndim == 4
+
+    def run(dy: Any, x: Any, algorithm: str) -> Any:
+        x4, dy4 = (x, dy) if batched else (x[None], dy[None])
+        if plan.pads is not None:  # the kernels read the padded input
+            x4 = reflect_pad(x4, plan.pads)
+        return weight_grad(dy4, x4, q, algorithm)
+
+    if q.empty or xp is np:
+        return run(dy, x, algorithm)
+    chosen = algorithm
+    if algorithm == AUTO:  # measured on what the kernels read: the padded input in reflect mode
+        x4, dy4 = (x, dy) if batched else (x[None], dy[None])
+        chosen = resolve_weight_algorithm(dy4, x4 if plan.pads is None else reflect_pad(x4, plan.pads), q)
+    dw = run(dy, x, chosen)
+    keep_ready(key, lambda dy, x: run(dy, x, chosen))  # GPU calls only (key None otherwise)
+    return dw
 
 
 def conv2d_backward(

@@ -662,10 +662,38 @@ def test_auto_measures_once_and_stays_correct(rng):
         np.testing.assert_allclose(gx.get(), ref[0], rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(gw.get(), ref[1], rtol=1e-4, atol=1e-3)
     choices = {k: v for k, v in autotune.remembered().items() if "conv_backward" in str(k)}
-    assert set(choices.values()) <= set(gpuops.GRAD_INPUT_ALGORITHMS + gpuops.GRAD_WEIGHT_ALGORITHMS)
+    known = gpuops.GRAD_INPUT_ALGORITHMS + gpuops.GRAD_WEIGHT_ALGORITHMS + gpuops.HOPPER_WEIGHT_ALGORITHMS
+    assert set(choices.values()) <= set(known)
     assert any("conv_backward_input" in str(k) for k in choices) and any(
         "conv_backward_weight" in str(k) for k in choices
     )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["zeros", "reflect"])
+@pytest.mark.parametrize("algorithms", [("auto", "auto"), ("gather", "gemm")])
+def test_repeat_calls_take_the_ready_path_with_new_values(algorithms, mode, rng, monkeypatch):
+    """The second conv2d_grad_input / conv2d_grad_weight with the same shapes and arguments skips
+    the checks and the plan (plan_conv2d_backward would raise) and computes from its new values;
+    an unbatched call has its own entry."""
+    import cupy as cp
+
+    x, w, dy, kw = _gpu_problem(GPU_SHAPES[0], rng)
+    kw = {**kw, "padding_mode": mode}
+    alg, walg = algorithms
+    first = [rng.standard_normal(a.shape).astype(np.float32) for a in (x, w, dy)]
+    rounds = []
+    for x_, w_, dy_ in (first, (x, w, dy)):
+        for batched in (True, False):
+            xb, wb, dyb = (x_, w_, dy_) if batched else (x_[0], w_, dy_[0])
+            rounds.append((xb, wb, dyb, gpuops.conv2d_backward(dyb, xb, wb, **kw)))  # NumPy: the twins
+    for i, (xb, wb, dyb, (ref_x, ref_w, _)) in enumerate(rounds):
+        if i == 2:  # the second round: every check and plan is behind us
+            monkeypatch.setattr(cb, "plan_conv2d_backward", lambda *a, **k: pytest.fail("planned again"))
+        gx = gpuops.conv2d_grad_input(cp.asarray(dyb), xb.shape, cp.asarray(wb), **kw, algorithm=alg)
+        gw = gpuops.conv2d_grad_weight(cp.asarray(dyb), cp.asarray(xb), wb.shape, **kw, algorithm=walg)
+        np.testing.assert_allclose(gx.get(), ref_x, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(gw.get(), ref_w, rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.gpu
