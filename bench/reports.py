@@ -39,6 +39,7 @@ REPORTS_DIR = Path(__file__).resolve().parent / "results"
 LEASE_WINDOW_S = 600  # runs started within 10 minutes on the same device and software: one lease
 NOISY = 0.30  # a point whose min-max spread exceeds 30% of its median is called noisy
 COPY = "copy"
+CONV2D = "conv2d"  # the forward op: what a first view of the reports shows
 
 
 def is_ours(impl: str) -> bool:
@@ -252,8 +253,11 @@ def group_leases(runs: Iterable[Run], window_s: float = LEASE_WINDOW_S) -> list[
 
 
 def default_lease(leases: Sequence[Lease]) -> Lease | None:
-    """The newest lease measured on a GPU (the page's first view), else the newest."""
-    return next((l for l in leases if l.first.gpu), leases[0] if leases else None)
+    """The page's first view: the newest GPU lease that timed conv2d (a forward or whole-suite
+    run; a backward-only lease stays one click away), else the newest GPU lease, else the newest."""
+    gpu = [l for l in leases if l.first.gpu]
+    forward = (l for l in gpu if CONV2D in ops(l.runs))
+    return next(forward, gpu[0] if gpu else leases[0] if leases else None)
 
 
 # ---- comparisons -----------------------------------------------------------------------------

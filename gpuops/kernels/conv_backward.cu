@@ -10,6 +10,8 @@
 //                           that read it, through the flipped filter (PMPP fig. 16.9-16.10); no atomics
 //   grad_weight_v1_reduce   one BLOCK per weight (m, c, ki, kj) sums dy * x over the batch and every
 //                           output pixel, then a shared-memory tree reduction (PMPP fig. 16.11)
+//   grad_weight_v2_3xtf32   (conv_backward_hopper.cu, Hopper only) dW as one implicit GEMM on the
+//                           tensor cores, x read through KW shifted copies
 //
 // Shapes: dy (N, M, H_out, W_out) the gradient of the forward output, w (M, C/groups, KH, KW),
 // x and dx (N, C, H, W), dw like w. The forward pass computed, for filter m of group

@@ -45,6 +45,13 @@
 // between a warp's instructions, 18% of the SM's issue): on the H100 the GEMM alone took, ms,
 // 5x5 class 0.144 against 0.116 from the pairs, VGG-like 0.53 / 0.42, resnet56 0.168 / 0.138,
 // more than the 0.03-0.07 ms the pairs' copy costs.
+// Measured (H100, `python3 -m bench.suite --parts backward --repeat 10`, two runs in one lease at
+// 7d627cc, ms, run 1 / run 2; the whole call, copies included): 5x5 class 0.197 / 0.201 (gemm
+// 0.428 / 0.415, PyTorch's grad_weight 0.164 / 0.167); VGG-like 0.674 / 0.693 (batch_gemm 1.26 /
+// 1.16, PyTorch 0.485 / 0.487); resnet56 0.266 / 0.278 (forward_conv 0.287 / 0.299, PyTorch 0.330
+// / 0.355); grouped g=4 0.533 / 0.537 (forward_conv 0.510 / 0.519: 32 filters a group leave half
+// of wgmma's 64 rows empty). Of the 5x5 call, the GEMM is 0.12 ms (56 TFLOP/s) and the copies
+// 0.06 + 0.04 ms (they write at about 1.6 TB/s).
 // =======================================================================================
 #define GW_BM 64            // filters a block: wgmma's 64 rows
 #define GW_BN 128           // columns j = (c, ki, kj) of dW a block: wgmma's N

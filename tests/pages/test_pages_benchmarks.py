@@ -78,15 +78,19 @@ def gpu_groups() -> list[list[str]]:
 
 
 def newest_gpu_pair() -> list[str]:
-    """The newest GPU runs (the page's first view): the newest run and its companions."""
-    return gpu_groups()[0]
+    """The page's first view: the newest GPU runs that timed conv2d (a backward-only group is
+    not it), the newest run of them and its companions."""
+    files = bench_files()
+    timed_conv2d = (g for g in gpu_groups() if any(r["op"] == "conv2d" for r in files[g[0]]["results"]))
+    return next(timed_conv2d, gpu_groups()[0])
 
 
 def newest_two_runs() -> list[str]:
     """The newest group of two runs of the whole suite (every operation, not one op's kernels):
     what the spread between runs and every chart kind are shown on."""
     files = bench_files()
-    return next(g for g in gpu_groups() if len(g) == 2 and len({r["op"] for r in files[g[0]]["results"]}) > 2)
+    ops = {g[0]: {r["op"] for r in files[g[0]]["results"]} for g in gpu_groups()}
+    return next(g for g in gpu_groups() if len(g) == 2 and len(ops[g[0]]) > 2 and "conv2d" in ops[g[0]])
 
 
 def medians(data: dict) -> dict[tuple[str, str, str], float]:
