@@ -147,6 +147,14 @@ def check_input_algorithm(algorithm: str) -> None:
         raise ValueError(f"algorithm {algorithm!r} must be one of {(*GRAD_INPUT_ALGORITHMS, AUTO)}")
 
 
+def offered_weight_algorithms() -> tuple[str, ...]:
+    """The grad_weight algorithms a comparison offers on this machine: the portable ones, and
+    grad_weight v2 where the device is a Hopper GPU (checked without compiling)."""
+    if sm90a.targets_device(hopper.SOURCE):
+        return GRAD_WEIGHT_ALGORITHMS + HOPPER_WEIGHT_ALGORITHMS
+    return GRAD_WEIGHT_ALGORITHMS
+
+
 def check_weight_algorithm(algorithm: str) -> None:
     known = (*GRAD_WEIGHT_ALGORITHMS, *HOPPER_WEIGHT_ALGORITHMS, AUTO)
     if algorithm not in known:

@@ -141,6 +141,15 @@ def test_plans_name_the_gemm_and_auto_lists_it_apart(rng):
     assert ALGORITHM in gpuops.HOPPER_WEIGHT_ALGORITHMS and ALGORITHM not in gpuops.GRAD_WEIGHT_ALGORITHMS
 
 
+def test_comparisons_offer_v2_only_on_hopper(monkeypatch):
+    """The Backward page's timing table (offered_weight_algorithms): v2 where the device is a
+    Hopper GPU, the portable algorithms everywhere."""
+    monkeypatch.setattr(sm90a, "targets_device", lambda filename=v2.SOURCE: False)
+    assert gpuops.offered_weight_algorithms() == gpuops.GRAD_WEIGHT_ALGORITHMS
+    monkeypatch.setattr(sm90a, "targets_device", lambda filename=v2.SOURCE: filename == v2.SOURCE)
+    assert gpuops.offered_weight_algorithms() == (*gpuops.GRAD_WEIGHT_ALGORITHMS, ALGORITHM)
+
+
 @pytest.mark.parametrize("shape", GEOMETRIES, ids=str)
 def test_the_twin_reads_the_copies_rows_as_the_kernel_and_equals_gemm(shape, rng):
     """The NumPy twin takes row (c, ki, kj) of sample n as the run of L cells of copy kj starting
