@@ -26,8 +26,8 @@ import numpy as np
 
 import gpuops
 from bench.reports import SCHEMA, cudnn_text, precision_of
+from gpuops import conv_backward, sm90a
 from gpuops import conv_backward_hopper as hopper_weight
-from gpuops import sm90a
 from gpuops.conv2d import (
     HOPPER_ALGORITHMS,
     PIPE_PREFIX,
@@ -149,10 +149,13 @@ class Suite:
         flops: int,
         ours: dict[str, Callable[[], Any]],
         torch_fn: Callable[[], Any] | None,
+        chose: str | None = None,
     ) -> None:
-        """Our implementations of one op (impl "ours:<name>"), then PyTorch's where it runs."""
+        """Our implementations of one op (impl "ours:<name>"), then PyTorch's where it runs;
+        `chose`: the algorithm auto runs, recorded on the auto row."""
         for name, fn in ours.items():
-            self.add(shape, op, f"ours:{name}", fn, flops=flops)
+            extra = {"chose": chose} if name == "auto" and chose else {}
+            self.add(shape, op, f"ours:{name}", fn, flops=flops, **extra)
         if torch_fn:
             self.add(shape, op, "torch", torch_fn, flops=flops)
 
@@ -379,6 +382,9 @@ class Suite:
             aten_args = ([s.stride] * 2, [s.pad] * 2, [1, 1], False, [0, 0], s.groups)
         algorithms = ("auto", *gpuops.GRAD_INPUT_ALGORITHMS) if self.gpu else ("auto",)
         grad = torch.ops.aten.convolution_backward if F is not None else None
+        # what auto runs (measured once here, then cached per problem, as run_conv does)
+        chose_dx = conv_backward.resolve_input_algorithm(dy, w, q)
+        chose_dw = conv_backward.resolve_weight_algorithm(dy, x, q)
         self.add_op(
             s.name,
             "conv2d_grad_input",
@@ -388,6 +394,7 @@ class Suite:
                 for a in algorithms
             },
             grad and (lambda: grad(tdy, tx, tw, None, *aten_args, [True, False, False])),
+            chose_dx,
         )
         self.add_op(
             s.name,
@@ -413,6 +420,7 @@ class Suite:
                 for a in weight_algorithms
             },
             grad and (lambda: grad(tdy, tx, tw, None, *aten_args, [False, True, False])),
+            chose_dw,
         )
         # reflect_pad_backward of the forward rows' reflect pad (P+2 on every side)
         p = min(s.pad + 2, s.H - 1, s.W - 1)
@@ -648,22 +656,26 @@ BACKWARD_WIDTHS = (9, 24, 9)  # backward_summary's columns: auto, fastest (time 
 
 
 def _backward_cells(cells: Iterable[str]) -> str:
-    return "".join(f"{c:>{BACKWARD_WIDTHS[i % 3]}}" for i, c in enumerate(cells))
+    return "".join(f" {c:>{BACKWARD_WIDTHS[i % 3]}}" for i, c in enumerate(cells))  # a space even when full
 
 
 def backward_summary(rows: Iterable[dict[str, Any]]) -> str:
     """Issue 27's backward target, one line a shape: our auto for grad_input and grad_weight, the
     fastest algorithm measured for each (auto should be within 5% of it), PyTorch's autograd
-    kernels, and both gradients together against PyTorch's (target <= 1.25x its time)."""
+    kernels, both gradients together against PyTorch's (target <= 1.25x its time), and what auto
+    ran for each (where the report says)."""
     ms: dict[tuple[str, str], dict[str, float]] = {}
+    ran: dict[tuple[str, str], str] = {}
     for r in rows:
         if r["op"] in ("conv2d_grad_input", "conv2d_grad_weight"):
             ms.setdefault((r["shape"], r["op"]), {})[r["impl"]] = r["median_ms"]
+            if r["impl"] == "ours:auto":
+                ran[r["shape"], r["op"]] = r.get("extra", {}).get("chose", "-")
     columns = ("dx auto", "fastest", "torch", "dw auto", "fastest", "torch")
     lines = [
         "ms (lower is better); fastest = our fastest algorithm measured; both/torch = (dx + dw auto) / "
         "PyTorch's (target <= 1.25)",
-        f"{'shape':<14}{_backward_cells(columns)}  both/torch",
+        f"{'shape':<14}{_backward_cells(columns)}  both/torch  auto ran (dx, dw)",
     ]
     for shape in dict.fromkeys(shape for shape, _ in ms):
         cells, autos, peers = [], [], []
@@ -680,7 +692,8 @@ def backward_summary(rows: Iterable[dict[str, Any]]) -> str:
             ]
         known = None not in autos + peers
         both = f"{sum(autos) / sum(peers):.2f}" if known else "-"
-        lines.append(f"{shape:<14}{_backward_cells(cells)}{both:>12}")
+        choices = ", ".join(ran.get((shape, op), "-") for op in ("conv2d_grad_input", "conv2d_grad_weight"))
+        lines.append(f"{shape:<14}{_backward_cells(cells)}{both:>12}  {choices}")
     return "\n".join(lines)
 
 

@@ -140,6 +140,44 @@ def test_the_fp32_summary_states_auto_against_cudnn_with_the_hopper_versions():
     assert body["late14_256"] == ["0.140", "-", "-", "0.175", "0.800", "pipelined_3xtf32"]
 
 
+def test_the_backward_summary_states_both_gradients_against_pytorch_and_what_auto_ran():
+    """One line a shape: dx auto, our fastest dx and its name, PyTorch's dx, the same for dW,
+    (dx + dW auto) / PyTorch's, and the algorithms auto ran ("-" where a report does not say)."""
+
+    def row(shape, op, impl, ms, **extra):
+        return dict(shape=shape, op=f"conv2d_grad_{op}", impl=impl, median_ms=ms, extra=extra)
+
+    rows = [
+        row("k5", "input", "ours:auto", 0.25, chose="flipped_conv"),
+        row("k5", "input", "ours:flipped_conv", 0.24),
+        row("k5", "input", "ours:gemm_fold", 0.43),
+        row("k5", "input", "torch", 0.30),
+        row("k5", "weight", "ours:auto", 0.20, chose="implicit_gemm_3xtf32"),
+        row("k5", "weight", "ours:implicit_gemm_3xtf32", 0.19),
+        row("k5", "weight", "torch", 0.20),
+        row("old", "input", "ours:auto", 1.0),
+        row("old", "input", "torch", 1.0),
+        row("old", "weight", "ours:auto", 3.0),
+        row("old", "weight", "torch", 1.0),
+    ]
+    lines = suite.backward_summary(rows).splitlines()
+    body = {line.split()[0]: line.split()[1:] for line in lines[2:]}
+    assert body["k5"] == [
+        "0.250",
+        "0.240",
+        "flipped_conv",
+        "0.300",
+        "0.200",
+        "0.190",
+        "implicit_gemm_3xtf32",
+        "0.200",
+        "0.90",
+        "flipped_conv,",
+        "implicit_gemm_3xtf32",
+    ]
+    assert body["old"][-3:] == ["2.00", "-,", "-"]
+
+
 def test_a_report_of_a_newer_schema_is_refused():
     data = committed()["cpu_2core.json"]
     with pytest.raises(ValueError, match="schema"):
