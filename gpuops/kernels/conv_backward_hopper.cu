@@ -40,11 +40,12 @@
 //      `promote` stages (v13's reasons: the tensor cores' additions along a long k round less
 //      carefully than fp32's, and v2's k is every pixel of the batch).
 // Shared memory: 4 stages of 64 + 128 rows x 2 parts x 128 bytes = 192 KB: one block an SM.
-// Tried first: dY read as it is and split in shared memory by the thread that copied each chunk
-// (no dY copy). Its ~10 instructions a value were the limit with 4 warps an SM (ncu: 4.2 cycles
-// between a warp's instructions, 18% of the SM's issue): on the H100 the GEMM alone took, ms,
-// 5x5 class 0.144 against 0.116 from the pairs, VGG-like 0.53 / 0.42, resnet56 0.168 / 0.138,
-// more than the 0.03-0.07 ms the pairs' copy costs.
+// Tried first: the operands read raw and split into pairs in shared memory by the thread that
+// copied each chunk (no pair copies). Its ~10 instructions a value were the limit with 4 warps
+// an SM (ncu: 255 registers, 4.2 cycles between a warp's instructions, 18% of the SM's issue).
+// The GEMM alone on the H100, ms, both split in shared memory / dY only / neither (pairs from
+// copies): 5x5 class 0.265 / 0.144 / 0.116, VGG-like 0.95 / 0.53 / 0.42; resnet56 0.168 / 0.138
+// for the last two: more than the 0.03-0.07 ms the pair copy of dY costs.
 // Measured (H100, `python3 -m bench.suite --parts backward --repeat 10`, two runs in one lease at
 // 7d627cc, ms, run 1 / run 2; the whole call, copies included): 5x5 class 0.197 / 0.201 (gemm
 // 0.428 / 0.415, PyTorch's grad_weight 0.164 / 0.167); VGG-like 0.674 / 0.693 (batch_gemm 1.26 /
@@ -71,9 +72,9 @@ __device__ __forceinline__ void tf32_pair(float v, float& big, float& small) {
 // TF32 pairs, `part` values apart. A row kernel (FOR_EACH_ROW, index_math.cuh): copy row
 // (kj*N*C + n*C + c)*Hr + r is one thread row's, 4 consecutive cells a thread (one 16-byte
 // store a part; the host asks W_out % 4 == 0); its coordinates cost two 32-bit divisions
-// (the host checks KW*N*C*Hr < 2^31). Measured first versions (5x5 class, H100): a flat 64-bit
-// index split per cell spent 0.2 ms of integer divisions; one cell a thread wrote 1.3 TB/s,
-// a block a copy row of 4-cell threads 1.5 TB/s (thousands of blocks of one pass each).
+// (the host checks KW*N*C*Hr < 2^31). Measured first versions (5x5 class, H100, one part):
+// a flat 64-bit index split into (kj, n, c, r, ow) per cell took 0.118 ms for 45 MB, a block per
+// copy row 0.054; with both parts, one cell a thread wrote 1.3 TB/s, 4 cells a thread 1.5-1.6.
 extern "C" __global__ void __launch_bounds__(256) grad_weight_v2_shifted_copy(
     const float* __restrict__ x, float* __restrict__ xs,
     unsigned rows,                 // KW*N*C*Hr
