@@ -131,7 +131,8 @@ def test_a_browser_whose_worker_is_down_is_placed_again_and_pinned_there(proxy):
 def test_the_lane_cookie_picks_the_pool_and_a_pool_down_hands_over(proxy):
     lane = f"{serve.LANE_COOKIE}=large"
     large = collections.Counter(proxy.get(lane)[0] for _ in range(10))
-    assert sorted(large) == proxy.large and set(large.values()) == {5}
+    # the large pool only, evenly within the docstring's one or two (CI once saw 4 / 6)
+    assert sorted(large) == proxy.large and max(large.values()) - min(large.values()) <= 2, large
     light_pinned = f"{serve.COOKIE}={proxy.light[0]}; {lane}"  # moved to the large pool
     answered, named = proxy.get(light_pinned)
     assert answered in proxy.large and named == str(answered)
