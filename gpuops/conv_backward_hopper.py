@@ -2,10 +2,11 @@
 cores, fp32 values as TF32 pairs (v13's 3xTF32), check -> plan -> run.
 
 Why: the `gemm` algorithm writes cols (KH*KW times x) and runs cuBLAS on CUDA cores; on a 5x5
-layer that is 0.42-0.49 ms where PyTorch takes 0.16-0.18 (H100). v2 reads x through KW shifted
-copies (grad_weight_v2_shifted_copy), whose rows are the GEMM's operand rows, and dY through its
-TF32 pairs (grad_weight_v2_split_pairs). The kernel's header says what it changes and why its
-rows line up; this module plans its three launches, says where they run (`refusal`), runs them.
+layer that is 0.42-0.49 ms where PyTorch takes 0.16-0.18 (H100). v2 reads x through KW x S_h
+shifted copies (grad_weight_v2_shifted_copy), whose rows are the GEMM's operand rows, and dY
+through its TF32 pairs (grad_weight_v2_split_pairs), both in rows of Wp (W_out rounded up to 4).
+The kernel's header says what it changes and why its rows line up; this module plans its three
+launches, says where they run (`refusal`), runs them.
 """
 
 from __future__ import annotations
@@ -39,35 +40,50 @@ COPY_THREADS = 256  # grad_weight_v2_split_pairs's block
 
 
 def shifted_rows(q: Any) -> int:
-    """Hr: the rows of a shifted copy, every row some tap ki of some output row oh reads
-    (oh + ki * dilation at stride 1)."""
+    """Hr: the rows of a shifted copy (one row phase ph of x's rows), every row some tap ki of
+    some output row oh reads: row oh + ki*D_h // S_h of phase ki*D_h % S_h."""
     g = q.geometry
-    return g.H_out + (g.KH - 1) * g.dil_h
+    return g.H_out + (g.KH - 1) * g.dil_h // g.stride_h
+
+
+def padded_width(q: Any) -> int:
+    """Wp: the cells of a copy row and of a dY pairs row, W_out rounded up to 4 (16-byte rows)."""
+    return ceil_div(q.geometry.W_out, 4) * 4
+
+
+def copy_shape(q: Any, samples: int | None = None) -> tuple[int, ...]:
+    """xs: (2 parts, KW, S_h phases, N, C, Hr, Wp)."""
+    g = q.geometry
+    N = q.N if samples is None else samples
+    return (2, g.KW, g.stride_h, N, q.C, shifted_rows(q), padded_width(q))
+
+
+def pairs_shape(q: Any, samples: int | None = None) -> tuple[int, ...]:
+    """dys: (2 parts, N, M, H_out, Wp)."""
+    N = q.N if samples is None else samples
+    return (2, N, q.M, q.geometry.H_out, padded_width(q))
+
+
+def stages_per_sample(q: Any) -> int:
+    """A sample's stages of PIXELS cells: its H_out*Wp cells, the last stage zero-filled past them."""
+    return ceil_div(q.geometry.H_out * padded_width(q), PIXELS)
 
 
 def copy_bytes_per_sample(q: Any) -> int:
-    """Bytes of one sample's KW shifted copies (two parts each) and of its dY's pairs."""
-    g = q.geometry
-    return 8 * (g.KW * q.C * shifted_rows(q) * g.W_out + q.M * q.H_dy * q.W_dy)
+    """Bytes of one sample's shifted copies and of its dY's pairs (two parts each)."""
+    return 4 * (int(np.prod(copy_shape(q, 1))) + int(np.prod(pairs_shape(q, 1))))
 
 
 def refusal(q: Any) -> str | None:
-    """Why v2 cannot run this problem (None: it can). Its stages are 32 consecutive pixels of one
-    sample read with 16-byte copies, so: stride 1 along the rows (an output row's tap ki is then a
-    whole copy row), 32 | H_out*W_out and 4 | W_out; dy is conv2d's output (not a transposed
-    convolution's input); 32-bit counts of the batch's pixels and of dW's columns."""
+    """Why v2 cannot run this problem (None: it can): dy must be conv2d's output (not a transposed
+    convolution's input), and its counts are 32-bit: the batch's stages x 32 cells, the copy rows
+    and dW's columns."""
     g = q.geometry
-    L = q.H_dy * q.W_dy
     if (q.H_dy, q.W_dy) != (g.H_out, g.W_out):
         return "it computes conv2d's grad_weight (dy the size of the forward output)"
-    if g.stride_h != 1:
-        return "it needs stride 1 along the rows"
-    if L % PIXELS:
-        return f"it needs H_out x W_out a multiple of {PIXELS} (a stage is {PIXELS} pixels of one sample)"
-    if g.W_out % 4:
-        return "it needs W_out a multiple of 4 (16-byte aligned rows in the shifted copies)"
-    if q.N * L > INT32_MAX or (q.C // q.groups) * g.KH * g.KW > INT32_MAX:
-        return "its pixel and column counts are 32-bit"
+    copy_rows = g.KW * g.stride_h * q.N * q.C * shifted_rows(q)
+    if max(q.N * stages_per_sample(q) * PIXELS, copy_rows, (q.C // q.groups) * g.KH * g.KW) > INT32_MAX:
+        return "its cell, row and column counts are 32-bit"
     return None
 
 
@@ -92,7 +108,7 @@ def splits(q: Any, blocks: int, k_splits: int | None = None, waves: int = WAVES)
     """Blocks along z sharing the N*L/32 stages: at most `waves` x SMS blocks in all (a wave that
     holds one block more than the SMs costs a whole wave), no split under MIN_SPLIT_STAGES
     stages, never an empty one (`k_splits` asks for a count instead)."""
-    stages = q.N * q.H_dy * q.W_dy // PIXELS
+    stages = q.N * stages_per_sample(q)
     if k_splits is None:
         k_splits = min(waves * SMS // blocks, stages // MIN_SPLIT_STAGES)
     k_splits = max(1, min(k_splits, stages))
@@ -145,27 +161,27 @@ class PairsOf:
 
 @memoised("grad_weight_v2_copies", 256)
 def copy_launch(q: Any) -> Launch:
-    """The KW shifted copies of x (N, C, H, W) -> (2, KW, N, C, Hr, W_out) as TF32 pairs: a row
+    """The shifted copies of x (N, C, H, W) -> (2, KW, S_h, N, C, Hr, Wp) as TF32 pairs: a row
     kernel over the copy rows, 4 cells a thread (gpuops.launch.row_launch: its grid, block, map)."""
     g = q.geometry
-    Hr = shifted_rows(q)
-    shape = (g.KW, q.N, q.C, Hr, g.W_out)
-    args = ints(N=q.N, C=q.C, H=g.H, W=g.W, Hr=Hr, W_out=g.W_out, stride_w=g.stride_w)
-    args += ints(pad_top=g.pad_top, pad_left=g.pad_left, dil_w=g.dil_w) + longs(part=int(np.prod(shape)))
-    rows = row_launch(COPY_KERNEL, SOURCE, ("x", "xs"), shape, g.W_out, args, cells=4)
-    return dataclasses.replace(rows, threads=PairsOf(rows.threads), index="(part, kj, n, c, r, ow) of xs")
+    shape = copy_shape(q)[1:]
+    args = ints(N=q.N, C=q.C, H=g.H, W=g.W, Hr=shifted_rows(q), stride_h=g.stride_h, W_out=g.W_out)
+    args += ints(Wp=padded_width(q), stride_w=g.stride_w, pad_top=g.pad_top, pad_left=g.pad_left)
+    args += ints(dil_w=g.dil_w) + longs(part=int(np.prod(shape)))
+    rows = row_launch(COPY_KERNEL, SOURCE, ("x", "xs"), shape, padded_width(q), args, cells=4)
+    return dataclasses.replace(rows, threads=PairsOf(rows.threads), index="(part, kj, ph, n, c, r, ow) of xs")
 
 
 @dataclass(frozen=True)
 class PairsMap:
-    """grad_weight_v2_split_pairs: a grid-stride loop, COPY_THREADS a block, 4 values a thread:
-    quad i = value // 4 of dY (both its parts) is thread i % COPY_THREADS of block
-    i // COPY_THREADS % grid, pass i // (grid x COPY_THREADS)."""
+    """grad_weight_v2_split_pairs: a grid-stride loop, COPY_THREADS a block, 4 cells a thread:
+    quad i = cell // 4 of the padded rows (N, M, H_out, Wp), both its parts, is thread
+    i % COPY_THREADS of block i // COPY_THREADS % grid, pass i // (grid x COPY_THREADS)."""
 
-    dy_shape: tuple[int, int, int, int]
+    shape: tuple[int, int, int, int]
 
     def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
-        i = int(np.ravel_multi_index(index[1:], self.dy_shape)) // 4  # 4 consecutive values a thread
+        i = int(np.ravel_multi_index(index[1:], self.shape)) // 4  # 4 consecutive cells a thread
         step, rest = divmod(i, launch.grid[0] * COPY_THREADS)
         return ThreadRef((rest // COPY_THREADS, 0, 0), (rest % COPY_THREADS, 0, 0), (step,))
 
@@ -175,23 +191,15 @@ class PairsMap:
 
 @memoised("grad_weight_v2_splits", 256)
 def split_launch(q: Any) -> Launch:
-    """dY -> its TF32 pairs (2, N, M, H_out, W_out), which the GEMM reads (a grid of at most 64
+    """dY -> its TF32 pairs (2, N, M, H_out, Wp), which the GEMM reads (a grid of at most 64
     blocks an SM, each thread looping over quads)."""
-    count = q.N * q.M * q.H_dy * q.W_dy
+    shape = pairs_shape(q)[1:]
+    count = int(np.prod(shape))
     grid = (max(1, min(ceil_div(count, 4 * COPY_THREADS), 64 * SMS)), 1, 1)
     block = (COPY_THREADS, 1, 1)
-    threads = PairsMap(q.dy_shape)
-    return Launch(
-        SPLIT_KERNEL,
-        SOURCE,
-        grid,
-        block,
-        0,
-        ("dy", "dys"),
-        longs(count=count),
-        threads,
-        "(part, n, m, oh, ow)",
-    )
+    args = longs(count=count) + ints(W_out=q.geometry.W_out, Wp=padded_width(q))
+    threads = PairsMap(shape)
+    return Launch(SPLIT_KERNEL, SOURCE, grid, block, 0, ("dy", "dys"), args, threads, "(part, n, m, oh, ow)")
 
 
 @memoised("grad_weight_v2_gemms", 256)
@@ -205,9 +213,10 @@ def gemm_launch(q: Any, k_splits: int | None = None, waves: int = WAVES) -> Laun
     split = splits(q, grid[0] * grid[1], k_splits, waves)
     grid = (grid[0], grid[1], split)
     check_grid(grid, "grad_weight v2")
-    args = ints(N=q.N, C=q.C, M=q.M, KH=g.KH, KW=g.KW, H_out=g.H_out, W_out=g.W_out, dil_h=g.dil_h)
-    args += ints(groups=q.groups, Hr=shifted_rows(q), m_blocks=m_blocks, k_splits=split, promote=PROMOTE)
-    args += longs(dy_part=q.N * q.M * q.H_dy * q.W_dy, xs_part=g.KW * q.N * q.C * shifted_rows(q) * g.W_out)
+    args = ints(N=q.N, C=q.C, M=q.M, KH=g.KH, KW=g.KW, H_out=g.H_out, Wp=padded_width(q))
+    args += ints(stride_h=g.stride_h, dil_h=g.dil_h, groups=q.groups, Hr=shifted_rows(q), m_blocks=m_blocks)
+    args += ints(k_splits=split, promote=PROMOTE)
+    args += longs(dy_part=int(np.prod(pairs_shape(q)[1:])), xs_part=int(np.prod(copy_shape(q)[1:])))
     shared = STAGES * 2 * (BM + BN) * ROW_BYTES + 1024
     threads = WeightTileMap(Mg, g.KH, g.KW, split)
     arrays = ("dys", "xs", "dw")
@@ -226,32 +235,44 @@ def chunk(q: Any, budget_bytes: int | None = None) -> int:
 
 # ---- the NumPy twin: the same copies and the same rows -------------------------------------------------
 def shifted_copies_numpy(x: np.ndarray, q: Any) -> np.ndarray:
-    """grad_weight_v2_shifted_copy on the CPU: xs[kj, n, c, r, ow] = x[n, c, r - P_top,
-    ow*S_w + kj*D_w - P_left], zero outside x."""
+    """grad_weight_v2_shifted_copy on the CPU (one part): xs[kj, ph, n, c, r, ow] =
+    x[n, c, r*S_h + ph - P_top, ow*S_w + kj*D_w - P_left], zero outside x and past W_out."""
     g = q.geometry
-    xs = np.zeros((g.KW, q.N, q.C, shifted_rows(q), g.W_out), dtype=np.float32)
+    xs = np.zeros(copy_shape(q)[1:], dtype=np.float32)
     for kj in range(g.KW):
         iw = np.arange(g.W_out) * g.stride_w + kj * g.dil_w - g.pad_left
         inside = (iw >= 0) & (iw < g.W)
-        for r in range(shifted_rows(q)):
-            if 0 <= r - g.pad_top < g.H:
-                xs[kj, :, :, r][:, :, inside] = x[:, :, r - g.pad_top][:, :, iw[inside]]
+        for ph in range(g.stride_h):
+            for r in range(shifted_rows(q)):
+                ih = r * g.stride_h + ph - g.pad_top
+                if 0 <= ih < g.H:
+                    xs[kj, ph, :, :, r, : g.W_out][:, :, inside] = x[:, :, ih][:, :, iw[inside]]
     return xs
 
 
+def dy_rows_numpy(dy: np.ndarray, q: Any) -> np.ndarray:
+    """dY in the pairs' rows of Wp cells (one part): zeros past W_out."""
+    rows = np.zeros(pairs_shape(q)[1:], dtype=np.float32)
+    rows[..., : q.geometry.W_out] = dy
+    return rows
+
+
 def weight_grad_numpy(dy: np.ndarray, x: np.ndarray, q: Any) -> np.ndarray:
-    """v2 on the CPU, read the kernel's way: row (c, ki, kj) of X over sample n is the run of L
-    cells of copy kj starting ki*D_h rows in; dW_g = dY_g [Mg, N*L] @ X_g^T, in float64 sums."""
+    """v2 on the CPU, read the kernel's way: row (c, ki, kj) of X over sample n is the run of
+    Lr = H_out*Wp cells of copy (kj, ki*D_h % S_h) starting ki*D_h // S_h rows in, dY's row the
+    Lr cells of its padded rows; dW_g = dY_g [Mg, N*Lr] @ X_g^T, in float64 sums. (The kernel's
+    zero-filled stage tails add nothing and are left out.)"""
     check_fits(q)
     g, G = q.geometry, q.groups
-    Cg, Mg, L = q.C // G, q.M // G, g.H_out * g.W_out
-    flat = shifted_copies_numpy(x, q).reshape(g.KW, q.N, q.C, -1)
+    Cg, Mg, Wp = q.C // G, q.M // G, padded_width(q)
+    L = g.H_out * Wp
+    flat = shifted_copies_numpy(x, q).reshape(g.KW, g.stride_h, q.N, q.C, -1)
     X = np.empty((q.C, g.KH, g.KW, q.N, L), dtype=np.float64)
     for ki in range(g.KH):
-        start = ki * g.dil_h * g.W_out
+        phase, start = ki * g.dil_h % g.stride_h, ki * g.dil_h // g.stride_h * Wp
         for kj in range(g.KW):
-            X[:, ki, kj] = flat[kj, :, :, start : start + L].transpose(1, 0, 2)
-    dY = dy.reshape(q.N, q.M, L).transpose(1, 0, 2).reshape(q.M, q.N * L)
+            X[:, ki, kj] = flat[kj, phase, :, :, start : start + L].transpose(1, 0, 2)
+    dY = dy_rows_numpy(dy, q).reshape(q.N, q.M, L).transpose(1, 0, 2).reshape(q.M, q.N * L)
     dw = np.empty(q.w_shape, dtype=np.float32)
     for group in range(G):
         rows = X[group * Cg : (group + 1) * Cg].reshape(Cg * g.KH * g.KW, q.N * L)
@@ -273,8 +294,8 @@ class WeightGradCall:
         self.plans = {}
         for nb in {self.step, q.N % self.step or self.step}:
             part_q = q if nb == q.N else dataclasses.replace(q, N=nb)
-            g, gemm = part_q.geometry, gemm_launch(part_q, k_splits)
-            shapes = ((2, g.KW, nb, q.C, shifted_rows(q), g.W_out), (2, *part_q.dy_shape))
+            gemm = gemm_launch(part_q, k_splits)
+            shapes = (copy_shape(q, nb), pairs_shape(q, nb))
             launches = tuple(packed(launch) for launch in (copy_launch(part_q), split_launch(part_q), gemm))
             self.plans[nb] = (shapes, launches, gemm.arg("k_splits") > 1)
 

@@ -3,8 +3,8 @@
 // and the host compiles it only for compute capability 9.0.
 //
 //   grad_weight_v2_3xtf32   dW as ONE implicit GEMM on the tensor cores, fp32 values as TF32
-//                           pairs (v13's 3xTF32): no unfolded cols, x read through KW shifted
-//                           copies whose rows are the GEMM's operand rows
+//                           pairs (v13's 3xTF32): no unfolded cols, x read through KW x S_h
+//                           shifted copies whose rows are the GEMM's operand rows
 //
 // It includes conv2d_hopper.cu for v12's / v13's warpgroup machinery: the swizzled 128-byte stage
 // rows and their descriptors (wgmma_descriptor), the instruction (wgmma_64xN), the 16-byte
@@ -23,18 +23,25 @@
 // are: dy[n, m, :] is one sample's L pixels in order. X's rows are not, in x itself: row (c, ki,
 // kj) at pixel (oh, ow) reads x at column ow*S_w + kj*D_w - P_left, an offset of kj*D_w - P_left
 // cells that breaks the 16-byte alignment of cp.async, and the padding has no cells at all. So
-// the host first writes KW SHIFTED COPIES of x (grad_weight_v2_shifted_copy, below):
-//   xs[kj, n, c, r, ow] = x[n, c, r - P_top, ow*S_w + kj*D_w - P_left]   (0 outside x)
-// with Hr = H_out + (KH-1)*D_h rows of W_out cells. At stride S_h = 1 the output row oh of tap ki
-// is copy row r = oh + ki*D_h, so X's row (c, ki, kj) over one sample's pixels is the run
-//   xs[kj, n, c] + ki*D_h*W_out + (oh*W_out + ow)
-// contiguous, and 16-byte aligned wherever W_out % 4 == 0: the same cp.async as v13's stages,
-// no bounds checks (the padding is zeros in the copy). The copies hold KW times x (cols: KH*KW),
-// each value as v13's TF32 pair, and so does a copy of dY (grad_weight_v2_split_pairs).
-// A stage is 32 consecutive pixels of one sample (the host asks L % 32 == 0, so no stage
-// crosses two samples). What the block does is v13's, with the operands renamed:
+// the host first writes SHIFTED COPIES of x (grad_weight_v2_shifted_copy, below), one per column
+// tap kj and row phase ph (0 <= ph < S_h):
+//   xs[kj, ph, n, c, r, ow] = x[n, c, r*S_h + ph - P_top, ow*S_w + kj*D_w - P_left]
+// (0 outside x, and in the columns W_out <= ow < Wp), rows of Wp = W_out rounded up to 4 cells.
+// Tap ki of output row oh reads x row oh*S_h + ki*D_h - P_top = (oh + a)*S_h + ph - P_top with
+//   ph = ki*D_h % S_h,  a = ki*D_h / S_h:
+// copy (kj, ph), row oh + a. At stride 1 there is one phase and a = ki*D_h. So X's row (c, ki,
+// kj) over one sample's pixels is the run
+//   xs[kj, ph, n, c] + a*Wp + (oh*Wp + ow)
+// contiguous and 16-byte aligned: the same cp.async as v13's stages, no bounds checks (the
+// padding is zeros in the copy). The copies hold KW times x (cols: KH*KW), each value as v13's
+// TF32 pair, and so does a copy of dY with the same rows of Wp cells (grad_weight_v2_split_pairs).
+// A stage is 32 consecutive cells of one sample's Lr = H_out*Wp: ceil(Lr / 32) stages a sample;
+// in the last, the 16-byte chunks past Lr are not copied but zero-filled (cp.async's source
+// size 0) in both operands, and the zero columns ow >= W_out are zero in both copies: they add
+// nothing, not even where x holds inf or NaN (0 x 0). What the block does is v13's, with the
+// operands renamed:
 //   1. block (x, y, z): 128 columns j (wgmma's N) x 64 filters (its rows) of group y / m_blocks,
-//      stages z*per_split .. of the N*L/32; split K adds into a zeroed dW (store_add);
+//      stages z*per_split .. of the batch's N*ceil(Lr/32); split K adds into a zeroed dW (store_add);
 //   2. a stage holds both parts of both operands, copied by cp.async from the pairs;
 //   3. three wgmma a k-step, the small products first; the sums move to fp32 registers every
 //      `promote` stages (v13's reasons: the tensor cores' additions along a long k round less
@@ -59,58 +66,72 @@
 #define GW_STAGES 4         // one multiplied, one waiting, two loading (v12's pipeline)
 #define GW_THREADS 128      // one warpgroup
 
-// x (N, C, H, W) -> xs (KW, N, C, Hr, W_out): the shifted copies of grad_weight v2 (above).
-// Thread row y of block b copies row b * blockDim.y + y = (kj*N*C + n*C + c)*Hr + r, its
-// threads along the row (coalesced stores). The row's coordi// The TF32 pair of v: big = tf32(v) (round to nearest, ties away) and small = tf32(v - big);
+// The TF32 pair of v: big = tf32(v) (round to nearest, ties away) and small = tf32(v - big);
 // v - big is exact in fp32.
 __device__ __forceinline__ void tf32_pair(float v, float& big, float& small) {
     big = __uint_as_float(to_tf32(v));
     small = __uint_as_float(to_tf32(v - big));
 }
 
-// x (N, C, H, W) -> xs (2, KW, N, C, Hr, W_out): the shifted copies of grad_weight v2 (above), as
+// x (N, C, H, W) -> xs (2, KW, S_h, N, C, Hr, Wp): the shifted copies of grad_weight v2 (above), as
 // TF32 pairs, `part` values apart. A row kernel (FOR_EACH_ROW, index_math.cuh): copy row
-// (kj*N*C + n*C + c)*Hr + r is one thread row's, 4 consecutive cells a thread (one 16-byte
-// store a part; the host asks W_out % 4 == 0); its coordinates cost two 32-bit divisions
-// (the host checks KW*N*C*Hr < 2^31). Measured first versions (5x5 class, H100, one part):
+// ((kj*S_h + ph)*N*C + n*C + c)*Hr + r is one thread row's, 4 consecutive cells a thread (one
+// 16-byte store a part: Wp % 4 == 0); its coordinates cost three 32-bit divisions (the host
+// checks that the rows count below 2^31). Measured first versions (5x5 class, H100, one part):
 // a flat 64-bit index split into (kj, n, c, r, ow) per cell took 0.118 ms for 45 MB, a block per
 // copy row 0.054; with both parts, one cell a thread wrote 1.3 TB/s, 4 cells a thread 1.5-1.6.
 extern "C" __global__ void __launch_bounds__(256) grad_weight_v2_shifted_copy(
     const float* __restrict__ x, float* __restrict__ xs,
-    unsigned rows,                 // KW*N*C*Hr
-    int N, int C, int H, int W, int Hr, int W_out, int stride_w, int pad_top, int pad_left, int dil_w,
+    unsigned rows,                 // KW*S_h*N*C*Hr
+    int N, int C, int H, int W, int Hr, int stride_h, int W_out, int Wp, int stride_w, int pad_top,
+    int pad_left, int dil_w,
     long long part)                // values from the TF32 parts to the parts they leave
 {
     FOR_EACH_ROW(row, rows) {
         const int r = (int)(row % Hr);
         const unsigned nc = row / Hr % ((unsigned)N * C);       // n*C + c
-        const int kj = (int)(row / Hr / ((unsigned)N * C));
-        const int ih = input_coord(r, 1, pad_top, 0, 1);       // copy row r is input row r - P_top
+        const unsigned copy = row / Hr / ((unsigned)N * C);     // kj*S_h + ph
+        const int kj = (int)(copy / stride_h), ph = (int)(copy % stride_h);
+        const int ih = input_coord(r, stride_h, pad_top, ph, 1);   // copy row r: input row r*S_h + ph - P_top
         const bool row_inside = ih >= 0 && ih < H;
         const float* __restrict__ x_row = x + ((long long)nc * H + (row_inside ? ih : 0)) * W;
-        for (int ow = 4 * threadIdx.x; ow < W_out; ow += 4 * blockDim.x) {
+        for (int ow = 4 * threadIdx.x; ow < Wp; ow += 4 * blockDim.x) {
             float big[4], small[4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int iw = input_coord(ow + e, stride_w, pad_left, kj, dil_w);
-                tf32_pair(row_inside && iw >= 0 && iw < W ? x_row[iw] : 0.0f, big[e], small[e]);
+                const bool inside = row_inside && ow + e < W_out && iw >= 0 && iw < W;
+                tf32_pair(inside ? x_row[iw] : 0.0f, big[e], small[e]);
             }
-            const long long o = (long long)row * W_out + ow;
+            const long long o = (long long)row * Wp + ow;
             store4(xs, o, make_float4(big[0], big[1], big[2], big[3]));
             store4(xs, o + part, make_float4(small[0], small[1], small[2], small[3]));
         }
     }
 }
 
-// dy -> dys (2, N, M, H_out, W_out): [0] the TF32 part of every value, [1] the TF32 part of what
-// it leaves (v13's copies do the same for x and w). A grid-stride loop, 4 values (16 bytes) a
-// thread a pass: count % 4 == 0 (L % 32 == 0).
+// dy -> dys (2, N, M, H_out, Wp): [0] the TF32 part of every value, [1] the TF32 part of what
+// it leaves (v13's copies do the same for x and w), in rows of Wp cells (zeros past W_out). A
+// grid-stride loop, 4 cells (16 bytes) a thread a pass: count = N*M*H_out*Wp, a multiple of 4.
+// Where Wp == W_out the 4 cells are 4 consecutive values of dy (one 16-byte load); elsewhere
+// each cell finds its row (a 64-bit division) and reads one value or none.
 extern "C" __global__ void __launch_bounds__(256) grad_weight_v2_split_pairs(
-    const float* __restrict__ dy, float* __restrict__ dys, long long count)
+    const float* __restrict__ dy, float* __restrict__ dys, long long count, int W_out, int Wp)
 {
     const long long step = 4ll * gridDim.x * blockDim.x;
     for (long long i = 4ll * (blockIdx.x * blockDim.x + threadIdx.x); i < count; i += step) {
-        const float4 v = *reinterpret_cast<const float4*>(dy + i);
+        float4 v;
+        if (Wp == W_out) {
+            v = *reinterpret_cast<const float4*>(dy + i);
+        } else {
+            const long long row = i / Wp;
+            const int ow = (int)(i - row * Wp);              // a multiple of 4: the quad stays in the row
+            const float* __restrict__ dy_row = dy + row * W_out;
+            v.x = ow < W_out ? dy_row[ow] : 0.0f;
+            v.y = ow + 1 < W_out ? dy_row[ow + 1] : 0.0f;
+            v.z = ow + 2 < W_out ? dy_row[ow + 2] : 0.0f;
+            v.w = ow + 3 < W_out ? dy_row[ow + 3] : 0.0f;
+        }
         float4 big, small;
         tf32_pair(v.x, big.x, small.x);
         tf32_pair(v.y, big.y, small.y);
@@ -122,10 +143,10 @@ extern "C" __global__ void __launch_bounds__(256) grad_weight_v2_split_pairs(
 }
 
 extern "C" __global__ void __launch_bounds__(GW_THREADS, 1) grad_weight_v2_3xtf32(
-    const float* __restrict__ dys, // (2, N, M, H_out, W_out): grad_weight_v2_split_pairs of dy
-    const float* __restrict__ xs,  // (2, KW, N, C, Hr, W_out): grad_weight_v2_shifted_copy of x
+    const float* __restrict__ dys, // (2, N, M, H_out, Wp): grad_weight_v2_split_pairs of dy
+    const float* __restrict__ xs,  // (2, KW, S_h, N, C, Hr, Wp): grad_weight_v2_shifted_copy of x
     float* __restrict__ dw,        // (M, C/groups, KH, KW); zeroed where k_splits > 1
-    int N, int C, int M, int KH, int KW, int H_out, int W_out, int dil_h, int groups, int Hr,
+    int N, int C, int M, int KH, int KW, int H_out, int Wp, int stride_h, int dil_h, int groups, int Hr,
     int m_blocks,                  // filter blocks a group: blockIdx.y = group * m_blocks + block
     int k_splits,                  // blocks along z sharing a column tile's stages
     int promote,                   // stages between moves of the sums into fp32 registers
@@ -146,11 +167,12 @@ extern "C" __global__ void __launch_bounds__(GW_THREADS, 1) grad_weight_v2_3xtf3
     const int t = threadIdx.x, warp = t / 32;
     const int Cg = C / groups, Mg = M / groups;
     const int cols = Cg * KH * KW;                           // dW_g's columns j = (c*KH + ki)*KW + kj
-    const int L = H_out * W_out;
+    const int Lr = H_out * Wp;                               // a sample's cells in dys and in a copy run
+    const int per_sample = (Lr + KC - 1) / KC;               // its stages, the last zero-filled past Lr
     const int g = blockIdx.y / m_blocks;
     const int m0 = (blockIdx.y % m_blocks) * GW_BM;          // first filter of the block, in its group
     const int j0 = blockIdx.x * GW_BN;                       // first column of the block
-    const int all_tiles = N * (L / KC);                      // stages of the whole k (N*L < 2^31: host)
+    const int all_tiles = N * per_sample;                    // stages of the whole k (< 2^31 / 32: host)
     const int per_split = (all_tiles + k_splits - 1) / k_splits;
     const int tile0 = blockIdx.z * per_split;
     const int tiles = min(all_tiles - tile0, per_split);
@@ -166,7 +188,7 @@ extern "C" __global__ void __launch_bounds__(GW_THREADS, 1) grad_weight_v2_3xtf3
     for (int i = 0; i < GW_BM / ROWS; ++i) {
         const int m = m0 + row + i * ROWS;
         a_ok[i] = m < Mg;
-        a_src[i] = dys + (long long)(g * Mg + (a_ok[i] ? m : 0)) * L + chunk * 4;
+        a_src[i] = dys + (long long)(g * Mg + (a_ok[i] ? m : 0)) * Lr + chunk * 4;
     }
     const float* b_src[GW_BN / ROWS];                        // xs row of column (c, ki, kj), sample 0
     bool b_ok[GW_BN / ROWS];
@@ -176,33 +198,36 @@ extern "C" __global__ void __launch_bounds__(GW_THREADS, 1) grad_weight_v2_3xtf3
         b_ok[i] = j < cols;
         const int jj = b_ok[i] ? j : 0;
         const int kj = jj % KW, ki = jj / KW % KH, c = jj / (KW * KH);
-        // copy kj, sample 0, channel g*Cg + c, row ki*D_h: where tap ki's output row 0 starts
-        b_src[i] = xs + (((long long)kj * N * C + g * Cg + c) * Hr + ki * dil_h) * W_out + chunk * 4;
+        const int ph = ki * dil_h % stride_h, a = ki * dil_h / stride_h;
+        // copy (kj, ph), sample 0, channel g*Cg + c, row a: where tap ki's output row 0 starts
+        b_src[i] = xs + ((((long long)kj * stride_h + ph) * N * C + g * Cg + c) * Hr + a) * Wp + chunk * 4;
     }
-    // the stage to load next: pixel p of sample n, and how far sample n starts in dY and in xs
-    int n = (tile0 * KC) / L, p = (tile0 * KC) % L;
-    long long a_n = (long long)n * M * L, b_n = (long long)n * C * Hr * W_out;
+    // the stage to load next: cell p of sample n, and how far sample n starts in dY and in xs
+    int n = tile0 / per_sample, p = (tile0 % per_sample) * KC;
+    long long a_n = (long long)n * M * Lr, b_n = (long long)n * C * Hr * Wp;
 
     auto load_stage = [&](int s) {
         unsigned char* stage = smem + s * STAGE_BYTES + dst;
+        const bool in = p + chunk * 4 < Lr;                  // else zeros: the sample's last stage overhangs
+        const int at = in ? p : 0;                           // (and the address stays inside the arrays)
 #pragma unroll
         for (int part = 0; part < 2; ++part)
 #pragma unroll
             for (int i = 0; i < GW_BM / ROWS; ++i)
                 cp_async16(reinterpret_cast<float*>(stage + part * A_BYTES + i * ROWS * WG_ROW_BYTES),
-                           a_src[i] + part * dy_part + a_n + p, a_ok[i]);
+                           a_src[i] + part * dy_part + a_n + at, a_ok[i] && in);
 #pragma unroll
         for (int part = 0; part < 2; ++part)
 #pragma unroll
             for (int i = 0; i < GW_BN / ROWS; ++i)
                 cp_async16(reinterpret_cast<float*>(stage + 2 * A_BYTES + part * B_BYTES + i * ROWS * WG_ROW_BYTES),
-                           b_src[i] + part * xs_part + b_n + p, b_ok[i]);
+                           b_src[i] + part * xs_part + b_n + at, b_ok[i] && in);
         asm volatile("cp.async.commit_group;\n" ::);
         p += KC;
-        if (p == L) {                                        // the next stage is the next sample's first
+        if (p >= Lr) {                                       // the next stage is the next sample's first
             p = 0;
-            a_n += (long long)M * L;
-            b_n += (long long)C * Hr * W_out;
+            a_n += (long long)M * Lr;
+            b_n += (long long)C * Hr * Wp;
         }
     };
     float acc[1][GW_BN / 8][4];                              // store_warp_tile's shape: one 16-row tile

@@ -1,4 +1,4 @@
-"""grad_weight v2 (implicit_gemm_3xtf32): dW as one implicit GEMM on Hopper's tensor cores over KW
+"""grad_weight v2 (implicit_gemm_3xtf32): dW as one implicit GEMM on Hopper's tensor cores over KW x S_h
 shifted copies of x. On any machine: its rules (refusals), its launches against the kernel file,
 the thread map, and the NumPy twin, which reads the copies' rows exactly as the kernel does,
 against the `gemm` algorithm; on compute capability 9.0: the copies against the twin, the GEMM
@@ -17,16 +17,15 @@ import numpy as np
 import pytest
 
 import gpuops
+from gpuops import conv_backward, sm90a
 from gpuops import conv_backward_hopper as v2
 from gpuops import launch as launch_module
-from gpuops import sm90a
 from gpuops.conv2d import to_tf32
 from gpuops.launch import kernel_signature, kernel_span, source_text
 
 ALGORITHM = v2.ALGORITHM
 CEILING = 2e-6  # of the largest |dW| (module docstring)
-# (N, C, H, W, M, K, stride, padding, dilation, groups, mode): layers v2 runs (32 | H_out*W_out,
-# 4 | W_out, stride 1 along the rows)
+# (N, C, H, W, M, K, stride, padding, dilation, groups, mode)
 GEOMETRIES = [
     (2, 32, 16, 16, 64, 5, 1, 2, 1, 1, "zeros"),  # the 5x5 class: 800 columns, 7 blocks of 128
     (3, 64, 8, 12, 96, 3, 1, 1, 1, 4, "zeros"),  # grouped: 24 filters, 144 columns a group
@@ -35,6 +34,12 @@ GEOMETRIES = [
     (2, 24, 16, 16, 16, 3, (1, 2), 1, 1, 1, "zeros"),  # stride 2 along the columns only
     (2, 16, 16, 16, 32, 3, 1, 1, 1, 2, "reflect"),  # mirrored padding (x padded by the host)
     (4, 3, 8, 8, 5, 1, 1, 0, 1, 1, "zeros"),  # 1x1, 3 channels: one partly empty tile
+    (2, 16, 15, 15, 24, 3, 2, 1, 1, 1, "zeros"),  # stride 2: two row phases
+    (3, 32, 7, 7, 40, 3, 1, 1, 1, 1, "zeros"),  # 7 x 7: rows of 8 cells, a stage half past the sample
+    (2, 8, 14, 14, 8, 3, 1, 1, 1, 1, "zeros"),  # 14 x 14: rows of 16, 7 whole stages a sample
+    (2, 8, 18, 4, 8, 3, 1, 0, 1, 1, "zeros"),  # 16 x 2 outputs: rows of 4, half of them zeros
+    (2, 8, 20, 19, 8, 3, 3, 2, 2, 1, "zeros"),  # stride 3, dilation 2: taps in phases 0, 2, 1
+    (1, 4, 9, 9, 4, 3, 2, 0, 2, 1, "zeros"),  # stride 2, dilation 2: phase 1 copied, never read
 ]
 
 
@@ -96,8 +101,10 @@ def test_launches_match_the_kernels_and_their_header(shape, rng):
     g, Cg, Mg = q.geometry, q.C // q.groups, q.M // q.groups
     assert gemm.grid[:2] == (-(-Cg * g.KH * g.KW // 128), q.groups * -(-Mg // 64))
     assert gemm.shared_bytes == 4 * 2 * (64 + 128) * 128 + 1024 and gemm.shared_bytes + 1024 <= 228 * 1024
-    assert copy.arg("rows") == g.KW * q.N * q.C * v2.shifted_rows(q)  # a row kernel over the copy rows
-    assert copy.threads.of.cells == 4 and copy.threads.of.row_length == g.W_out
+    rows = g.KW * g.stride_h * q.N * q.C * v2.shifted_rows(q)
+    assert copy.arg("rows") == rows  # a row kernel over the copy rows
+    assert copy.threads.of.cells == 4 and copy.threads.of.row_length == v2.padded_width(q)
+    assert v2.padded_width(q) % 4 == 0 and 0 <= v2.padded_width(q) - g.W_out < 4
 
 
 def test_splits_fill_whole_waves_and_cover_every_stage_once(rng):
@@ -115,22 +122,22 @@ def test_splits_fill_whole_waves_and_cover_every_stage_once(rng):
         assert got == -(-stages // per) and (got - 1) * per < stages <= got * per
 
 
-@pytest.mark.parametrize(
-    "shape, reason",
-    [
-        ((2, 8, 16, 16, 8, 3, 2, 1, 1, 1, "zeros"), "stride 1 along the rows"),
-        ((2, 8, 14, 14, 8, 3, 1, 1, 1, 1, "zeros"), "multiple of 32"),  # 14 x 14 pixels
-        ((2, 8, 18, 4, 8, 3, 1, 0, 1, 1, "zeros"), "W_out a multiple of 4"),  # 16 x 2 pixels
-    ],
-)
-def test_refusals_name_the_rule(shape, reason, rng):
-    """A layer v2's layout cannot hold: refused when planned and when run (any backend)."""
-    x, dy, w_shape, kw, q = _arrays(shape, rng)
-    assert reason in (v2.refusal(q) or "")
-    with pytest.raises(ValueError, match=reason):
-        gpuops.plan_conv2d_backward(dy.shape, x.shape, w_shape, **kw, weight_algorithm=ALGORITHM)
-    with pytest.raises(ValueError, match=reason):
-        gpuops.conv2d_grad_weight(dy, x, w_shape, **kw, algorithm=ALGORITHM)
+def test_refusals_name_the_rule():
+    """What v2 cannot hold: a transposed convolution's input as dy (smaller than the windows),
+    and counts past 32 bits (2^17 samples of 128 x 128 outputs: 2^31 cells)."""
+    g = gpuops.window_geometry(9, 9, 3, 2, 1)
+    transposed = conv_backward.GradProblem(1, 2, 2, 1, g, g.H_out - 1, g.W_out - 1)
+    assert "conv2d's grad_weight" in v2.refusal(transposed)
+    big = conv_backward.GradProblem(2**17, 1, 1, 1, gpuops.window_geometry(130, 130, 3), 128, 128)
+    assert "32-bit" in v2.refusal(big)
+    with pytest.raises(ValueError, match="does not fit: its cell, row and column counts are 32-bit"):
+        v2.check_fits(big)
+
+
+def test_layers_of_every_stride_and_width_fit(rng):
+    """The copies' phases and padded rows hold strided, odd-sized and small layers: none refused."""
+    for shape in GEOMETRIES:
+        assert v2.refusal(_arrays(shape, rng)[4]) is None, shape
 
 
 def test_plans_name_the_gemm_and_auto_lists_it_apart(rng):
@@ -167,10 +174,29 @@ def test_the_shifted_copy_of_a_numbered_input():
     x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
     q = gpuops.plan_conv2d_backward((1, 1, 4, 4), x.shape, (1, 1, 3, 3), padding=1).problem
     xs = v2.shifted_copies_numpy(x, q)
-    assert xs.shape == (3, 1, 1, 6, 4)
+    assert xs.shape == (3, 1, 1, 1, 6, 4)
     plane = np.pad(x[0, 0], 1)  # 6 x 6 with its zero border
     for kj in range(3):
-        np.testing.assert_array_equal(xs[kj, 0, 0], plane[:, kj : kj + 4])
+        np.testing.assert_array_equal(xs[kj, 0, 0, 0], plane[:, kj : kj + 4])
+
+
+def test_the_phases_of_a_strided_copy():
+    """x = 0..24 on a 5 x 5 plane, 3x3 taps, stride 2, padding 1: 3 x 3 outputs. Phase 0 holds
+    x's rows -1, 1, 3, 5 (2r - 1), phase 1 rows 0, 2, 4, 6 (2r); column ow of copy kj is x's
+    column 2*ow + kj - 1; rows of 4 cells, the fourth zero. Tap ki reads phase ki % 2 from row
+    ki // 2: ki = 2 is phase 0 one row down, x rows 1, 3, 5 for outputs 0, 1, 2 (2*oh + 2 - 1)."""
+    x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+    q = gpuops.plan_conv2d_backward((1, 1, 3, 3), x.shape, (1, 1, 3, 3), stride=2, padding=1).problem
+    xs = v2.shifted_copies_numpy(x, q)
+    assert xs.shape == (3, 2, 1, 1, 4, 4) and v2.shifted_rows(q) == 4
+    padded = np.pad(x[0, 0], 1, constant_values=-1)  # -1 marks the padding, 0 is a value of x
+    for kj in range(3):
+        for ph in range(2):
+            for r in range(4):
+                ih = 2 * r + ph - 1
+                row = padded[ih + 1, kj : kj + 5 : 2] if 0 <= ih < 5 else np.full(3, -1.0)
+                np.testing.assert_array_equal(xs[kj, ph, 0, 0, r, :3], np.where(row < 0, 0, row))
+                assert xs[kj, ph, 0, 0, r, 3] == 0
 
 
 def test_the_map_gives_each_lane_two_filters_and_column_pairs(rng):
@@ -204,7 +230,7 @@ def test_the_copy_kernel_equals_its_twin(shape, rng):
 
     _needs_hopper()
     x, _, _, _, q = _arrays(shape, rng)
-    xs = cp.full((2, q.geometry.KW, q.N, q.C, v2.shifted_rows(q), q.geometry.W_out), cp.nan, dtype=cp.float32)
+    xs = cp.full(v2.copy_shape(q), cp.nan, dtype=cp.float32)
     launch = v2.copy_launch(q)
     writer, dims = launch_module.traced(launch, cp.asarray(x), xs)
     expected = v2.shifted_copies_numpy(x, q)
@@ -231,9 +257,9 @@ def test_v2_against_float64_torch_with_poisoned_output(shape, rng, torch):
     _check(got.get(), expected)
     if kw["padding_mode"] == "reflect":
         return
-    xs = cp.empty((2, q.geometry.KW, q.N, q.C, v2.shifted_rows(q), q.geometry.W_out), dtype=cp.float32)
+    xs = cp.empty(v2.copy_shape(q), dtype=cp.float32)
     launch_module.run(v2.copy_launch(q), cp.asarray(x), xs)
-    dys = cp.empty((2, *dy.shape), dtype=cp.float32)
+    dys = cp.empty(v2.pairs_shape(q), dtype=cp.float32)
     launch_module.run(v2.split_launch(q), cp.asarray(dy), dys)
     dw = cp.full(w_shape, cp.nan, dtype=cp.float32)
     launch_module.run(v2.gemm_launch(q, k_splits=1), dys, xs, dw)
@@ -276,9 +302,9 @@ def test_v2_thread_map_names_each_writer(rng):
 
     _needs_hopper()
     x, dy, w_shape, _kw, q = _arrays((2, 16, 8, 8, 130, 3, 1, 1, 1, 1, "zeros"), rng)
-    xs = cp.empty((2, 3, 2, 16, v2.shifted_rows(q), 8), dtype=cp.float32)
+    xs = cp.empty(v2.copy_shape(q), dtype=cp.float32)
     launch_module.run(v2.copy_launch(q), cp.asarray(x), xs)
-    dys = cp.empty((2, *dy.shape), dtype=cp.float32)
+    dys = cp.empty(v2.pairs_shape(q), dtype=cp.float32)
     launch_module.run(v2.split_launch(q), cp.asarray(dy), dys)
     launch = v2.gemm_launch(q, k_splits=1)
     dw = cp.full(w_shape, cp.nan, dtype=cp.float32)
@@ -289,17 +315,19 @@ def test_v2_thread_map_names_each_writer(rng):
 
 
 @pytest.mark.gpu
-def test_dy_pairs_are_tf32_pairs_written_where_the_map_says(rng):
+@pytest.mark.parametrize("width", [16, 7], ids=["rows of 16", "rows of 7 padded to 8"])
+def test_dy_pairs_are_tf32_pairs_written_where_the_map_says(width, rng):
     """grad_weight_v2_split_pairs: part 0 the TF32 rounding of dY, part 1 that of what it leaves,
-    bit for bit; a grid capped below the quads (a 4-block grid on 5 x 8 x 16 x 16 values) makes
-    the threads loop, and PairsMap names each pass's writer."""
+    bit for bit, zeros past W_out; a grid capped below the quads (a 4-block grid on 5 x 8 x 16 x
+    Wp cells) makes the threads loop, and PairsMap names each pass's writer."""
     import cupy as cp
 
     _needs_hopper()
-    _, dy, _, _, q = _arrays((5, 8, 16, 16, 8, 3, 1, 1, 1, 1, "zeros"), rng)
+    _, dy, _, _, q = _arrays((5, 8, 16, width, 8, 3, 1, 1, 1, 1, "zeros"), rng)
     launch = dataclasses.replace(v2.split_launch(q), grid=(4, 1, 1))
-    dys = cp.full((2, *dy.shape), cp.nan, dtype=cp.float32)
+    dys = cp.full(v2.pairs_shape(q), cp.nan, dtype=cp.float32)
     writer, dims = launch_module.traced(launch, cp.asarray(dy), dys)
+    dy = v2.dy_rows_numpy(dy, q)
     big = to_tf32(dy)
     np.testing.assert_array_equal(dys[0].get(), big)
     np.testing.assert_array_equal(dys[1].get(), to_tf32(dy - big))
