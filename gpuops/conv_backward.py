@@ -16,7 +16,7 @@ with four algorithms:
                 reaches grad_input
   auto          on the GPU the fastest for the shape, measured once (gpuops.autotune); on the CPU
                 scatter (one strided slice per tap, no K*K-times larger cols)
-grad_weight has five:
+grad_weight has six:
   gemm          unfold(x), then dW = dY @ cols^T through cuBLAS per sample, summed over the batch
   batch_gemm    gemm as ONE product over the whole batch: the samples side by side in one wide image
                 (zero columns between them), one unfold of it, then dW = dY_wide [M, N*L'] @ cols^T
@@ -24,6 +24,10 @@ grad_weight has five:
                 one long GEMM instead of N short ones (L' = L plus the columns between samples)
   direct        grad_weight_v1: one block per weight sums dy * x, a shared-memory tree reduction;
                 deterministic
+  direct_pairs  grad_weight_v3: one block per (filter, channel) pair and slice of the batch's output
+                rows, a warp per tap: the pair's KH*KW weights share one pass over dy and x; the
+                slices' partial sums are added here. For depthwise layers (few pairs, long sums);
+                deterministic. auto measures it in v1's place there (the same sums in one pass)
   forward_conv  dW IS a forward convolution too: x with batch and channels swapped (C images of N
                 channels) convolved with dY swapped the same way as its filters (M filters of
                 N channels, H_out x W_out taps), stride and dilation swapped; output (c, m, ki, kj)
@@ -32,8 +36,8 @@ grad_weight has five:
   implicit_gemm_3xtf32
                 grad_weight_v2 (Hopper only, kernels/conv_backward_hopper.cu): dW as one implicit
                 GEMM on the tensor cores in 3xTF32 (fp32 accuracy), x read through KW shifted
-                copies, no cols (gpuops.conv_backward_hopper); stride 1 along the rows
-  auto          on the GPU measured; on the CPU direct
+                copies (one per column tap and row phase), no cols (gpuops.conv_backward_hopper)
+  auto          on the GPU the fastest of all but direct, measured; on the CPU direct
 Reflect padding: the forward pass is a convolution of the reflect-padded input, so the backward
 pass works on the padded input and folds the mirrored cells back with reflect_pad_backward.
 
@@ -86,15 +90,21 @@ from gpuops.unfold_fold import fold, fold_launch, fold_numpy, unfold_into, unfol
 
 SOURCE = "conv_backward.cu"
 GRAD_INPUT_ALGORITHMS = ("scatter", "gather", "gemm_fold", "flipped_conv")
-GRAD_WEIGHT_ALGORITHMS = ("gemm", "batch_gemm", "direct", "forward_conv")
+GRAD_WEIGHT_ALGORITHMS = ("gemm", "batch_gemm", "direct", "direct_pairs", "forward_conv")
 HOPPER_WEIGHT_ALGORITHMS = (hopper.ALGORITHM,)  # sm_90a kernels alone: auto measures them on Hopper
 KERNELS = {
     "scatter": "grad_input_v1_scatter",
     "gather": "grad_input_v2_gather",
     "direct": "grad_weight_v1_reduce",
+    "direct_pairs": "grad_weight_v3_pairs",
 }
 SCATTER_MAX_THREADS = 256  # grad_input_v1: threads per block (fewer for small output planes)
 REDUCE_BLOCK = (32, 8, 1)  # grad_weight_v1; a CPU test checks it against the #defines of the .cu file
+# grad_weight_v3 cuts the batch's output rows into slices until there are about this many blocks:
+# 32 for each of the H100's 132 multiprocessors (a constant, so that a CPU draws the same plan).
+# H100, depthwise 3x3 layer: 5 / 9 / 17 / 33 slices (8 / 16 / 32 / 64 an SM) 0.71 / 0.66 / 0.65 / 0.65 ms
+PAIRS_TARGET_BLOCKS = 32 * 132
+PAIRS_WARPS = 16  # grad_weight_v3's warps a block at most (its __launch_bounds__(512)): one a tap
 FOLD_VARIANT = "gather"  # gemm_fold's col2im: deterministic, and the launch the plan names
 # auto measures forward_conv where the batch (its convolution's channels) fills v13's 32-channel
 # stages; elsewhere that convolution of H_out x W_out taps lost to batch_gemm (H100: VGG-like, 8
@@ -345,14 +355,19 @@ def input_gather_launch(q: GradProblem) -> Launch:
     )
 
 
-def weight_reduce_launch(q: GradProblem) -> Launch:
-    """grad_weight_v1: one block per weight; the block's rows are the N*H_out output rows (32-bit)."""
+def _check_weight_rows(q: GradProblem, algorithm: str) -> None:
+    """grad_weight v1 and v3 count the batch's output rows N*H_out with 32-bit ints."""
     rows = q.N * q.H_dy
     if rows > INT32_MAX:
         raise ValueError(
-            f"the direct weight-gradient kernel counts output rows N x H_out = {rows:,} with 32-bit ints "
-            f"(limit {INT32_MAX:,}); split the batch or use weight_algorithm='gemm'"
+            f"the {algorithm} weight-gradient kernel counts output rows N x H_out = {rows:,} with 32-bit "
+            f"ints (limit {INT32_MAX:,}); split the batch or use weight_algorithm='gemm'"
         )
+
+
+def weight_reduce_launch(q: GradProblem) -> Launch:
+    """grad_weight_v1: one block per weight; the block's rows are the N*H_out output rows (32-bit)."""
+    _check_weight_rows(q, "direct")
     Cg = q.C // q.groups
     grid = (max(1, q.M * Cg * q.geometry.KH * q.geometry.KW), 1, 1)
     check_grid(grid, "the direct weight-gradient kernel")
@@ -366,6 +381,64 @@ def weight_reduce_launch(q: GradProblem) -> Launch:
         _geometry_args(q),
         WeightBlockMap(Cg, q.geometry.KH, q.geometry.KW),
         "(m, c, ki, kj) of dw",
+    )
+
+
+@dataclass(frozen=True)
+class WeightPairMap:
+    """grad_weight_v3: block (m*Cg + c, slice) sums the pair's taps over its slice of rows, warp
+    w taps w, w + warps, ...; lane 0 of the tap's warp stores partial[slice, m, c, ki, kj]."""
+
+    Cg: int
+    KW: int
+    warps: int
+    slices: int
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        s, m, c, ki, kj = index
+        t = ki * self.KW + kj
+        return ThreadRef((m * self.Cg + c, s, 0), (0, t % self.warps, 0), (t // self.warps,))
+
+    def describe(self) -> str:
+        split = (
+            f"; the batch's output rows are cut into {self.slices} slices (blocks along y), whose sums "
+            "are added after the kernel"
+        )
+        return (
+            f"one block per (filter, channel) pair: warp t sums tap t over the output rows (a warp "
+            f"of {self.warps} in the block; 32 lanes walk each row), lane 0 stores the sum"
+            + (split if self.slices > 1 else "")
+        )
+
+
+def pair_slices(q: GradProblem) -> tuple[int, int]:
+    """(slices, rows a slice) of grad_weight_v3: the N*H_out output rows cut into equal runs until
+    the pairs x slices blocks reach PAIRS_TARGET_BLOCKS, never an empty slice."""
+    rows = max(1, q.N * q.H_dy)
+    pairs = max(1, q.M * (q.C // q.groups))
+    per_slice = ceil_div(rows, min(rows, max(1, ceil_div(PAIRS_TARGET_BLOCKS, pairs))))
+    return ceil_div(rows, per_slice), per_slice
+
+
+def weight_pairs_launch(q: GradProblem) -> Launch:
+    """grad_weight_v3: grid (pairs, slices), a warp per tap (at most PAIRS_WARPS); writes the
+    slices' partial sums (slices, M, C/groups, KH, KW)."""
+    _check_weight_rows(q, "direct_pairs")
+    g, Cg = q.geometry, q.C // q.groups
+    slices, per_slice = pair_slices(q)
+    warps = min(g.KH * g.KW, PAIRS_WARPS)
+    grid = (max(1, q.M * Cg), slices, 1)
+    check_grid(grid, "the direct_pairs weight-gradient kernel")
+    return Launch(
+        KERNELS["direct_pairs"],
+        SOURCE,
+        grid,
+        (32, warps, 1),
+        0,
+        ("dy", "x", "partial"),
+        _geometry_args(q) + ints(rows_per_slice=per_slice),
+        WeightPairMap(Cg, g.KW, warps, slices),
+        "(slice, m, c, ki, kj) of the partial sums",
     )
 
 
@@ -383,10 +456,12 @@ def input_launch(q: GradProblem, algorithm: str) -> Launch | None:
 
 
 def weight_launch(q: GradProblem, algorithm: str) -> Launch | None:
-    """The kernel launch of a weight-gradient algorithm: grad_weight_v1, or the unfold of gemm and
+    """The kernel launch of a weight-gradient algorithm: grad_weight_v1 or v3, or the unfold of gemm and
     batch_gemm (the GEMM is cuBLAS; None for a pointwise problem, which unfolds nothing)."""
     if algorithm == "direct":
         return weight_reduce_launch(q)
+    if algorithm == "direct_pairs":
+        return weight_pairs_launch(q)
     if algorithm in HOPPER_WEIGHT_ALGORITHMS:  # its GEMM (the shifted copies come first)
         reason = hopper.refusal(q)
         if reason is not None:
@@ -553,6 +628,31 @@ def weight_direct_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.nda
         patch = patch.reshape(q.N, G, Cg, g.L).transpose(1, 2, 0, 3).reshape(G, Cg, q.N * g.L)
         dw[..., ki, kj] = dyt @ patch.transpose(0, 2, 1)
     return dw.reshape(q.w_shape)
+
+
+def weight_pairs_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.ndarray:
+    """Twin of grad_weight_v3: per tap, dy * (the slice of the padded input it read) summed over
+    the output columns, then over each slice of the N*H_out output rows (the blocks' partial
+    sums), then the slices added in order, as the host does after the kernel."""
+    g, G = q.geometry, q.groups
+    Mg, Cg = q.M // G, q.C // G
+    slices, per_slice = pair_slices(q)
+    padded = np.pad(x, ((0, 0), (0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)))
+    padded = padded.reshape(q.N, G, Cg, *g.padded_hw)
+    dyg = dy.reshape(q.N, G, Mg, g.H_out, g.W_out)
+    partial = np.empty((slices, G, Mg, Cg, g.KH, g.KW), dtype=np.float32)
+    starts = np.arange(0, q.N * g.H_out, per_slice)
+    for ki, kj, rows, columns in tap_slices(g):
+        per_row = np.einsum("ngmhw,ngchw->gmcnh", dyg, padded[..., rows, columns])  # sums over ow
+        per_row = per_row.reshape(G, Mg, Cg, q.N * g.H_out)
+        partial[..., ki, kj] = np.moveaxis(np.add.reduceat(per_row, starts, axis=-1), -1, 0)
+    return partial.sum(axis=0, dtype=np.float32).reshape(q.w_shape)
+
+
+def weight_pairs(dy: Any, x: Any, q: GradProblem) -> Any:
+    """grad_weight_v3 on the GPU: its partial sums, then the slices added (a fixed order)."""
+    part = _call(q, "direct_pairs", (pair_slices(q)[0], *q.w_shape))(dy, x)
+    return part[0] if len(part) == 1 else part.sum(axis=0)
 
 
 # ---- batch_gemm: the batch side by side in one wide image (one composition for both backends) --------
@@ -766,6 +866,7 @@ WEIGHT_TWINS = {
     "gemm": weight_gemm_numpy,
     "batch_gemm": lambda dy, x, q: weight_batch_gemm(dy, x, q),
     "direct": weight_direct_numpy,
+    "direct_pairs": weight_pairs_numpy,
     "forward_conv": weight_forward_conv,
     hopper.ALGORITHM: hopper.weight_grad_numpy,  # its copies and rows, fp32-accurate as 3xTF32 is
 }
@@ -784,6 +885,7 @@ def _call(q: GradProblem, which: str, out_shape: tuple[int, ...]) -> Call:
             "scatter": input_scatter_launch,
             "gather": input_gather_launch,
             "direct": weight_reduce_launch,
+            "direct_pairs": weight_pairs_launch,
         }[which](q)
         return Call(out_shape, launch, zeroed=which == "scatter")
 
@@ -905,6 +1007,8 @@ def _weight_grad_gpu(dy: Any, x: Any, q: GradProblem, algorithm: str) -> Any:
         return weight_forward_conv(dy, x, q)
     if algorithm in HOPPER_WEIGHT_ALGORITHMS:
         return hopper.weight_grad(dy, x, q)
+    if algorithm == "direct_pairs":
+        return weight_pairs(dy, x, q)
     return _call(q, "direct", q.w_shape)(dy, x)
 
 
@@ -929,10 +1033,15 @@ def resolve_input_algorithm(dy: Any, w: Any, q: GradProblem) -> str:
 
 
 def resolve_weight_algorithm(dy: Any, x: Any, q: GradProblem) -> str:
-    """The grad_weight algorithm "auto" runs: measured once per problem on the GPU; direct on the CPU."""
+    """The grad_weight algorithm "auto" runs: measured once per problem on the GPU; direct on the CPU.
+    direct (v1) is not measured: direct_pairs (v3) makes the same sums in one pass over the data,
+    not KH*KW; and direct_pairs only where filters see one channel (depthwise): a pair's block
+    reads whole planes, 11-500x slower than the GEMMs on dense layers (H100: 5x5 class 8.0 ms
+    against 0.20, 7x7x1024 121 ms against 0.40)."""
     if array_module(dy) is np:
         return "direct"
-    candidates = GRAD_WEIGHT_ALGORITHMS
+    skip = {"direct"} | ({"direct_pairs"} if q.C // q.groups > 1 else set())
+    candidates = tuple(a for a in GRAD_WEIGHT_ALGORITHMS if a not in skip)
     if hopper.refusal(q) is None and sm90a.available(hopper.SOURCE):
         candidates += HOPPER_WEIGHT_ALGORITHMS
     if q.N % FORWARD_CONV_BATCH:  # a convolution of N channels: v13 needs 32k, the rest lose to the GEMMs

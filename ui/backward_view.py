@@ -29,7 +29,8 @@ ALG_NAMES = {
     "gather": "gather (v2)",
     "gemm_fold": "GEMM + fold",
     "flipped_conv": "conv2d, flipped filter",
-    "direct": "direct (v3)",
+    "direct": "direct (v1, a block a weight)",
+    "direct_pairs": "direct (v3, a block a filter-channel pair)",
     "gemm": "GEMM (unfold + cuBLAS)",
     "batch_gemm": "one GEMM over the batch",
     "forward_conv": "conv2d of x with dY",
@@ -246,6 +247,15 @@ def weight_caption(ex: Example, cell: Cell, terms: maps.WeightTerms, walg: str) 
             f"On the GPU, block {launch.thread_of(0, 0, cell.row, cell.col).block[0]} of "
             f"`{launch.kernel}` sums these products for this one weight (its threads split them, a "
             f"shared-memory tree adds the shares)"
+        )
+    elif walg == "direct_pairs":
+        ref = launch.thread_of(0, 0, 0, cell.row, cell.col)
+        slices = launch.grid[1]
+        how = (
+            f"On the GPU, warp {ref.thread[1]} of block {ref.block[0]} of `{launch.kernel}` sums these "
+            f"products (its 32 lanes walk the rows, shuffles add their shares); the block's other warps "
+            f"sum the other taps over the same rows"
+            + (f", and {slices} slices of the rows are added after the kernel" if slices > 1 else "")
         )
     elif walg == "forward_conv":
         how = (

@@ -12,6 +12,9 @@
 //                           output pixel, then a shared-memory tree reduction (PMPP fig. 16.11)
 //   grad_weight_v2_3xtf32   (conv_backward_hopper.cu, Hopper only) dW as one implicit GEMM on the
 //                           tensor cores, x read through KW shifted copies
+//   grad_weight_v3_pairs    v1 regrouped: one block per (filter, channel) PAIR and slice of the output
+//                           rows, one warp per tap walking 4 rows at once, so the KH*KW weights of
+//                           a pair share one pass over its dy and x; the host adds the slices' sums
 //
 // Shapes: dy (N, M, H_out, W_out) the gradient of the forward output, w (M, C/groups, KH, KW),
 // x and dx (N, C, H, W), dw like w. The forward pass computed, for filter m of group
@@ -183,4 +186,83 @@ extern "C" __global__ void __launch_bounds__(REDUCE_THREADS) grad_weight_v1_redu
         __syncthreads();
     }
     if (t == 0) store(dw, (long long)blockIdx.x, partial[0]);
+}
+
+// =======================================================================================
+// grad_weight v3, pairs = v1 REGROUPED: ONE BLOCK PER (FILTER, CHANNEL) PAIR AND SLICE OF THE
+// OUTPUT ROWS, ONE WARP PER TAP, FOUR ROWS AT ONCE.
+// In v1 each of the KH*KW weights of a pair (m, c) has its own block, and every one of those
+// blocks reads all of dy[., m] and x[., g*Cg + c]: the pair's data crosses from memory KH*KW
+// times. In v3 one block holds all KH*KW weights of its pair: warp t sums tap
+// (ki, kj) = (t / KW, t % KW), and the warps walk the same output rows at the same time, so a
+// row of dy comes from memory once and from L1 for the other warps, and the taps' x rows overlap.
+// This is what depthwise layers need: one channel a filter, so few pairs and long sums (v1 read
+// their 200 MB nine times). A dense layer has M*C/groups pairs, each reading whole planes: the
+// GEMM algorithms are the ones for it.
+// The batch's output rows r = n*H_out + oh are cut into gridDim.y slices of rows_per_slice rows
+// (enough blocks to fill the GPU when pairs are few). A warp takes its slice's rows V3_ROWS at a
+// time: its 32 lanes walk ow along all V3_ROWS rows together, so each lane has V3_ROWS pairs of
+// loads in flight instead of one. Then the lanes add their 32 shares with shuffles (lane i takes
+// lane i + 16's, then i + 8's, ...); lane 0 stores the slice's sum in
+//   partial[slice, m, c, ki, kj]
+// and the host adds the slices (gpuops.conv_backward.weight_pairs). Fixed splits and fixed
+// orders: the same bits on every run. More than 16 taps (5x5, 7x7): warp w takes taps w, w + 16, ...
+// grid = (M * C/groups pairs, slices, 1): blockIdx.x = m*Cg + c; block = (32, min(KH*KW, 16), 1).
+// Measured (H100, depthwise 3x3, 32 x 256 x 56 x 56, ms, the kernel and the slices' sum, twice):
+// V3_ROWS 1 / 2 / 4 / 8 / 16 with 5 slices: 1.21 / 0.82 / 0.71 / 0.90 / 1.18; with 17 slices (about
+// 32 blocks an SM) 1.05 / 0.74 / 0.65 / 0.80 / 1.18. v1 took 0.75, PyTorch 0.35: the loads still
+// wait on memory (the nine warps of a block ask for the same dy row), and the next version should
+// stage the rows in shared memory once for all taps.
+// =======================================================================================
+#ifndef V3_ROWS
+#define V3_ROWS 4                                  // output rows a warp walks at once
+#endif
+
+extern "C" __global__ void __launch_bounds__(512) grad_weight_v3_pairs(
+    const float* __restrict__ dy,  // (N, M, H_out, W_out)
+    const float* __restrict__ x,   // (N, C, H, W), the forward input
+    float* __restrict__ partial,   // (slices, M, C/groups, KH, KW): one sum per slice
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
+    int groups,
+    int rows_per_slice)            // output rows (n, oh) a slice sums over
+{
+    const int Cg = C / groups, Mg = M / groups, KK = KH * KW;
+    const int c = (int)(blockIdx.x % Cg), m = (int)(blockIdx.x / Cg);   // this block's pair
+    const int g = m / Mg;
+    const long long L = (long long)H_out * W_out;
+    const long long plane = (long long)H * W;
+    const int out_rows = N * H_out;                        // < 2^31, checked by the host
+    const int r0 = blockIdx.y * rows_per_slice;            // this slice: rows r0 .. r1 - 1
+    const int r1 = min(out_rows, r0 + rows_per_slice);
+    const long long first = ((long long)blockIdx.y * M * Cg + blockIdx.x) * KK;  // partial[slice, m, c, 0, 0]
+
+    for (int t = threadIdx.y; t < KK; t += blockDim.y) {   // this warp's tap(s)
+        const int ki = t / KW, kj = t - ki * KW;
+        float sum = 0.0f;
+        for (int rb = r0; rb < r1; rb += V3_ROWS) {
+            // the V3_ROWS rows' dy and x rows (nullptr: past the slice, or the row read padding)
+            const float* dy_row[V3_ROWS];
+            const float* x_row[V3_ROWS];
+#pragma unroll
+            for (int u = 0; u < V3_ROWS; ++u) {
+                const int r = rb + u;
+                const int n = r / H_out, oh = r - n * H_out;
+                const int ih = input_coord(oh, stride_h, pad_h, ki, dil_h);
+                const bool used = r < r1 && ih >= 0 && ih < H;
+                dy_row[u] = used ? dy + ((long long)n * M + m) * L + (long long)oh * W_out : nullptr;
+                x_row[u] = used ? x + ((long long)n * C + (long long)g * Cg + c) * plane + (long long)ih * W : nullptr;
+            }
+            for (int ow = threadIdx.x; ow < W_out; ow += 32) {
+                const int iw = input_coord(ow, stride_w, pad_w, kj, dil_w);
+                if (iw < 0 || iw >= W) continue;           // this column read zero padding
+#pragma unroll
+                for (int u = 0; u < V3_ROWS; ++u)          // independent loads: all in flight together
+                    if (dy_row[u]) sum += __ldg(dy_row[u] + ow) * __ldg(x_row[u] + iw);
+            }
+        }
+        for (int offset = 16; offset > 0; offset >>= 1)    // lane 0 ends with the warp's sum
+            sum += __shfl_down_sync(0xffffffffu, sum, offset);
+        if (threadIdx.x == 0) store(partial, first + t, sum);
+    }
 }

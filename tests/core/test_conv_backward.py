@@ -124,7 +124,7 @@ def test_conv2d_backward_equals_autograd(case, rng, torch):
     dy = _dy(case, rng)
     ref_x, ref_w, ref_b = _autograd(case, x, w, b, dy, torch)
     for algorithm, weight_algorithm in itertools.zip_longest(
-        INPUT_ALGORITHMS, WEIGHT_ALGORITHMS, fillvalue="gemm"
+        INPUT_ALGORITHMS, WEIGHT_ALGORITHMS, fillvalue="auto"
     ):
         gx, gw, gb = gpuops.conv2d_backward(
             dy, x, w, algorithm=algorithm, weight_algorithm=weight_algorithm, **case.kwargs()
@@ -398,6 +398,46 @@ def test_weight_reduce_launch_is_one_block_per_weight():
     assert f"#define REDUCE_X {x} " in text and f"#define REDUCE_Y {y} " in text
 
 
+def test_weight_pairs_launch_is_a_block_per_pair_and_slice():
+    """grad_weight_v3 on a depthwise layer (256 pairs): the 32 x 56 = 1792 output rows cut into
+    17 slices of 106 rows (17 x 256 blocks, the first count past 32 x 132), a warp per tap."""
+    q = _problem(32, 256, 56, 56, 256, 3, groups=256, padding=1)
+    launch = cb.weight_pairs_launch(q)
+    assert launch.grid == (256, 17, 1) and launch.block == (32, 9, 1)
+    assert launch.arg("rows_per_slice") == 106
+    ref = launch.thread_of(2, 7, 0, 1, 2)  # slice 2 of pair (7, 0), tap 1*3 + 2 = 5
+    assert (ref.block, ref.thread, ref.step) == ((7, 2, 0), (0, 5, 0), (0,))
+    dense = cb.weight_pairs_launch(_problem(2, 64, 8, 8, 64, 3, padding=1))  # 4096 pairs: two slices
+    assert dense.grid == (4096, 2, 1) and dense.arg("rows_per_slice") == 8
+    wide = cb.weight_pairs_launch(_problem(1, 2, 20, 20, 3, 7, padding=3))  # 49 taps on 16 warps
+    ref = wide.thread_of(0, 2, 1, 5, 5)  # tap 40 = 8 + 2 x 16: warp 8, its third pass
+    assert wide.block == (32, 16, 1) and (ref.block, ref.thread, ref.step) == ((5, 0, 0), (0, 8, 0), (2,))
+
+
+def test_weight_pairs_refuse_rows_past_32_bits():
+    q = cb.GradProblem(70000, 1, 1, 1, gpuops.window_geometry(40000, 4, 1), 40000, 4)
+    with pytest.raises(ValueError, match=r"direct_pairs weight-gradient kernel counts output rows N x H_out"):
+        cb.weight_pairs_launch(q)
+
+
+def test_auto_measures_v3_in_place_of_v1_on_depthwise_layers(monkeypatch):
+    """On the GPU auto never times direct (v1): direct_pairs makes the same sums in one pass
+    instead of KH*KW, and is timed where filters see one channel (depthwise) only."""
+    measured = []
+
+    def fastest(which, q, run, algorithms, fallback):
+        measured.append(set(algorithms))
+        return algorithms[0]
+
+    monkeypatch.setattr(cb, "array_module", lambda a: None)  # not NumPy: the GPU's branch
+    monkeypatch.setattr(cb, "_fastest", fastest)
+    cb.resolve_weight_algorithm(None, None, _problem(32, 8, 9, 9, 8, 3, padding=1))
+    cb.resolve_weight_algorithm(None, None, _problem(32, 8, 9, 9, 8, 3, groups=8, padding=1))
+    dense, depthwise = measured
+    assert {"gemm", "batch_gemm", "forward_conv"} <= dense and not {"direct", "direct_pairs"} & dense
+    assert depthwise == dense | {"direct_pairs"}
+
+
 def test_plans_name_the_launches_they_make():
     plan = gpuops.plan_conv2d_backward(
         (1, 4, 8, 8), (1, 2, 8, 8), (4, 2, 3, 3), padding=1, algorithm="gemm_fold", weight_algorithm="gemm"
@@ -604,8 +644,36 @@ def test_gather_and_direct_kernels_are_deterministic(rng):
     for algorithm in ("gather", "gemm_fold"):
         runs = [gpuops.conv2d_grad_input(dy, x.shape, w, algorithm=algorithm, **kw) for _ in range(3)]
         assert all(bool((r == runs[0]).all()) for r in runs), algorithm
-    runs = [gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm="direct", **kw) for _ in range(3)]
-    assert all(bool((r == runs[0]).all()) for r in runs)
+    for algorithm in ("direct", "direct_pairs"):
+        runs = [gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm=algorithm, **kw) for _ in range(3)]
+        assert all(bool((r == runs[0]).all()) for r in runs), algorithm
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "shape",
+    [(1, 3, 20, 300, 4, 7, 1, 3, 1, 1), (4, 16, 30, 70, 16, 3, 2, 1, 1, 16)],
+    ids=["7x7, 49 taps on 16 warps", "depthwise, stride 2, rows longer than a warp"],
+)
+def test_weight_pairs_partial_sums_are_written_where_the_map_says(shape, rng):
+    """Trace build of grad_weight_v3 into NaN-poisoned partial sums: every one is written by the
+    thread WeightPairMap names, and the host's sum of the slices equals the float64 reference."""
+    import cupy as cp
+
+    from gpuops import launch as launch_module
+
+    x, w, dy, kw = _gpu_problem(shape, rng)
+    q = gpuops.plan_conv2d_backward(dy.shape, x.shape, w.shape, **kw).problem
+    launch = cb.weight_pairs_launch(q)
+    assert launch.grid[1] > 1  # several slices
+    partial = cp.full((launch.grid[1], *w.shape), cp.nan, dtype=cp.float32)
+    writer, dims = launch_module.traced(launch, cp.asarray(dy), cp.asarray(x), partial)
+    assert (writer > 0).all() and dims == (*launch.grid, *launch.block)
+    for index in np.ndindex(partial.shape):
+        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+    pairs = {k: (v, v) for k, v in kw.items() if k != "groups"}  # the reference takes (h, w) pairs
+    ref = conv2d_backward_ref(dy, x, w, groups=kw["groups"], **pairs)[1]
+    np.testing.assert_allclose(partial.sum(axis=0).get(), ref, rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.gpu

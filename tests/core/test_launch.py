@@ -23,6 +23,7 @@ from gpuops.conv_backward import (
     check_conv2d_backward,
     input_gather_launch,
     input_scatter_launch,
+    weight_pairs_launch,
     weight_reduce_launch,
 )
 from gpuops.launch import includes, kernel_signature, kernel_span, row_launch, source_text
@@ -220,6 +221,7 @@ ALL_LAUNCHES = {
     "input_scatter": lambda: input_scatter_launch(_grad_problem()),
     "input_gather": lambda: input_gather_launch(_grad_problem()),
     "weight_reduce": lambda: weight_reduce_launch(_grad_problem()),
+    "weight_pairs": lambda: weight_pairs_launch(_grad_problem()),
     "reflect_pad_backward_scatter": lambda: reflect_pad_backward_launch(8, 11, 9, (2, 3, 1, 4), "scatter"),
     "reflect_pad_backward_gather": lambda: reflect_pad_backward_launch(8, 11, 9, (2, 3, 1, 4), "gather"),
     "max_pool2d": lambda: max_pool2d_launch(8, POOL),
@@ -279,10 +281,11 @@ def _inputs(name, rng):
         dy = rng.standard_normal((2, 6, 6, 9)).astype(np.float32)
         w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
         arrays, out_shape = (cp.asarray(dy), cp.asarray(w)), (2, 4, 11, 9)
-    elif name == "weight_reduce":  # dy, x -> dw
+    elif name.startswith("weight_"):  # dy, x -> dw, or v3's partial sums (slices, *dw.shape)
         dy = rng.standard_normal((2, 6, 6, 9)).astype(np.float32)
         x = rng.standard_normal((2, 4, 11, 9)).astype(np.float32)
-        arrays, out_shape = (cp.asarray(dy), cp.asarray(x)), (6, 2, 3, 3)
+        slices = () if name == "weight_reduce" else (launch.grid[1],)
+        arrays, out_shape = (cp.asarray(dy), cp.asarray(x)), (*slices, 6, 2, 3, 3)
     elif name.startswith("reflect_pad_backward"):  # the padded gradient -> (8, 11, 9)
         arrays, out_shape = (cp.asarray(rng.standard_normal((8, 16, 14)).astype(np.float32)),), (8, 11, 9)
     else:
