@@ -60,6 +60,9 @@
 // / 0.355); grouped g=4 0.533 / 0.537 (forward_conv 0.510 / 0.519: 32 filters a group leave half
 // of wgmma's 64 rows empty). Of the 5x5 call, the GEMM is 0.12 ms (56 TFLOP/s) and the copies
 // 0.06 + 0.04 ms (they write at about 1.6 TB/s).
+// The row phases and padded rows (b0ed179; before, v2 refused stride_h > 1, H_out*W_out not a
+// multiple of 32 and W_out not one of 4), grad_weight alone, H100, ms, two rounds: stride 2 (16 x 64 x 112 x 112, 128 filters)
+// 0.293 / 0.292 (gemm 0.419 / 0.406); 7 x 7 x 1024 0.52 / 0.40 (batch_gemm 0.93 / 0.62).
 // =======================================================================================
 #define GW_BM 64            // filters a block: wgmma's 64 rows
 #define GW_BN 128           // columns j = (c, ki, kj) of dW a block: wgmma's N
