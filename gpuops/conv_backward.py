@@ -16,7 +16,7 @@ with four algorithms:
                 reaches grad_input
   auto          on the GPU the fastest for the shape, measured once (gpuops.autotune); on the CPU
                 scatter (one strided slice per tap, no K*K-times larger cols)
-grad_weight has six:
+grad_weight has seven:
   gemm          unfold(x), then dW = dY @ cols^T through cuBLAS per sample, summed over the batch
   batch_gemm    gemm as ONE product over the whole batch: the samples side by side in one wide image
                 (zero columns between them), one unfold of it, then dW = dY_wide [M, N*L'] @ cols^T
@@ -28,6 +28,9 @@ grad_weight has six:
                 rows, a warp per tap: the pair's KH*KW weights share one pass over dy and x; the
                 slices' partial sums are added here. For depthwise layers (few pairs, long sums);
                 deterministic. auto measures it in v1's place there (the same sums in one pass)
+  direct_pairs_shared
+                grad_weight_v4: direct_pairs with each chunk of rows staged in shared memory once
+                for all taps (a team of threads per tap reads it there); depthwise layers too
   forward_conv  dW IS a forward convolution too: x with batch and channels swapped (C images of N
                 channels) convolved with dY swapped the same way as its filters (M filters of
                 N channels, H_out x W_out taps), stride and dilation swapped; output (c, m, ki, kj)
@@ -75,6 +78,7 @@ from gpuops.cublas import check_gemm_sides, gemm_strided, samples_per_chunk
 from gpuops.im2col import is_pointwise
 from gpuops.index_math import INT32_MAX, ceil_div, output_coord, tap_slice, tap_slices
 from gpuops.launch import (
+    SHARED_LIMIT,
     Call,
     Launch,
     ThreadRef,
@@ -90,13 +94,22 @@ from gpuops.unfold_fold import fold, fold_launch, fold_numpy, unfold_into, unfol
 
 SOURCE = "conv_backward.cu"
 GRAD_INPUT_ALGORITHMS = ("scatter", "gather", "gemm_fold", "flipped_conv")
-GRAD_WEIGHT_ALGORITHMS = ("gemm", "batch_gemm", "direct", "direct_pairs", "forward_conv")
+GRAD_WEIGHT_ALGORITHMS = (
+    "gemm",
+    "batch_gemm",
+    "direct",
+    "direct_pairs",
+    "direct_pairs_shared",
+    "forward_conv",
+)
+PAIR_ALGORITHMS = ("direct_pairs", "direct_pairs_shared")  # v3, v4: a block per (filter, channel) pair
 HOPPER_WEIGHT_ALGORITHMS = (hopper.ALGORITHM,)  # sm_90a kernels alone: auto measures them on Hopper
 KERNELS = {
     "scatter": "grad_input_v1_scatter",
     "gather": "grad_input_v2_gather",
     "direct": "grad_weight_v1_reduce",
     "direct_pairs": "grad_weight_v3_pairs",
+    "direct_pairs_shared": "grad_weight_v4_pairs_shared",
 }
 SCATTER_MAX_THREADS = 256  # grad_input_v1: threads per block (fewer for small output planes)
 REDUCE_BLOCK = (32, 8, 1)  # grad_weight_v1; a CPU test checks it against the #defines of the .cu file
@@ -105,6 +118,8 @@ REDUCE_BLOCK = (32, 8, 1)  # grad_weight_v1; a CPU test checks it against the #d
 # H100, depthwise 3x3 layer: 5 / 9 / 17 / 33 slices (8 / 16 / 32 / 64 an SM) 0.71 / 0.66 / 0.65 / 0.65 ms
 PAIRS_TARGET_BLOCKS = 32 * 132
 PAIRS_WARPS = 16  # grad_weight_v3's warps a block at most (its __launch_bounds__(512)): one a tap
+SHARED_PAIRS_THREADS = 256  # grad_weight_v4's block (V4_THREADS)
+SHARED_PAIRS_PIXELS = 1024  # grad_weight_v4 stages about this many output pixels at once (4 a thread)
 FOLD_VARIANT = "gather"  # gemm_fold's col2im: deterministic, and the launch the plan names
 # auto measures forward_conv where the batch (its convolution's channels) fills v13's 32-channel
 # stages; elsewhere that convolution of H_out x W_out taps lost to batch_gemm (H100: VGG-like, 8
@@ -442,6 +457,80 @@ def weight_pairs_launch(q: GradProblem) -> Launch:
     )
 
 
+@dataclass(frozen=True)
+class WeightTeamMap:
+    """grad_weight_v4: block (m*Cg + c, slice); in a pass of up to 256 taps, tap t's team is
+    threads (t % 256) * team .., team = 256 // taps; its first thread stores partial[slice, m, c,
+    ki, kj] after adding the team's shares."""
+
+    Cg: int
+    KH: int
+    KW: int
+    slices: int
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        s, m, c, ki, kj = index
+        t, kk = ki * self.KW + kj, self.KH * self.KW
+        taps = min(kk - t // SHARED_PAIRS_THREADS * SHARED_PAIRS_THREADS, SHARED_PAIRS_THREADS)
+        team = SHARED_PAIRS_THREADS // taps
+        return ThreadRef(
+            (m * self.Cg + c, s, 0), (t % SHARED_PAIRS_THREADS * team, 0, 0), (t // SHARED_PAIRS_THREADS,)
+        )
+
+    def describe(self) -> str:
+        kk = self.KH * self.KW
+        team = SHARED_PAIRS_THREADS // min(kk, SHARED_PAIRS_THREADS)
+        split = f"; {self.slices} slices of the rows (blocks along y) are added after the kernel"
+        return (
+            f"one block per (filter, channel) pair stages chunks of its output rows and the input rows "
+            f"they read in shared memory; a team of {team} threads per tap sums the tap's products "
+            "there, and the team's first thread stores the sum" + (split if self.slices > 1 else "")
+        )
+
+
+def shared_pairs_chunk(q: GradProblem) -> tuple[int, int]:
+    """grad_weight_v4's (chunk_rows, shared bytes): about SHARED_PAIRS_PIXELS output pixels a chunk
+    (whole rows, at most a sample's), their dy rows and the x rows they read; ValueError when
+    one row's chunk does not fit the 48 KB a block gets."""
+    g = q.geometry
+    rows = max(1, min(g.H_out, SHARED_PAIRS_PIXELS // max(1, g.W_out)))
+
+    def floats(r: int) -> int:
+        return ((r - 1) * g.stride_h + (g.KH - 1) * g.dil_h + 1) * g.W + r * g.W_out
+
+    while rows > 1 and 4 * floats(rows) > SHARED_LIMIT - 4 * SHARED_PAIRS_THREADS:
+        rows -= 1
+    if 4 * floats(rows) > SHARED_LIMIT - 4 * SHARED_PAIRS_THREADS:
+        raise ValueError(
+            f"the direct_pairs_shared weight-gradient kernel stages whole input rows: one output row "
+            f"needs {4 * floats(1):,} bytes of shared memory with rows of {g.W} cells, more than the "
+            f"{SHARED_LIMIT - 4 * SHARED_PAIRS_THREADS:,} it has; use weight_algorithm='direct_pairs'"
+        )
+    return rows, 4 * floats(rows)
+
+
+def weight_pairs_shared_launch(q: GradProblem) -> Launch:
+    """grad_weight_v4: grid (pairs, slices) as v3, 256 threads, the chunk in dynamic shared memory;
+    writes the slices' partial sums (slices, M, C/groups, KH, KW)."""
+    _check_weight_rows(q, "direct_pairs_shared")
+    g, Cg = q.geometry, q.C // q.groups
+    slices, per_slice = pair_slices(q)
+    chunk_rows, shared = shared_pairs_chunk(q)
+    grid = (max(1, q.M * Cg), slices, 1)
+    check_grid(grid, "the direct_pairs_shared weight-gradient kernel")
+    return Launch(
+        KERNELS["direct_pairs_shared"],
+        SOURCE,
+        grid,
+        (SHARED_PAIRS_THREADS, 1, 1),
+        shared,
+        ("dy", "x", "partial"),
+        _geometry_args(q) + ints(rows_per_slice=per_slice, chunk_rows=chunk_rows),
+        WeightTeamMap(Cg, g.KH, g.KW, slices),
+        "(slice, m, c, ki, kj) of the partial sums",
+    )
+
+
 def input_launch(q: GradProblem, algorithm: str) -> Launch | None:
     """The launch that writes grad_input: v1, v2, or gemm_fold's col2im (fold_v2_gather; None
     for a pointwise problem, where cuBLAS writes dx itself). None for flipped_conv too: conv2d's
@@ -462,6 +551,8 @@ def weight_launch(q: GradProblem, algorithm: str) -> Launch | None:
         return weight_reduce_launch(q)
     if algorithm == "direct_pairs":
         return weight_pairs_launch(q)
+    if algorithm == "direct_pairs_shared":
+        return weight_pairs_shared_launch(q)
     if algorithm in HOPPER_WEIGHT_ALGORITHMS:  # its GEMM (the shifted copies come first)
         reason = hopper.refusal(q)
         if reason is not None:
@@ -649,9 +740,9 @@ def weight_pairs_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.ndar
     return partial.sum(axis=0, dtype=np.float32).reshape(q.w_shape)
 
 
-def weight_pairs(dy: Any, x: Any, q: GradProblem) -> Any:
-    """grad_weight_v3 on the GPU: its partial sums, then the slices added (a fixed order)."""
-    part = _call(q, "direct_pairs", (pair_slices(q)[0], *q.w_shape))(dy, x)
+def weight_pairs(dy: Any, x: Any, q: GradProblem, algorithm: str = "direct_pairs") -> Any:
+    """grad_weight_v3 or v4 on the GPU: its partial sums, then the slices added (a fixed order)."""
+    part = _call(q, algorithm, (pair_slices(q)[0], *q.w_shape))(dy, x)
     return part[0] if len(part) == 1 else part.sum(axis=0)
 
 
@@ -867,6 +958,7 @@ WEIGHT_TWINS = {
     "batch_gemm": lambda dy, x, q: weight_batch_gemm(dy, x, q),
     "direct": weight_direct_numpy,
     "direct_pairs": weight_pairs_numpy,
+    "direct_pairs_shared": weight_pairs_numpy,  # the same slices' sums (their order within a slice aside)
     "forward_conv": weight_forward_conv,
     hopper.ALGORITHM: hopper.weight_grad_numpy,  # its copies and rows, fp32-accurate as 3xTF32 is
 }
@@ -886,6 +978,7 @@ def _call(q: GradProblem, which: str, out_shape: tuple[int, ...]) -> Call:
             "gather": input_gather_launch,
             "direct": weight_reduce_launch,
             "direct_pairs": weight_pairs_launch,
+            "direct_pairs_shared": weight_pairs_shared_launch,
         }[which](q)
         return Call(out_shape, launch, zeroed=which == "scatter")
 
@@ -1007,8 +1100,8 @@ def _weight_grad_gpu(dy: Any, x: Any, q: GradProblem, algorithm: str) -> Any:
         return weight_forward_conv(dy, x, q)
     if algorithm in HOPPER_WEIGHT_ALGORITHMS:
         return hopper.weight_grad(dy, x, q)
-    if algorithm == "direct_pairs":
-        return weight_pairs(dy, x, q)
+    if algorithm in PAIR_ALGORITHMS:
+        return weight_pairs(dy, x, q, algorithm)
     return _call(q, "direct", q.w_shape)(dy, x)
 
 
@@ -1035,12 +1128,12 @@ def resolve_input_algorithm(dy: Any, w: Any, q: GradProblem) -> str:
 def resolve_weight_algorithm(dy: Any, x: Any, q: GradProblem) -> str:
     """The grad_weight algorithm "auto" runs: measured once per problem on the GPU; direct on the CPU.
     direct (v1) is not measured: direct_pairs (v3) makes the same sums in one pass over the data,
-    not KH*KW; and direct_pairs only where filters see one channel (depthwise): a pair's block
+    not KH*KW; and v3 / v4 only where filters see one channel (depthwise): a pair's block
     reads whole planes, 11-500x slower than the GEMMs on dense layers (H100: 5x5 class 8.0 ms
     against 0.20, 7x7x1024 121 ms against 0.40)."""
     if array_module(dy) is np:
         return "direct"
-    skip = {"direct"} | ({"direct_pairs"} if q.C // q.groups > 1 else set())
+    skip = {"direct"} | (set(PAIR_ALGORITHMS) if q.C // q.groups > 1 else set())
     candidates = tuple(a for a in GRAD_WEIGHT_ALGORITHMS if a not in skip)
     if hopper.refusal(q) is None and sm90a.available(hopper.SOURCE):
         candidates += HOPPER_WEIGHT_ALGORITHMS

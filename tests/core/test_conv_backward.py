@@ -414,6 +414,31 @@ def test_weight_pairs_launch_is_a_block_per_pair_and_slice():
     assert wide.block == (32, 16, 1) and (ref.block, ref.thread, ref.step) == ((5, 0, 0), (0, 8, 0), (2,))
 
 
+def test_weight_pairs_shared_launch_stages_chunks_of_rows():
+    """grad_weight_v4 on the depthwise layer: v3's grid, 256 threads; chunks of 18 output rows
+    (1008 pixels of 56), whose dy rows and the 20 x rows they read take (20*56 + 18*56) floats;
+    tap t's team of 28 threads starts at thread 28t. 289 taps (17 x 17) take two passes."""
+    q = _problem(32, 256, 56, 56, 256, 3, groups=256, padding=1)
+    launch = cb.weight_pairs_shared_launch(q)
+    assert launch.grid == (256, 17, 1) and launch.block == (256, 1, 1)
+    assert launch.arg("chunk_rows") == 18 and launch.shared_bytes == 4 * (20 * 56 + 18 * 56)
+    ref = launch.thread_of(2, 7, 0, 1, 2)  # slice 2 of pair (7, 0), tap 5
+    assert (ref.block, ref.thread, ref.step) == ((7, 2, 0), (140, 0, 0), (0,))
+    big = cb.weight_pairs_shared_launch(_problem(1, 1, 20, 20, 1, 17, padding=8))
+    first, second = big.thread_of(0, 0, 0, 0, 3), big.thread_of(0, 0, 0, 16, 16)  # taps 3 and 288
+    assert (first.thread, first.step) == ((3, 0, 0), (0,))  # 256 taps, teams of one
+    assert (second.thread, second.step) == ((32 * 7, 0, 0), (1,))  # tap 288 = 256 + 32: 33 taps, teams of 7
+
+
+def test_weight_pairs_shared_refuses_rows_wider_than_shared_memory():
+    q = _problem(1, 1, 4, 6000, 1, 3, padding=1)
+    assert cb.shared_pairs_chunk(_problem(1, 1, 4, 3000, 1, 3, padding=1))[0] >= 1
+    with pytest.raises(
+        ValueError, match=r"one output row needs 96,000 bytes of shared memory with rows of 6000"
+    ):
+        cb.weight_pairs_shared_launch(q)
+
+
 def test_weight_pairs_refuse_rows_past_32_bits():
     q = cb.GradProblem(70000, 1, 1, 1, gpuops.window_geometry(40000, 4, 1), 40000, 4)
     with pytest.raises(ValueError, match=r"direct_pairs weight-gradient kernel counts output rows N x H_out"):
@@ -434,8 +459,8 @@ def test_auto_measures_v3_in_place_of_v1_on_depthwise_layers(monkeypatch):
     cb.resolve_weight_algorithm(None, None, _problem(32, 8, 9, 9, 8, 3, padding=1))
     cb.resolve_weight_algorithm(None, None, _problem(32, 8, 9, 9, 8, 3, groups=8, padding=1))
     dense, depthwise = measured
-    assert {"gemm", "batch_gemm", "forward_conv"} <= dense and not {"direct", "direct_pairs"} & dense
-    assert depthwise == dense | {"direct_pairs"}
+    assert {"gemm", "batch_gemm", "forward_conv"} <= dense and not {"direct", *cb.PAIR_ALGORITHMS} & dense
+    assert depthwise == dense | {"direct_pairs", "direct_pairs_shared"}
 
 
 def test_plans_name_the_launches_they_make():
@@ -644,27 +669,39 @@ def test_gather_and_direct_kernels_are_deterministic(rng):
     for algorithm in ("gather", "gemm_fold"):
         runs = [gpuops.conv2d_grad_input(dy, x.shape, w, algorithm=algorithm, **kw) for _ in range(3)]
         assert all(bool((r == runs[0]).all()) for r in runs), algorithm
-    for algorithm in ("direct", "direct_pairs"):
+    for algorithm in ("direct", "direct_pairs", "direct_pairs_shared"):
         runs = [gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm=algorithm, **kw) for _ in range(3)]
         assert all(bool((r == runs[0]).all()) for r in runs), algorithm
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(
-    "shape",
-    [(1, 3, 20, 300, 4, 7, 1, 3, 1, 1), (4, 16, 30, 70, 16, 3, 2, 1, 1, 16)],
-    ids=["7x7, 49 taps on 16 warps", "depthwise, stride 2, rows longer than a warp"],
+    "algorithm, shape",
+    [
+        ("direct_pairs", (1, 3, 20, 300, 4, 7, 1, 3, 1, 1)),
+        ("direct_pairs", (4, 16, 30, 70, 16, 3, 2, 1, 1, 16)),
+        ("direct_pairs_shared", (1, 3, 20, 300, 4, 7, 1, 3, 1, 1)),
+        ("direct_pairs_shared", (4, 16, 30, 70, 16, 3, 2, 1, 1, 16)),
+        ("direct_pairs_shared", (3, 2, 30, 23, 2, 17, 1, 8, 1, 2)),
+    ],
+    ids=[
+        "v3 7x7, 49 taps on 16 warps",
+        "v3 depthwise, stride 2, rows longer than a warp",
+        "v4 7x7, chunks of 3 rows",
+        "v4 depthwise, stride 2, chunks across samples",
+        "v4 17x17, two passes of taps",
+    ],
 )
-def test_weight_pairs_partial_sums_are_written_where_the_map_says(shape, rng):
-    """Trace build of grad_weight_v3 into NaN-poisoned partial sums: every one is written by the
-    thread WeightPairMap names, and the host's sum of the slices equals the float64 reference."""
+def test_weight_pairs_partial_sums_are_written_where_the_map_says(algorithm, shape, rng):
+    """Trace build of grad_weight_v3 / v4 into NaN-poisoned partial sums: every one is written by
+    the thread the map names, and the host's sum of the slices equals the float64 reference."""
     import cupy as cp
 
     from gpuops import launch as launch_module
 
     x, w, dy, kw = _gpu_problem(shape, rng)
     q = gpuops.plan_conv2d_backward(dy.shape, x.shape, w.shape, **kw).problem
-    launch = cb.weight_pairs_launch(q)
+    launch = cb.weight_launch(q, algorithm)
     assert launch.grid[1] > 1  # several slices
     partial = cp.full((launch.grid[1], *w.shape), cp.nan, dtype=cp.float32)
     writer, dims = launch_module.traced(launch, cp.asarray(dy), cp.asarray(x), partial)

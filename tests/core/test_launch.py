@@ -24,6 +24,7 @@ from gpuops.conv_backward import (
     input_gather_launch,
     input_scatter_launch,
     weight_pairs_launch,
+    weight_pairs_shared_launch,
     weight_reduce_launch,
 )
 from gpuops.launch import includes, kernel_signature, kernel_span, row_launch, source_text
@@ -222,6 +223,7 @@ ALL_LAUNCHES = {
     "input_gather": lambda: input_gather_launch(_grad_problem()),
     "weight_reduce": lambda: weight_reduce_launch(_grad_problem()),
     "weight_pairs": lambda: weight_pairs_launch(_grad_problem()),
+    "weight_pairs_shared": lambda: weight_pairs_shared_launch(_grad_problem()),
     "reflect_pad_backward_scatter": lambda: reflect_pad_backward_launch(8, 11, 9, (2, 3, 1, 4), "scatter"),
     "reflect_pad_backward_gather": lambda: reflect_pad_backward_launch(8, 11, 9, (2, 3, 1, 4), "gather"),
     "max_pool2d": lambda: max_pool2d_launch(8, POOL),

@@ -178,6 +178,27 @@ def test_the_backward_summary_states_both_gradients_against_pytorch_and_what_aut
     assert body["old"][-3:] == ["2.00", "-,", "-"]
 
 
+def test_backward_rows_are_timed_in_interleaved_rounds_keeping_each_best(monkeypatch):
+    """On the GPU an op's implementations are timed round after round (a, b, torch, a, b, torch),
+    and each row keeps its best round; auto's row says what it ran."""
+    timed = []
+    times = iter([0.5, 0.9, 0.7, 0.4, 1.0, 0.6])  # the two rounds' medians, in call order
+
+    def fake_time(self, fn):
+        timed.append(fn())
+        return next(times)
+
+    monkeypatch.setattr(suite.Suite, "time", fake_time)
+    s = suite.Suite.__new__(suite.Suite)
+    s.gpu, s.records = True, []
+    ours = {"auto": lambda: "auto", "gemm": lambda: "gemm"}
+    s.add_op("k5", "conv2d_grad_weight", 2_000_000, ours, lambda: "torch", chose="gemm")
+    assert suite.OP_ROUNDS == 2 and timed == ["auto", "gemm", "torch"] * 2
+    got = {r.impl: (r.median_ms, r.extra) for r in s.records}
+    assert got == {"ours:auto": (0.4, {"chose": "gemm"}), "ours:gemm": (0.9, {}), "torch": (0.6, {})}
+    assert s.records[0].tflops == pytest.approx(2_000_000 / 0.4 / 1e9)
+
+
 def test_a_report_of_a_newer_schema_is_refused():
     data = committed()["cpu_2core.json"]
     with pytest.raises(ValueError, match="schema"):
