@@ -119,7 +119,9 @@ REDUCE_BLOCK = (32, 8, 1)  # grad_weight_v1; a CPU test checks it against the #d
 PAIRS_TARGET_BLOCKS = 32 * 132
 PAIRS_WARPS = 16  # grad_weight_v3's warps a block at most (its __launch_bounds__(512)): one a tap
 SHARED_PAIRS_THREADS = 256  # grad_weight_v4's block (V4_THREADS)
-SHARED_PAIRS_PIXELS = 1024  # grad_weight_v4 stages about this many output pixels at once (4 a thread)
+# grad_weight_v4 stages about this many output pixels at once (16 a thread). H100, depthwise 3x3
+# layer, two rounds: 512 / 1024 / 2048 / 4096 pixels 0.476 / 0.410 / 0.383 / 0.367 ms
+SHARED_PAIRS_PIXELS = 4096
 FOLD_VARIANT = "gather"  # gemm_fold's col2im: deterministic, and the launch the plan names
 # auto measures forward_conv where the batch (its convolution's channels) fills v13's 32-channel
 # stages; elsewhere that convolution of H_out x W_out taps lost to batch_gemm (H100: VGG-like, 8

@@ -285,9 +285,9 @@ extern "C" __global__ void __launch_bounds__(512) grad_weight_v3_pairs(
 // passes of 256 taps, each restaging the rows. Deterministic (fixed splits and orders).
 // grid = (M * C/groups pairs, slices, 1); block = 256 threads; dynamic shared memory:
 // (in_rows * W + chunk_rows * W_out) floats.
-// Measured (H100, the depthwise layer above, ms, kernel and slices' sum): 0.41 with 1024-pixel
-// chunks and 17 slices (v3 0.65, PyTorch 0.35-0.37); chunks of 512 / 2048 / 4096 pixels: 0.48 /
-// 0.38 / 0.37. In the bench runs (d165347) auto's dw on that layer ran v4: 0.435 / 0.392.
+// Measured (H100, the depthwise layer above, ms, kernel and slices' sum, 17 slices): chunks of
+// 512 / 1024 / 2048 / 4096 pixels 0.48 / 0.41 / 0.38 / 0.37 (v3 0.65, PyTorch 0.35-0.37); the host
+// asks for 4096. In the bench runs at d165347 (1024-pixel chunks) auto's dw there ran v4: 0.435 / 0.392.
 // =======================================================================================
 #define V4_THREADS 256
 

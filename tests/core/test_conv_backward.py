@@ -415,13 +415,15 @@ def test_weight_pairs_launch_is_a_block_per_pair_and_slice():
 
 
 def test_weight_pairs_shared_launch_stages_chunks_of_rows():
-    """grad_weight_v4 on the depthwise layer: v3's grid, 256 threads; chunks of 18 output rows
-    (1008 pixels of 56), whose dy rows and the 20 x rows they read take (20*56 + 18*56) floats;
-    tap t's team of 28 threads starts at thread 28t. 289 taps (17 x 17) take two passes."""
+    """grad_weight_v4 on the depthwise layer: v3's grid, 256 threads; chunks of a whole sample's
+    56 output rows (4096 // 56 = 73 rows asked), whose dy rows and the 58 x rows they read take
+    (58*56 + 56*56) floats; a 300-wide layer gets 13 rows (4096 // 300); tap t's team of 28
+    threads starts at thread 28t. 289 taps (17 x 17) take two passes."""
     q = _problem(32, 256, 56, 56, 256, 3, groups=256, padding=1)
     launch = cb.weight_pairs_shared_launch(q)
     assert launch.grid == (256, 17, 1) and launch.block == (256, 1, 1)
-    assert launch.arg("chunk_rows") == 18 and launch.shared_bytes == 4 * (20 * 56 + 18 * 56)
+    assert launch.arg("chunk_rows") == 56 and launch.shared_bytes == 4 * (58 * 56 + 56 * 56)
+    assert cb.shared_pairs_chunk(_problem(1, 3, 20, 300, 4, 7, padding=3)) == (13, 4 * (19 * 300 + 13 * 300))
     ref = launch.thread_of(2, 7, 0, 1, 2)  # slice 2 of pair (7, 0), tap 5
     assert (ref.block, ref.thread, ref.step) == ((7, 2, 0), (140, 0, 0), (0,))
     big = cb.weight_pairs_shared_launch(_problem(1, 1, 20, 20, 1, 17, padding=8))
