@@ -38,6 +38,29 @@
 // Offsets into dy, x, dx are 64-bit.
 #include "index_math.cuh"
 
+// grad_weight v3 and v4 share their grid: blockIdx.x is a (filter, channel) pair, blockIdx.y a
+// slice of the batch's output rows r = n*H_out + oh; each block ends with one partial sum per
+// tap of its pair, and the host adds the slices' sums.
+struct PairSlice {
+    int m, x_channel;       // this block's pair: filter m of group g and channel c of that group,
+                            // which is x's channel g*C/groups + c
+    int r0, r1;             // this block's slice: output rows r0 .. r1 - 1
+    long long first;        // where its sums start: partial[slice, m, c, 0, 0]
+};
+
+__device__ PairSlice pair_slice(int N, int C, int M, int KK, int H_out, int groups, int rows_per_slice)
+{
+    const int Cg = C / groups, Mg = M / groups;
+    const int c = (int)(blockIdx.x % Cg);
+    PairSlice p;
+    p.m = (int)(blockIdx.x / Cg);
+    p.x_channel = p.m / Mg * Cg + c;
+    p.r0 = blockIdx.y * rows_per_slice;
+    p.r1 = min(N * H_out, p.r0 + rows_per_slice);         // N * H_out < 2^31, checked by the host
+    p.first = ((long long)blockIdx.y * M * Cg + blockIdx.x) * KK;
+    return p;
+}
+
 // =======================================================================================
 // grad_input v1, scatter: ONE THREAD PER OUTPUT GRADIENT dy[n, m, oh, ow] (the forward direct
 // kernel's layout, read backwards).
@@ -229,15 +252,10 @@ extern "C" __global__ void __launch_bounds__(512) grad_weight_v3_pairs(
     int groups,
     int rows_per_slice)            // output rows (n, oh) a slice sums over
 {
-    const int Cg = C / groups, Mg = M / groups, KK = KH * KW;
-    const int c = (int)(blockIdx.x % Cg), m = (int)(blockIdx.x / Cg);   // this block's pair
-    const int g = m / Mg;
-    const long long L = (long long)H_out * W_out;
-    const long long plane = (long long)H * W;
-    const int out_rows = N * H_out;                        // < 2^31, checked by the host
-    const int r0 = blockIdx.y * rows_per_slice;            // this slice: rows r0 .. r1 - 1
-    const int r1 = min(out_rows, r0 + rows_per_slice);
-    const long long first = ((long long)blockIdx.y * M * Cg + blockIdx.x) * KK;  // partial[slice, m, c, 0, 0]
+    const int KK = KH * KW;
+    const PairSlice p = pair_slice(N, C, M, KK, H_out, groups, rows_per_slice);
+    const int m = p.m, xc = p.x_channel, r0 = p.r0, r1 = p.r1;
+    const long long L = (long long)H_out * W_out, plane = (long long)H * W;
 
     for (int t = threadIdx.y; t < KK; t += blockDim.y) {   // this warp's tap(s)
         const int ki = t / KW, kj = t - ki * KW;
@@ -253,7 +271,7 @@ extern "C" __global__ void __launch_bounds__(512) grad_weight_v3_pairs(
                 const int ih = input_coord(oh, stride_h, pad_h, ki, dil_h);
                 const bool used = r < r1 && ih >= 0 && ih < H;
                 dy_row[u] = used ? dy + ((long long)n * M + m) * L + (long long)oh * W_out : nullptr;
-                x_row[u] = used ? x + ((long long)n * C + (long long)g * Cg + c) * plane + (long long)ih * W : nullptr;
+                x_row[u] = used ? x + ((long long)n * C + xc) * plane + (long long)ih * W : nullptr;
             }
             for (int ow = threadIdx.x; ow < W_out; ow += 32) {
                 const int iw = input_coord(ow, stride_w, pad_w, kj, dil_w);
@@ -265,7 +283,7 @@ extern "C" __global__ void __launch_bounds__(512) grad_weight_v3_pairs(
         }
         for (int offset = 16; offset > 0; offset >>= 1)    // lane 0 ends with the warp's sum
             sum += __shfl_down_sync(0xffffffffu, sum, offset);
-        if (threadIdx.x == 0) store(partial, first + t, sum);
+        if (threadIdx.x == 0) store(partial, p.first + t, sum);
     }
 }
 
@@ -307,15 +325,10 @@ extern "C" __global__ void __launch_bounds__(V4_THREADS) grad_weight_v4_pairs_sh
     float* s_x = smem;                                     // [in_rows][W]: x rows ih0, ih0 + 1, ...
     float* s_dy = smem + max_in_rows * W;                  // [rows][W_out]: dy rows oh0, oh0 + 1, ...
 
-    const int Cg = C / groups, Mg = M / groups, KK = KH * KW;
-    const int c = (int)(blockIdx.x % Cg), m = (int)(blockIdx.x / Cg);   // this block's pair
-    const int g = m / Mg;
-    const long long L = (long long)H_out * W_out;
-    const long long plane = (long long)H * W;
-    const int out_rows = N * H_out;                        // < 2^31, checked by the host
-    const int r0 = blockIdx.y * rows_per_slice;            // this slice: rows r0 .. r1 - 1
-    const int r1 = min(out_rows, r0 + rows_per_slice);
-    const long long first = ((long long)blockIdx.y * M * Cg + blockIdx.x) * KK;  // partial[slice, m, c, 0, 0]
+    const int KK = KH * KW;
+    const PairSlice p = pair_slice(N, C, M, KK, H_out, groups, rows_per_slice);
+    const int m = p.m, xc = p.x_channel, r0 = p.r0, r1 = p.r1;
+    const long long L = (long long)H_out * W_out, plane = (long long)H * W;
     const int tid = threadIdx.x;
 
     for (int t0 = 0; t0 < KK; t0 += V4_THREADS) {         // passes of up to 256 taps
@@ -333,7 +346,7 @@ extern "C" __global__ void __launch_bounds__(V4_THREADS) grad_weight_v4_pairs_sh
             // x rows ih0 .. ih0 + in_rows - 1 are one run of x's plane: cell i of the run is plane
             // cell ih0*W + i, zero where that falls above or below the plane
             const long long run0 = (long long)(oh0 * stride_h - pad_h) * W;
-            const float* __restrict__ x_c = x + ((long long)n * C + (long long)g * Cg + c) * plane;
+            const float* __restrict__ x_c = x + ((long long)n * C + xc) * plane;
             const float* __restrict__ dy_m = dy + ((long long)n * M + m) * L + (long long)oh0 * W_out;
             __syncthreads();                               // the previous chunk is read
             for (int i = tid; i < in_rows * W; i += V4_THREADS) {
@@ -360,7 +373,7 @@ extern "C" __global__ void __launch_bounds__(V4_THREADS) grad_weight_v4_pairs_sh
         if (active && lane == 0) {                         // the team's shares, in order
             float total = 0.0f;
             for (int j = 0; j < team; ++j) total += s_share[tid + j];
-            store(partial, first + t, total);
+            store(partial, p.first + t, total);
         }
     }
 }
