@@ -13,19 +13,19 @@ from pathlib import Path
 
 import cupy as cp
 import numpy as np
-from cupyx.profiler import benchmark
 
 import gpuops
 from bench.suite import STANDARD_SHAPES
 from gpuops.conv2d import PixelRowMap, check_conv2d, direct_launch
 from gpuops.launch import KERNEL_DIR, source_text
+from gpuops.timing import measure
 
 PEER = (Path(__file__).parent / "peers" / "article_naive_conv.cu").read_text()
 BLOCKS = [(16, 16, 1), (32, 8, 1), (64, 4, 1), (128, 2, 1), (32, 4, 1), (64, 2, 1)]
 
 
 def median_ms(fn, repeat: int) -> float:
-    return float(np.median(benchmark(fn, n_warmup=5, n_repeat=repeat).gpu_times[0]) * 1e3)
+    return measure(fn, gpu=True, warmup=5, repeat=repeat).median_ms
 
 
 def main() -> None:

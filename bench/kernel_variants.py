@@ -13,11 +13,11 @@ from pathlib import Path
 
 import cupy as cp
 import numpy as np
-from cupyx.profiler import benchmark
 
 import gpuops
 from bench.suite import STANDARD_SHAPES, Shape
 from gpuops.launch import KERNEL_DIR, source_text
+from gpuops.timing import measure
 
 
 # (file, kernel, {variant name: ([(old text, new text), ...], launch change or None)})
@@ -100,7 +100,7 @@ def compile_text(text: str, kernel: str) -> cp.RawKernel:
 
 
 def median_ms(fn, repeat: int) -> float:
-    return float(np.median(benchmark(fn, n_warmup=5, n_repeat=repeat).gpu_times[0]) * 1e3)
+    return measure(fn, gpu=True, warmup=5, repeat=repeat).median_ms
 
 
 SHAPES = [

@@ -2,7 +2,8 @@
 
 A report is what `python3 -m bench.suite --out FILE` writes: a JSON object with "schema" (SCHEMA),
 "commit" (the code measured), "device", "versions" (python, numpy, cupy, cuda, torch, cudnn; null
-where not installed), then "backend", "started", "repeat" and a "results" list of records
+where not installed), then "backend", "started", "repeat", "timing" ("queued": gpuops.timing; absent
+in reports whose GPU calls were synchronized one by one) and a "results" list of records
 {shape, op, impl, median_ms, gbps, tflops, extra}. Records are read generically by (shape, op,
 impl): whatever ops and impls a run holds are shown, so new ops or shape classes of the benchmark
 need no change here.
@@ -78,6 +79,7 @@ class Run:
     device_name: str | None = None  # the report's "device"
     versions: dict[str, str | None] = field(default_factory=dict)
     note: str | None = None  # what the report says about its own fields
+    timing: str | None = None  # "queued", "perf_counter"; None: GPU calls synchronized one by one
 
     @property
     def gpu(self) -> bool:
@@ -112,7 +114,16 @@ class Run:
             out.append(f"cuDNN {cudnn_text(self.cudnn)}")
         if self.commit and self.commit != "unknown":
             out.append(f"commit {self.commit}")
+        if self.gpu:
+            out.append(self.timing_text())
         return out
+
+    def timing_text(self) -> str:
+        """How the run's GPU times were taken (gpuops.timing); reports before the "timing" field
+        synchronized after every call, so the host's launch time counted."""
+        if self.timing == "queued":
+            return "GPU times of calls queued back to back"
+        return "GPU times of calls synchronized one by one"
 
     def date(self) -> str:
         return self.started.strftime("%Y-%m-%d %H:%M UTC") if self.started else "date unknown"
@@ -171,6 +182,7 @@ def parse_run(data: Any, name: str) -> Run:
         _text(data.get("device")),
         {str(k): _text(v) for k, v in versions.items()},
         _text(data.get("note")),
+        _text(data.get("timing")),
     )
 
 

@@ -67,11 +67,14 @@ STANDARD_SHAPES = (
 )
 # Common workload classes of conv2d (issues 13 and 27), measured like the standard shapes, conv2d
 # only. The GEMM classes (issue 27's tensor-core targets): 1x1, 5x5, grouped, VGG-like 3x3, late
-# stages with many channels (14x14x256, 7x7x512, 7x7x1024).
+# stages with many channels (14x14x256, 7x7x512, 7x7x1024); and depthwise layers at stride 1, at
+# stride 2 and on a small late-stage plane (14x14), as MobileNets have them.
 CLASS_SHAPES = (
     Shape("vgg_like", 8, 128, 112, 112, 128, 3, 1, 1, conv_only=True),
     Shape("pointwise_1x1", 32, 256, 28, 28, 256, 1, 1, 0, conv_only=True),
     Shape("depthwise_3x3", 32, 256, 56, 56, 256, 3, 1, 1, groups=256, conv_only=True),
+    Shape("depthwise_s2", 32, 128, 112, 112, 128, 3, 2, 1, groups=128, conv_only=True),
+    Shape("depthwise_14", 32, 512, 14, 14, 512, 3, 1, 1, groups=512, conv_only=True),
     Shape("k5", 16, 32, 64, 64, 64, 5, 1, 2, conv_only=True),
     Shape("gray_large", 1, 1, 4096, 4096, 1, 3, 1, 1, conv_only=True),
     Shape("fullhd_rgb", 1, 3, 1080, 1920, 16, 3, 1, 1, conv_only=True),
@@ -85,6 +88,7 @@ GEMM_CLASSES = ("vgg_like", "pointwise_1x1", "k5", "grouped_g4", "late14_256", "
 HALF_DTYPES = ("bf16", "fp16")  # cuDNN's 16-bit peers, on tensors of that type (autocast's operands)
 CPU_SHAPES = (Shape("cpu_image1024", 1, 3, 1024, 1024, 3, 3, 1, 1),)
 ALL_SHAPES = {s.name: s for s in STANDARD_SHAPES + CLASS_SHAPES + CPU_SHAPES}
+TIMING = "queued"  # how GPU times are taken (gpuops.timing): calls back to back, events around each
 OP_ROUNDS = 2  # interleaved rounds of the backward ops' rows on the GPU (Suite.add_op)
 
 
@@ -831,6 +835,7 @@ def run(
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "seconds": round(time.time() - started, 1),
         "repeat": repeat,
+        "timing": TIMING if suite.gpu else "perf_counter",
         "shapes": [asdict(s) for s in shapes],
         "results": add_ratios(suite.records),
     }

@@ -1,7 +1,7 @@
 """Pick the fastest of several equivalent GPU implementations once per shape, then remember it.
 
 The same idea as cuDNN's benchmark mode: the first call for a shape times each candidate with
-CUDA events; later calls for that shape reuse the winner (the cache policy of gpuops.cache).
+CUDA events (gpuops.timing); later calls for that shape reuse the winner (the cache policy of gpuops.cache).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuops import timing
 from gpuops.cache import Memo
 
 _choices = Memo("autotune_choices", 512)
@@ -32,8 +33,6 @@ def fastest(
     choice = _choices.get(key)
     if choice is not None:
         return choice
-    from cupyx.profiler import benchmark
-
     timings: dict[str, float] = {}
     refused: set[str] = set()
     for round_ in range(rounds):
@@ -42,11 +41,10 @@ def fastest(
                 continue
             try:
                 warmup, runs = (2 if round_ == 0 else 1), max(1, repeat // rounds)
-                result = benchmark(fn, n_warmup=warmup, n_repeat=runs, name=name)
+                median = float(np.median(timing.gpu_times(fn, warmup, runs)))
             except ValueError:
                 refused.add(name)
                 continue
-            median = float(np.median(result.gpu_times[0]))
             timings[name] = min(median, timings.get(name, median))
     if not timings:
         return None

@@ -1,4 +1,12 @@
-"""Median runtime after warm-up: CUDA events on the GPU, perf_counter on the CPU."""
+"""Median runtime after warm-up: CUDA events on the GPU, perf_counter on the CPU.
+
+On the GPU the timed calls are queued back to back, a pair of events around each, and the host
+waits once at the end (as a training loop runs them). The time of a call is then what the GPU
+spends on it, with the host's Python hidden behind the previous call's kernels, unless the host
+is the slower side, when the gaps show. Synchronizing after every call (cupyx.profiler.benchmark)
+counts the host's launch time instead: 0.06-0.1 ms of a 0.2 ms grad_input on the H100, and its
+jitter made rows of one algorithm differ by up to 25% (bench/NOTES.md).
+"""
 
 from __future__ import annotations
 
@@ -34,10 +42,7 @@ def measure(
     responsive on a laptop. clock (seconds) is the CPU's timer; tests pass their own.
     """
     if gpu:
-        from cupyx.profiler import benchmark
-
-        result = benchmark(fn, n_warmup=warmup, n_repeat=repeat)
-        times = [float(t) * 1e3 for t in result.gpu_times[0]]
+        times = gpu_times(fn, warmup, repeat)
         return Timing(statistics.median(times), len(times), "cuda-events")
     for _ in range(warmup):
         fn()
@@ -51,3 +56,21 @@ def measure(
         if max_seconds is not None and t1 - start > max_seconds:
             break
     return Timing(statistics.median(times), len(times), "perf_counter")
+
+
+def gpu_times(fn: Callable[[], Any], warmup: int, repeat: int) -> list[float]:
+    """Milliseconds of each of `repeat` calls of fn on the current stream, queued back to back
+    after `warmup` calls: an event before and after each call, one wait at the end."""
+    import cupy
+
+    for _ in range(warmup):
+        fn()
+    stream = cupy.cuda.get_current_stream()
+    stream.synchronize()
+    events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(repeat)]
+    for start, end in events:
+        start.record(stream)
+        fn()
+        end.record(stream)
+    events[-1][1].synchronize()
+    return [float(cupy.cuda.get_elapsed_time(start, end)) for start, end in events]

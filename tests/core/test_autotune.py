@@ -1,31 +1,23 @@
-"""gpuops.autotune on any machine: cupyx's benchmark replaced by a scripted one (the choice logic,
-not the GPU's timings, is what is checked here; the GPU tests time real kernels)."""
+"""gpuops.autotune on any machine: gpuops.timing.gpu_times replaced by a scripted one (the choice
+logic, not the GPU's timings, is what is checked here; the GPU tests time real kernels)."""
 
-import sys
-import types
-
-import numpy as np
 import pytest
 
-from gpuops import autotune
+from gpuops import autotune, timing
 
 
 @pytest.fixture
 def scripted(monkeypatch):
-    """benchmark(fn, ...) returns, per candidate, the next of its scripted round medians."""
+    """gpu_times(fn, ...) returns, per candidate, the next of its scripted round medians."""
     script: dict[str, list[float]] = {}
     calls: list[str] = []
 
-    def benchmark(fn, *, n_warmup, n_repeat, name):  # cupyx needs a name where fn has no __name__
+    def gpu_times(fn, warmup, repeat):
         name = fn()
         calls.append(name)
-        ms = script[name].pop(0)
-        return types.SimpleNamespace(gpu_times=np.full((1, n_repeat), ms / 1e3))
+        return [script[name].pop(0)] * repeat
 
-    profiler = types.ModuleType("cupyx.profiler")
-    profiler.benchmark = benchmark
-    monkeypatch.setitem(sys.modules, "cupyx", types.ModuleType("cupyx"))
-    monkeypatch.setitem(sys.modules, "cupyx.profiler", profiler)
+    monkeypatch.setattr(timing, "gpu_times", gpu_times)
     return script, calls
 
 
