@@ -4,8 +4,10 @@ The algorithms, in the order a student meets them (kernels/conv2d.cu holds v1-v4
   direct         v1: one thread per output element
   tiled_basic    v2: v1 + the block's input tile staged in shared memory (PMPP)
   tiled          v3: v2 + register blocking (2 pixels x 8 filters per thread); for filters
-                 that see one channel (depthwise layers, greyscale images) v6: one group per
-                 block, all its filters from one staged tile
+                 that see one channel (depthwise layers, greyscale images) v15: a thread walks
+                 the input rows of a column of outputs once, in registers (3x3 and 5x5
+                 windows, stride 1 or 2), or elsewhere v6: one group per block, all its
+                 filters from one staged tile
   implicit_gemm  v4: im2col's GEMM without storing X_unroll
   im2col         unfold + one cuBLAS GEMM (gpuops/im2col.py); for 1x1 kernels a plain GEMM
   auto           on the GPU the fastest of them for the shape, measured once (cuDNN's
@@ -114,6 +116,13 @@ PIXELS_PER_THREAD = 2  # v3
 DW_PIXELS = 4  # v6: the most outputs per thread
 DW_BLOCK_COST = 4096  # v6's tile choice: what a block costs beyond its taps and loads
 DW_BLOCKS = ((32, 8), (16, 16), (16, 8), (32, 4), (8, 16), (8, 8), (8, 4), (4, 4), (2, 2), (1, 1))  # (w, h)
+DW_ROWS_THREADS = 256  # v15: threads a block
+DW_ROWS_KERNELS = {  # v15: (kernel size, stride) -> (its kernel, output rows a thread)
+    (3, 1): ("conv2d_v15_depthwise_k3s1", 8),
+    (3, 2): ("conv2d_v15_depthwise_k3s2", 4),
+    (5, 1): ("conv2d_v15_depthwise_k5s1", 8),
+    (5, 2): ("conv2d_v15_depthwise_k5s2", 4),
+}
 MAX_CHANNELS_PER_STAGE = 8  # v3
 IG_BM, IG_BN = 64, 128  # v4 block tile: filters x pixels
 IG_THREADS = (IG_BM // 8) * (IG_BN // 8)  # each thread owns 8 filters x 8 pixels
@@ -440,13 +449,14 @@ def _pitch(in_w: int, tile: int, stride_h: int) -> int:
 
 def tiled_launch(p: ConvProblem) -> Launch:
     """v3: the largest tile (16 down to 1 thread a side) whose halo and filters fit in shared
-    memory; v6 instead when each filter sees one channel and a group has fewer filters than v3
-    computes per thread (its filter slots would stay empty) and v6's tile fits."""
+    memory; where each filter sees one channel and a group has fewer filters than v3 computes
+    per thread (its filter slots would stay empty): v15 for the windows and strides it is
+    built for, else v6 where its tile fits."""
     g = p.geometry
     _check_plane(g, "tiled")
     Cg, Mg = p.C // p.groups, p.M // p.groups
     if Cg == 1 and Mg < FILTERS_PER_BLOCK:
-        depthwise = depthwise_launch(p)
+        depthwise = depthwise_rows_launch(p) or depthwise_launch(p)
         if depthwise is not None:
             return depthwise
     for tile in (TILE, 8, 4, 2, 1):
@@ -533,6 +543,57 @@ def depthwise_launch(p: ConvProblem) -> Launch | None:
         ARRAYS,
         _geometry_args(p) + ints(pixels=px, tiles_w=tiles_w, in_h=in_h, in_w=in_w, pitch=pitch),
         TileMap(th, tw, tiles_w, px, Mg, Mg, one_channel=True),
+        "(n, m, oh, ow) of y",
+    )
+
+
+@dataclass(frozen=True)
+class ColumnRowsMap:
+    """v15: thread t of the grid computes `rows` outputs of one column: t = ((n*M + m)*strips +
+    oh // rows)*W_out + ow, `threads` threads a block."""
+
+    rows: int
+    strips: int
+    W_out: int
+    M: int
+    threads: int
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        n, m, oh, ow = index
+        t = ((n * self.M + m) * self.strips + oh // self.rows) * self.W_out + ow
+        return ThreadRef((t // self.threads, 0, 0), (t % self.threads, 0, 0))
+
+    def describe(self) -> str:
+        return (
+            f"a thread computes {self.rows} outputs of one column, reading each input row they need "
+            f"once; consecutive threads take consecutive columns, {self.threads} threads a block"
+        )
+
+
+def depthwise_rows_launch(p: ConvProblem) -> Launch | None:
+    """v15 (filters that see one channel): one kernel per (kernel size, stride) in
+    DW_ROWS_KERNELS, square windows, no dilation; None for any other layer (v6 runs it)."""
+    g = p.geometry
+    if p.C // p.groups != 1:
+        raise ValueError(
+            f"the depthwise kernel needs filters that see one channel; these see {p.C // p.groups}"
+        )
+    built = g.KH == g.KW and g.stride_h == g.stride_w and g.dil_h == g.dil_w == 1
+    if not built or (g.KH, g.stride_h) not in DW_ROWS_KERNELS:
+        return None
+    kernel, rows = DW_ROWS_KERNELS[(g.KH, g.stride_h)]
+    strips = ceil_div(g.H_out, rows)
+    grid = (ceil_div(p.N * p.M * strips * g.W_out, DW_ROWS_THREADS), 1, 1)
+    check_grid(grid, "the tiled (depthwise rows) kernel")
+    return Launch(
+        kernel,
+        SOURCE,
+        grid,
+        (DW_ROWS_THREADS, 1, 1),
+        0,
+        ARRAYS,
+        _geometry_args(p) + ints(strips=strips),
+        ColumnRowsMap(rows, strips, g.W_out, p.M, DW_ROWS_THREADS),
         "(n, m, oh, ow) of y",
     )
 

@@ -11,7 +11,7 @@ with four algorithms:
                 filter, padded by dilation*(k-1) - padding; with stride S, S x S of them, one per
                 phase of dx (the cells r, r + S, ... meet every S-th tap). Each runs on the
                 forward's fastest fp32 kernel for its shape (conv2d's auto), so every speed-up of
-                the forward (v3 / v6 tiles, implicit GEMM, im2col; on Hopper v13, and v14 where
+                the forward (v3 / v6 tiles, v15, implicit GEMM, im2col; on Hopper v13, and v14 where
                 the layer's input channels per group, the flipped filter's filters, are few)
                 reaches grad_input
   auto          on the GPU the fastest for the shape, measured once (gpuops.autotune); on the CPU

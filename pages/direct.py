@@ -182,7 +182,7 @@ def section_threads(direct: Direct, detail: tuple[int, int], ch: int) -> None:
     with right:
         st.markdown(f"`{launch.describe()}`")
         st.markdown(what)
-        if conv.ran in ("tiled", "tiled_basic"):
+        if conv.ran in ("tiled", "tiled_basic") and launch.shared_bytes:  # v15 stages no tile
             fig, caption = direct.shared_tile(detail, ch, work, look)
             show(fig, "direct_tile", caption, pickable=True)
 

@@ -13,6 +13,9 @@
 //   v9 tensor cores    v8 with bf16 or fp16 operands (m16n8k16), fp32 sums
 //   v10 tensor cores   v8 on channels-last TF32 copies of x and w: a stage is one tap, no gather
 //   v11 tensor cores   v10 with bf16 or fp16 copies (rounded once, half the bytes), m16n8k16
+//   v15 depthwise rows v6 without shared memory: a thread walks the input rows of a column of
+//                      outputs once, in registers (3x3 and 5x5 windows, stride 1 or 2)
+//   (v12-v14: conv2d_hopper.cu, Hopper's warpgroup MMA)
 //
 // Shapes: x (N, C, H, W), w (M, C/groups, KH, KW), y (N, M, H_out, W_out).
 // Output (n, m, oh, ow) of filter m in group g = m / (M/groups) sums, over the group's
@@ -1549,4 +1552,105 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v11_fp16_64x64_c32(
 {
     channels_last_conv<64, 64, 2, 2, PREC_FP16, 32>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
         stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+}
+
+// =======================================================================================
+// v15 depthwise rows = v6 WITHOUT SHARED MEMORY: a thread computes DW_ROWS outputs of one
+// column and reads each input row they need ONCE, into registers (a sliding window).
+// v6 stages a tile in shared memory, then computes from it: a thread's tile loads wait on
+// global memory one after the other (a divide per cell, one load in flight), and the
+// multiply-adds wait for the barrier. On a 32 x 256 x 56 x 56 depthwise layer it took 0.25 ms
+// (H100), where its 206 MB take 0.07 at copy speed; at stride 2 it took twice cuDNN's time.
+// Here the kernel size K and the stride S are constants of the compiled kernel (one kernel
+// per (K, S) below; the host runs v6 on other layers), and:
+//   - thread t of the grid takes output column ow = t % W_out and the DW_ROWS rows
+//     oh0 = strip*DW_ROWS .. oh0 + DW_ROWS - 1 of plane (n, m): consecutive threads take
+//     consecutive columns, so a warp's loads of an input row are neighbouring words;
+//   - it walks the (DW_ROWS - 1)*S + K input rows of its strip once: row i
+//     (ih = oh0*S - pad_h + i) gives K values (iw = ow*S - pad_w + kj) to registers, which
+//     it adds, times the row's taps, into every output row that reads it: output row o reads
+//     input row i through tap ki when i = o*S + ki;
+//   - K, S and DW_ROWS are constants, so every loop unrolls: all the strip's loads are
+//     independent instructions in flight together, and acc[] and the weights stay in registers;
+//   - no shared memory, no barrier: threads that read the same rows share them through L1.
+// A thread loads ((DW_ROWS - 1)*S + K)*K values for DW_ROWS*K*K multiply-adds (30 for 72 at
+// K = 3, S = 1). grid = (ceil(N*M*strips*W_out / DW_ROWS_THREADS)), block = DW_ROWS_THREADS.
+// Measured (H100, bench.suite, ms; v6 in an earlier run of the same lease, cuDNN fp32 in the
+// same run): 32 x 256 x 56 x 56 0.093 (v6 0.247, cuDNN 0.238); stride 2, 32 x 128 x 112 x 112
+// 0.100 (0.268, 0.137); 32 x 512 x 14 x 14 0.016 (0.082, 0.031); one 4096 x 4096 greyscale image
+// 0.064 (0.139, 0.144). A prototype's rows a thread at stride 1 (3x3, 56 x 56): 2 / 4 / 8 rows
+// 0.176 / 0.123 / 0.097 ms; at stride 2: 2 / 4 / 8 rows 0.104 / 0.093 / 0.100.
+// =======================================================================================
+#define DW_ROWS_THREADS 256
+
+template <int K, int S, int DW_ROWS>
+__device__ __forceinline__ void depthwise_rows(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int H_out, int W_out, int pad_h, int pad_w, int groups, int reflect,
+    int strips)
+{
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int ow = (int)(t % W_out);
+    const long long rest = t / W_out;
+    const int strip = (int)(rest % strips);
+    const long long plane = rest / strips;               // n*M + m
+    if (plane >= (long long)N * M) return;
+    const int m = (int)(plane % M), n = (int)(plane / M);
+    const int g = m / (M / groups);                      // C/groups == 1: group g reads channel g
+    const float* __restrict__ x_c = x + ((long long)n * C + g) * ((long long)H * W);
+    float wt[K * K];
+#pragma unroll
+    for (int i = 0; i < K * K; ++i) wt[i] = w[(long long)m * K * K + i];
+    const int oh0 = strip * DW_ROWS;
+    float acc[DW_ROWS];
+#pragma unroll
+    for (int o = 0; o < DW_ROWS; ++o) acc[o] = bias ? bias[m] : 0.0f;
+#pragma unroll
+    for (int i = 0; i < (DW_ROWS - 1) * S + K; ++i) {
+        const int ih = input_coord(oh0, S, pad_h, i, 1);  // the strip's input row i
+        float v[K];
+#pragma unroll
+        for (int kj = 0; kj < K; ++kj) v[kj] = load_padded(x_c, ih, input_coord(ow, S, pad_w, kj, 1), H, W, reflect);
+#pragma unroll
+        for (int ki = 0; ki < K; ++ki) {                 // output row o = (i - ki) / S, where exact
+            if (i < ki || (i - ki) % S != 0 || (i - ki) / S >= DW_ROWS) continue;   // decided when compiled
+#pragma unroll
+            for (int kj = 0; kj < K; ++kj) acc[(i - ki) / S] += v[kj] * wt[ki * K + kj];
+        }
+    }
+    const long long first = (plane * H_out + oh0) * W_out + ow;   // y[n, m, oh0, ow]
+#pragma unroll
+    for (int o = 0; o < DW_ROWS; ++o)
+        if (oh0 + o < H_out) store(y, first + (long long)o * W_out, acc[o]);
+}
+
+// The kernels of v15: 3x3 and 5x5 windows, stride 1 (8 rows a thread) and 2 (4 rows: a
+// thread's input rows, 2 per output row, stay as many as at stride 1).
+extern "C" __global__ void __launch_bounds__(DW_ROWS_THREADS) conv2d_v15_depthwise_k3s1(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int strips)
+{
+    depthwise_rows<3, 1, 8>(x, w, bias, y, N, C, M, H, W, H_out, W_out, pad_h, pad_w, groups, reflect, strips);
+}
+extern "C" __global__ void __launch_bounds__(DW_ROWS_THREADS) conv2d_v15_depthwise_k3s2(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int strips)
+{
+    depthwise_rows<3, 2, 4>(x, w, bias, y, N, C, M, H, W, H_out, W_out, pad_h, pad_w, groups, reflect, strips);
+}
+extern "C" __global__ void __launch_bounds__(DW_ROWS_THREADS) conv2d_v15_depthwise_k5s1(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int strips)
+{
+    depthwise_rows<5, 1, 8>(x, w, bias, y, N, C, M, H, W, H_out, W_out, pad_h, pad_w, groups, reflect, strips);
+}
+extern "C" __global__ void __launch_bounds__(DW_ROWS_THREADS) conv2d_v15_depthwise_k5s2(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int strips)
+{
+    depthwise_rows<5, 2, 4>(x, w, bias, y, N, C, M, H, W, H_out, W_out, pad_h, pad_w, groups, reflect, strips);
 }

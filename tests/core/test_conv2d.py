@@ -149,27 +149,30 @@ def test_tiled_kernels_shrink_their_tile_for_a_wide_halo(algorithm, xp, rng):
 
 @backends
 @pytest.mark.parametrize(
-    "shape",
+    "shape, kernel",
     [
-        (4, 6, 37, 61, 6, 3, 1, 1, 1, "zeros"),  # depthwise: one filter per channel, several tiles
-        (2, 3, 70, 45, 9, 5, 2, 2, 1, "reflect"),  # three filters per channel, stride 2, reflect
-        (1, 4, 33, 130, 28, 3, 1, 3, 3, "zeros"),  # seven filters per channel, dilation 3
-        (1, 1, 300, 517, 1, 3, 1, 1, 1, "zeros"),  # one greyscale image, one filter
-        (2, 2, 19, 23, 2, 7, 3, 3, 2, "reflect"),  # a wide dilated window on a small image
+        ((4, 6, 37, 61, 6, 3, 1, 1, 1, "zeros"), "v15"),  # depthwise: one filter per channel
+        ((2, 3, 70, 45, 9, 5, 2, 2, 1, "reflect"), "v15"),  # three filters per channel, stride 2, reflect
+        ((3, 5, 9, 300, 5, 3, 2, 0, 1, "zeros"), "v15"),  # stride 2, no padding: 4 rows, one strip
+        ((2, 4, 6, 5, 4, 5, 1, 2, 1, "reflect"), "v15"),  # 5x5 on a 6 x 5 plane: strips past the edge
+        ((1, 1, 300, 517, 1, 3, 1, 1, 1, "zeros"), "v15"),  # one greyscale image, one filter
+        ((2, 3, 41, 29, 3, 5, 2, 1, 1, "zeros"), "v15"),  # 5x5, stride 2, padding 1 of the 2 a side
+        ((1, 4, 33, 130, 28, 3, 1, 3, 3, "zeros"), "v6"),  # seven filters per channel, dilation 3
+        ((2, 2, 19, 23, 2, 7, 3, 3, 2, "reflect"), "v6"),  # a wide dilated window on a small image
+        ((2, 3, 40, 40, 3, 3, 3, 1, 1, "zeros"), "v6"),  # stride 3: no v15 kernel
     ],
     ids=str,
 )
-def test_tiled_on_filters_that_see_one_channel(shape, xp, rng):
-    """tiled's v6 (C/groups == 1, fewer than 8 filters a group) against the loop reference."""
+def test_tiled_on_filters_that_see_one_channel(shape, kernel, xp, rng):
+    """tiled's v15 (3x3 and 5x5 windows, stride 1 or 2) and v6 (any other window) where
+    C/groups == 1 and a group has fewer than 8 filters, against the loop reference."""
     N, C, H, W, M, K, S, P, D, mode = shape
     x = rng.standard_normal((N, C, H, W)).astype(np.float32)
     w = rng.standard_normal((M, 1, K, K)).astype(np.float32)
     b = rng.standard_normal(M).astype(np.float32)
     kw = dict(stride=S, padding=P, dilation=D, groups=C, padding_mode=mode)
-    assert (
-        gpuops.plan_conv2d(x.shape, w.shape, b.shape, algorithm="tiled", **kw).launch.kernel
-        == "conv2d_v6_depthwise"
-    )
+    ran = gpuops.plan_conv2d(x.shape, w.shape, b.shape, algorithm="tiled", **kw).launch.kernel
+    assert ran.startswith(f"conv2d_{kernel}_depthwise")
     got = gpuops.conv2d(*on(xp, x, w, b), algorithm="tiled", **kw)
     ref = conv2d_ref(x, w, b, stride=(S, S), padding=(P, P), dilation=(D, D), groups=C, padding_mode=mode)
     np.testing.assert_allclose(host(got), ref, rtol=1e-4, atol=2e-4)

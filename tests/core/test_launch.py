@@ -13,6 +13,7 @@ from gpuops.conv2d import (
     HOPPER_ALGORITHMS,
     check_conv2d,
     depthwise_launch,
+    depthwise_rows_launch,
     direct_launch,
     implicit_gemm_launch,
     implicit_gemm_tf32_launch,
@@ -80,28 +81,60 @@ def test_tiled_launch_covers_filters_in_blocks_of_eight():
     assert launch.shared_bytes <= 48 * 1024
 
 
-def test_tiled_runs_v6_when_each_filter_sees_one_channel():
-    """Depthwise (groups = channels) and greyscale layers with fewer than 8 filters per group get
-    v6: one block per tile of one group, its filters computed in turn."""
-    depthwise = tiled_launch(problem(32, 256, 56, 56, 256, 3, groups=256, padding=1))
+def test_tiled_runs_v6_when_each_filter_sees_one_channel_and_v15_is_not_built_for_it():
+    """Depthwise (groups = channels) and greyscale layers with fewer than 8 filters per group,
+    with a window or stride v15 has no kernel for (here dilation 2, a 7x7 window): v6, one
+    block per tile of one group, its filters computed in turn."""
+    depthwise = tiled_launch(problem(32, 256, 56, 56, 256, 3, groups=256, padding=2, dilation=2))
     assert depthwise.kernel == "conv2d_v6_depthwise" and depthwise.threads.one_channel
     # 16 x 64 tiles (16 x 16 threads, 4 pixels each) cover the 56 x 56 output in 4 x 1 tiles
     assert depthwise.threads.tile == (16, 64) and depthwise.grid == (4, 256, 32)
-    assert (depthwise.arg("in_h"), depthwise.arg("in_w")) == (18, 66)
+    assert (depthwise.arg("in_h"), depthwise.arg("in_w")) == (20, 68)  # 2 x 2 halo cells a side
     assert depthwise.arg("pitch") % 32 == 16  # two thread rows per warp: rows 16 banks apart
     # sample 3, filter 200 (group 200), pixel (37, 50): tile row 2 -> blockIdx.x 2; column 50 = 16*3 + 2
     ref = depthwise.thread_of(3, 200, 37, 50)
     assert (ref.block, ref.thread) == ((2, 200, 3), (2, 5, 0))
     assert depthwise.threads.pixels_of_thread(37, 50) == [(37, 2), (37, 18), (37, 34), (37, 50)]
-    grey = tiled_launch(problem(1, 1, 4096, 4096, 1, 3, padding=1))
+    grey = tiled_launch(problem(1, 1, 4096, 4096, 1, 7, padding=3))
     assert grey.kernel == "conv2d_v6_depthwise" and grey.grid[1:] == (1, 1)
-    two_per_group = tiled_launch(problem(1, 3, 64, 64, 6, 3, groups=3, padding=1))
+    two_per_group = tiled_launch(problem(1, 3, 64, 64, 6, 3, groups=3, padding=1, stride=3))
     assert list(two_per_group.threads.filters_of_block(2)) == [4, 5]
     # many filters per group, or several channels per filter: v3's register blocking
     assert tiled_launch(problem(1, 1, 64, 64, 16, 3, padding=1)).kernel == "conv2d_v3_register_tiled"
     assert tiled_launch(problem(1, 6, 64, 64, 3, 3, groups=3, padding=1)).kernel == "conv2d_v3_register_tiled"
     with pytest.raises(ValueError, match="one channel"):
         depthwise_launch(problem(1, 6, 64, 64, 3, 3, groups=3))
+    with pytest.raises(ValueError, match="one channel"):
+        depthwise_rows_launch(problem(1, 6, 64, 64, 3, 3, groups=3))
+
+
+@pytest.mark.parametrize(
+    "K, stride, kernel, rows",
+    [
+        (3, 1, "conv2d_v15_depthwise_k3s1", 8),
+        (3, 2, "conv2d_v15_depthwise_k3s2", 4),
+        (5, 1, "conv2d_v15_depthwise_k5s1", 8),
+        (5, 2, "conv2d_v15_depthwise_k5s2", 4),
+    ],
+)
+def test_tiled_runs_v15_on_the_depthwise_windows_it_is_built_for(K, stride, kernel, rows):
+    """3x3 and 5x5 windows at stride 1 or 2, filters that see one channel: v15, a thread per
+    column of `rows` outputs, 256 threads a block, no shared memory."""
+    launch = tiled_launch(problem(32, 256, 56, 56, 256, K, groups=256, padding=K // 2, stride=stride))
+    H_out = (56 + 2 * (K // 2) - K) // stride + 1
+    strips = -(-H_out // rows)
+    assert launch.kernel == kernel and launch.shared_bytes == 0 and launch.block == (256, 1, 1)
+    assert launch.arg("strips") == strips
+    assert launch.grid == (-(-32 * 256 * strips * H_out // 256), 1, 1)
+    # sample 3, filter 200, pixel (37, 50): strip 37 // rows of plane 3*256 + 200
+    t = ((3 * 256 + 200) * strips + 37 // rows) * H_out + 50
+    ref = launch.thread_of(3, 200, 37, 50)
+    assert (ref.block, ref.thread) == ((t // 256, 0, 0), (t % 256, 0, 0))
+    assert launch.thread_of(3, 200, 37 // rows * rows, 50) == ref  # its strip's first row: the same thread
+    assert f"computes {rows} outputs of one column" in launch.describe()
+    # two filters a channel (a depth multiplier of 2), a greyscale image: v15 too
+    assert tiled_launch(problem(1, 3, 64, 64, 6, K, groups=3, stride=stride)).kernel == kernel
+    assert tiled_launch(problem(1, 1, 4096, 4096, 1, K, stride=stride)).kernel == kernel
 
 
 def test_v6_tile_shrinks_until_it_fits_and_v3_takes_over_when_nothing_does():
@@ -144,7 +177,8 @@ def test_a_grid_the_hardware_cannot_launch_is_refused():
 def test_kernel_tile_constants_match_the_cuda_source():
     text = source_text("conv2d.cu")
     conv2d_module = importlib.import_module("gpuops.conv2d")  # the package's `conv2d` is the function
-    for name in ["IG_BM", "IG_BN", "FILTERS_PER_BLOCK", "PIXELS_PER_THREAD", "TC_BM", "TC_BN", "DW_PIXELS"]:
+    names = ["IG_BM", "IG_BN", "FILTERS_PER_BLOCK", "PIXELS_PER_THREAD", "TC_BM", "TC_BN", "DW_PIXELS"]
+    for name in [*names, "DW_ROWS_THREADS"]:
         assert f"#define {name} {getattr(conv2d_module, name)}" in text, name
 
 
@@ -212,7 +246,9 @@ ALL_LAUNCHES = {
     "direct": lambda: direct_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
     "tiled_basic": lambda: tiled_basic_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
     "tiled": lambda: tiled_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
-    "tiled_depthwise": lambda: tiled_launch(problem(2, 4, 11, 9, 8, 3, groups=4, padding=1)),
+    "tiled_depthwise": lambda: tiled_launch(problem(2, 4, 11, 9, 8, 3, groups=4, padding=1)),  # v15
+    "tiled_depthwise_v6": lambda: tiled_launch(problem(2, 4, 11, 9, 8, 3, groups=4, padding=2, dilation=2)),
+    "tiled_depthwise_5x5": lambda: tiled_launch(problem(2, 4, 21, 17, 8, 5, groups=4, padding=2, stride=2)),
     "implicit_gemm": lambda: implicit_gemm_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
     "implicit_gemm_tf32": lambda: implicit_gemm_tf32_launch(problem(2, 4, 11, 9, 6, 3, groups=2, padding=1)),
     "unfold": lambda: unfold_launch(gpuops.window_geometry(11, 9, 3, padding=1), 2, 4),
@@ -270,10 +306,11 @@ def _inputs(name, rng):
     if "pool2d" in name:
         return launch, _pool_inputs(name, rng)
     if name in ALL_LAUNCHES and launch.arrays == ("x", "w", "bias", "y"):
-        M, Cg = (8, 1) if name == "tiled_depthwise" else (6, 2)
-        x = rng.standard_normal((2, 4, 11, 9)).astype(np.float32)
-        w = rng.standard_normal((M, Cg, 3, 3)).astype(np.float32)
-        out_shape = (2, M, 11, 9)
+        M, Cg = (8, 1) if name.startswith("tiled_depthwise") else (6, 2)
+        H, W, K = (21, 17, 5) if name == "tiled_depthwise_5x5" else (11, 9, 3)
+        x = rng.standard_normal((2, 4, H, W)).astype(np.float32)
+        w = rng.standard_normal((M, Cg, K, K)).astype(np.float32)
+        out_shape = (2, M, 11, 9)  # 5x5 at stride 2 with padding 2 on 21 x 17: 11 x 9 too
         arrays = (cp.asarray(x), cp.asarray(w), None)
     elif name == "unfold":
         arrays, out_shape = (cp.asarray(rng.standard_normal((2, 4, 11, 9)).astype(np.float32)),), (2, 36, 99)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import gpuops
-from tests.support.cases import case_id, random_conv_cases, reflect_pad_cases
+from tests.support.cases import case_id, random_conv_cases, random_depthwise_cases, reflect_pad_cases
 from tests.support.helpers import BACKENDS, host, on
 
 CASES = random_conv_cases(60, seed=3)
@@ -20,6 +20,22 @@ def test_conv2d_equals_nn_conv2d(case, algorithm, xp, rng, torch):
     with torch.no_grad():
         ref = case.torch_layer(w, b, torch)(torch.from_numpy(x)).numpy()
     y = gpuops.conv2d(*on(xp, x, w, b), algorithm=algorithm, **case.kwargs())
+    np.testing.assert_allclose(host(y), ref, rtol=1e-4, atol=1e-4)
+
+
+@backends
+@pytest.mark.parametrize("case", random_depthwise_cases(24, seed=15), ids=case_id)
+def test_depthwise_rows_equal_nn_conv2d(case, xp, rng, torch):
+    """tiled's v15 (it runs every one of these layers) against nn.Conv2d on random depthwise
+    layers: odd sizes, planes shorter than a thread's rows, reflect padding, 1-3 filters a channel."""
+    x, w, b = case.arrays(rng)
+    plan = gpuops.plan_conv2d(
+        x.shape, w.shape, None if b is None else b.shape, algorithm="tiled", **case.kwargs()
+    )
+    assert plan.launch.kernel.startswith("conv2d_v15_depthwise")
+    with torch.no_grad():
+        ref = case.torch_layer(w, b, torch)(torch.from_numpy(x)).numpy()
+    y = gpuops.conv2d(*on(xp, x, w, b), algorithm="tiled", **case.kwargs())
     np.testing.assert_allclose(host(y), ref, rtol=1e-4, atol=1e-4)
 
 

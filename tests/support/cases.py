@@ -158,3 +158,23 @@ def layer_arrays(shape: tuple, rng: np.random.Generator) -> tuple[np.ndarray, np
     w = rng.standard_normal((M, C // G, K, K)).astype(np.float32)
     b = rng.standard_normal(M).astype(np.float32)
     return x, w, b, check_conv2d(x.shape, w.shape, b.shape, S, P, D, G, mode)
+
+
+def random_depthwise_cases(count: int, seed: int = 0) -> list[ConvCase]:
+    """Filters that see one channel (1-3 filters a channel) with the square windows and strides
+    tiled's v15 kernels are built for (3x3, 5x5; stride 1, 2; no dilation), any padding and size."""
+    rng = np.random.default_rng(seed)
+    cases: list[ConvCase] = []
+    while len(cases) < count:
+        k, s = int(rng.choice([3, 5])), int(rng.choice([1, 2]))
+        C = int(rng.integers(1, 6))
+        H, W = (int(v) for v in rng.integers(2, 40, size=2))
+        mode = str(rng.choice(["zeros", "reflect"]))
+        top = min(H, W) - 1 if mode == "reflect" else 3
+        pad = tuple(int(v) for v in rng.integers(0, top + 1, size=2))
+        if not (_fits(H, k, 1, pad[0]) and _fits(W, k, 1, pad[1])):
+            continue
+        M = C * int(rng.integers(1, 4))
+        bias = bool(rng.integers(0, 2))
+        cases.append(ConvCase(int(rng.integers(1, 4)), C, H, W, M, k, k, (s, s), pad, (1, 1), C, mode, bias))
+    return cases
