@@ -1575,8 +1575,8 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v11_fp16_64x64_c32(
 //   - no shared memory, no barrier: threads that read the same rows share them through L1.
 // A thread loads ((DW_ROWS - 1)*S + K)*K values for DW_ROWS*K*K multiply-adds (30 for 72 at
 // K = 3, S = 1). grid = (ceil(N*M*strips*W_out / DW_ROWS_THREADS)), block = DW_ROWS_THREADS.
-// Measured (H100, bench.suite, ms; v6 in an earlier run of the same lease, cuDNN fp32 in the
-// same run): 32 x 256 x 56 x 56 0.093 (v6 0.247, cuDNN 0.238); stride 2, 32 x 128 x 112 x 112
+// Measured (H100, bench.suite, ms; v6 from a run an hour before, cuDNN fp32 from the same
+// run): 32 x 256 x 56 x 56 0.093 (v6 0.247, cuDNN 0.238); stride 2, 32 x 128 x 112 x 112
 // 0.100 (0.268, 0.137); 32 x 512 x 14 x 14 0.016 (0.082, 0.031); one 4096 x 4096 greyscale image
 // 0.064 (0.139, 0.144). A prototype's rows a thread at stride 1 (3x3, 56 x 56): 2 / 4 / 8 rows
 // 0.176 / 0.123 / 0.097 ms; at stride 2: 2 / 4 / 8 rows 0.104 / 0.093 / 0.100.
