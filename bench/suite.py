@@ -171,14 +171,23 @@ class Suite:
         the GPU in OP_ROUNDS interleaved rounds (every implementation, then every one again), each
         keeping its best round, as gpuops.autotune times: rows of one algorithm timed a minute
         apart differed by up to 30% on the H100 (bench/NOTES.md), and auto's row is read against
-        its candidates'. `chose`: the algorithm auto runs, recorded on the auto row."""
+        its candidates'. An implementation that refuses the layer (ValueError, e.g. grad_weight v4 on
+        rows wider than its shared memory) gets no row. `chose`: the algorithm auto runs, recorded
+        on the auto row."""
         impls = {f"ours:{name}": fn for name, fn in ours.items()}
         if torch_fn:
             impls["torch"] = torch_fn
         best: dict[str, float] = {}
+        refused: set[str] = set()
         for _ in range(OP_ROUNDS if self.gpu else 1):
             for impl, fn in impls.items():
-                ms = self.time(fn)
+                if impl in refused:
+                    continue
+                try:
+                    ms = self.time(fn)
+                except ValueError:  # an algorithm named for a layer it does not take: no row
+                    refused.add(impl)
+                    continue
                 best[impl] = min(ms, best.get(impl, ms))
         for impl, ms in best.items():
             extra = {"chose": chose} if impl == "ours:auto" and chose else {}

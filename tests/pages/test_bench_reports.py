@@ -199,6 +199,27 @@ def test_backward_rows_are_timed_in_interleaved_rounds_keeping_each_best(monkeyp
     assert s.records[0].tflops == pytest.approx(2_000_000 / 0.4 / 1e9)
 
 
+def test_an_implementation_that_refuses_the_layer_gets_no_row(monkeypatch):
+    """A named algorithm that raises ValueError for this layer (v4 on rows too wide for its
+    shared memory) is left out of every round; the others are timed and recorded."""
+    timed = []
+
+    def fake_time(self, fn):
+        timed.append(fn())
+        return 1.0
+
+    def refusing():
+        raise ValueError("one output row needs 65,536 bytes of shared memory")
+
+    monkeypatch.setattr(suite.Suite, "time", fake_time)
+    s = suite.Suite.__new__(suite.Suite)
+    s.gpu, s.records = True, []
+    ours = {"auto": lambda: "auto", "direct_pairs_shared": refusing}
+    s.add_op("wide", "conv2d_grad_weight", 1_000, ours, lambda: "torch")
+    assert timed == ["auto", "torch"] * 2
+    assert [r.impl for r in s.records] == ["ours:auto", "torch"]
+
+
 def test_a_report_of_a_newer_schema_is_refused():
     data = committed()["cpu_2core.json"]
     with pytest.raises(ValueError, match="schema"):
