@@ -157,7 +157,8 @@ X3_STAGES = {128: 3, 64: 4}  # v13: shared-memory stages by the tile's filter ro
 X3_PROMOTE = 2
 # pipelined_tf32 runs v14 where a group has at most this many filters (v12's 64 filter rows half
 # empty). H100, grouped_g4 (32 filters a group), two runs in one lease: v12 0.238 / 0.230 ms,
-# v14 TF32 0.198 / 0.180, cuDNN-TF32 0.195 / 0.177 (bench/results/h100_v14_run1/2.json)
+# v14 TF32 0.198 / 0.180, cuDNN-TF32 0.195 / 0.177 (bench/results/h100_v14_run1/2.json, in git
+# history since 2026-11-27)
 V14_TF32_FILTERS = 32
 PIXEL_TILES = ((32, 64), (32, 128), (64, 128))  # v14 block tiles, filters x pixels: a warpgroup per 64 pixels
 V14_STAGES = {"tf32": 4, SPLIT_TF32: 4}  # v14's stages by operands: TF32 48-96 KB a block, 3xTF32 96-192
