@@ -1625,7 +1625,9 @@ __device__ __forceinline__ void depthwise_rows(
 }
 
 // The kernels of v15: 3x3 and 5x5 windows, stride 1 (8 rows a thread) and 2 (4 rows: a
-// thread's input rows, 2 per output row, stay as many as at stride 1).
+// thread's input rows, 2 per output row, stay as many as at stride 1). One kernel per body, not
+// one kernel choosing among the four: that one runs with the registers of its largest body, and
+// its stride-2 3x3 layer took 0.152 ms where this one takes 0.100 (H100, cuDNN 0.137).
 extern "C" __global__ void __launch_bounds__(DW_ROWS_THREADS) conv2d_v15_depthwise_k3s1(
     const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
