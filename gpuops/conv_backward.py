@@ -31,6 +31,9 @@ grad_weight has seven:
   direct_pairs_shared
                 grad_weight_v4: direct_pairs with each chunk of rows staged in shared memory once
                 for all taps (a team of threads per tap reads it there); depthwise layers too
+  direct_columns
+                grad_weight_v5: direct_pairs with a thread per column of outputs summing up to 9
+                taps in registers, the block's sums added tap by tap; fewer, longer slices
   forward_conv  dW IS a forward convolution too: x with batch and channels swapped (C images of N
                 channels) convolved with dY swapped the same way as its filters (M filters of
                 N channels, H_out x W_out taps), stride and dilation swapped; output (c, m, ki, kj)
@@ -100,9 +103,11 @@ GRAD_WEIGHT_ALGORITHMS = (
     "direct",
     "direct_pairs",
     "direct_pairs_shared",
+    "direct_columns",
     "forward_conv",
 )
-PAIR_ALGORITHMS = ("direct_pairs", "direct_pairs_shared")  # v3, v4: a block per (filter, channel) pair
+# v3, v4, v5: a block per (filter, channel) pair and slice of the rows
+PAIR_ALGORITHMS = ("direct_pairs", "direct_pairs_shared", "direct_columns")
 HOPPER_WEIGHT_ALGORITHMS = (hopper.ALGORITHM,)  # sm_90a kernels alone: auto measures them on Hopper
 KERNELS = {
     "scatter": "grad_input_v1_scatter",
@@ -110,6 +115,7 @@ KERNELS = {
     "direct": "grad_weight_v1_reduce",
     "direct_pairs": "grad_weight_v3_pairs",
     "direct_pairs_shared": "grad_weight_v4_pairs_shared",
+    "direct_columns": "grad_weight_v5_columns",
 }
 SCATTER_MAX_THREADS = 256  # grad_input_v1: threads per block (fewer for small output planes)
 REDUCE_BLOCK = (32, 8, 1)  # grad_weight_v1; a CPU test checks it against the #defines of the .cu file
@@ -122,6 +128,11 @@ SHARED_PAIRS_THREADS = 256  # grad_weight_v4's block (V4_THREADS)
 # grad_weight_v4 stages about this many output pixels at once (16 a thread). H100, depthwise 3x3
 # layer, two rounds: 512 / 1024 / 2048 / 4096 pixels 0.476 / 0.410 / 0.383 / 0.367 ms
 SHARED_PAIRS_PIXELS = 4096
+COLUMNS_THREADS = 256  # grad_weight_v5's block (V5_THREADS)
+COLUMNS_TAPS = 9  # grad_weight_v5's taps a pass (V5_TAPS)
+# grad_weight_v5 cuts the rows into slices until there are about this many blocks (8 an SM):
+# a thread then walks many rows of its column between two reductions
+COLUMNS_TARGET_BLOCKS = 8 * 132
 FOLD_VARIANT = "gather"  # gemm_fold's col2im: deterministic, and the launch the plan names
 # auto measures forward_conv where the batch (its convolution's channels) fills v13's 32-channel
 # stages; elsewhere that convolution of H_out x W_out taps lost to batch_gemm (H100: VGG-like, 8
@@ -428,13 +439,19 @@ class WeightPairMap:
         )
 
 
-def pair_slices(q: GradProblem) -> tuple[int, int]:
-    """(slices, rows a slice) of grad_weight_v3: the N*H_out output rows cut into equal runs until
-    the pairs x slices blocks reach PAIRS_TARGET_BLOCKS, never an empty slice."""
+def pair_slices(q: GradProblem, blocks: int = PAIRS_TARGET_BLOCKS) -> tuple[int, int]:
+    """(slices, rows a slice) of grad_weight_v3 / v4 (v5: blocks=COLUMNS_TARGET_BLOCKS): the
+    N*H_out output rows cut into equal runs until the pairs x slices blocks reach `blocks`, never
+    an empty slice."""
     rows = max(1, q.N * q.H_dy)
     pairs = max(1, q.M * (q.C // q.groups))
-    per_slice = ceil_div(rows, min(rows, max(1, ceil_div(PAIRS_TARGET_BLOCKS, pairs))))
+    per_slice = ceil_div(rows, min(rows, max(1, ceil_div(blocks, pairs))))
     return ceil_div(rows, per_slice), per_slice
+
+
+def slices_of(q: GradProblem, algorithm: str) -> tuple[int, int]:
+    """(slices, rows a slice) of a pair algorithm (v3, v4 or v5)."""
+    return pair_slices(q, COLUMNS_TARGET_BLOCKS if algorithm == "direct_columns" else PAIRS_TARGET_BLOCKS)
 
 
 def weight_pairs_launch(q: GradProblem) -> Launch:
@@ -533,6 +550,53 @@ def weight_pairs_shared_launch(q: GradProblem) -> Launch:
     )
 
 
+@dataclass(frozen=True)
+class WeightColumnsMap:
+    """grad_weight_v5: block (m*Cg + c, slice); its threads walk columns of output rows, every
+    tap's sum in registers; thread t of the block stores tap t0 + t of pass t0 // COLUMNS_TAPS."""
+
+    Cg: int
+    KW: int
+    cols: int
+    slices: int
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        s, m, c, ki, kj = index
+        t = ki * self.KW + kj
+        return ThreadRef((m * self.Cg + c, s, 0), (t % COLUMNS_TAPS, 0, 0), (t // COLUMNS_TAPS,))
+
+    def describe(self) -> str:
+        runners = COLUMNS_THREADS // self.cols
+        split = f"; {self.slices} slices of the rows (blocks along y) are added after the kernel"
+        return (
+            f"one block per (filter, channel) pair: its {COLUMNS_THREADS} threads stand on {self.cols} "
+            f"output columns side by side, {runners} down the rows, each summing up to {COLUMNS_TAPS} taps "
+            "in registers; the block adds its threads' sums tap by tap, and thread t stores tap t"
+            + (split if self.slices > 1 else "")
+        )
+
+
+def weight_columns_launch(q: GradProblem) -> Launch:
+    """grad_weight_v5: grid (pairs, slices), fewer slices than v3 / v4 (COLUMNS_TARGET_BLOCKS);
+    256 threads; writes the slices' partial sums (slices, M, C/groups, KH, KW)."""
+    _check_weight_rows(q, "direct_columns")
+    g, Cg = q.geometry, q.C // q.groups
+    slices, per_slice = slices_of(q, "direct_columns")
+    grid = (max(1, q.M * Cg), slices, 1)
+    check_grid(grid, "the direct_columns weight-gradient kernel")
+    return Launch(
+        KERNELS["direct_columns"],
+        SOURCE,
+        grid,
+        (COLUMNS_THREADS, 1, 1),
+        0,
+        ("dy", "x", "partial"),
+        _geometry_args(q) + ints(rows_per_slice=per_slice),
+        WeightColumnsMap(Cg, g.KW, min(g.W_out, COLUMNS_THREADS), slices),
+        "(slice, m, c, ki, kj) of the partial sums",
+    )
+
+
 def input_launch(q: GradProblem, algorithm: str) -> Launch | None:
     """The launch that writes grad_input: v1, v2, or gemm_fold's col2im (fold_v2_gather; None
     for a pointwise problem, where cuBLAS writes dx itself). None for flipped_conv too: conv2d's
@@ -555,6 +619,8 @@ def weight_launch(q: GradProblem, algorithm: str) -> Launch | None:
         return weight_pairs_launch(q)
     if algorithm == "direct_pairs_shared":
         return weight_pairs_shared_launch(q)
+    if algorithm == "direct_columns":
+        return weight_columns_launch(q)
     if algorithm in HOPPER_WEIGHT_ALGORITHMS:  # its GEMM (the shifted copies come first)
         reason = hopper.refusal(q)
         if reason is not None:
@@ -723,13 +789,15 @@ def weight_direct_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.nda
     return dw.reshape(q.w_shape)
 
 
-def weight_pairs_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.ndarray:
-    """Twin of grad_weight_v3: per tap, dy * (the slice of the padded input it read) summed over
-    the output columns, then over each slice of the N*H_out output rows (the blocks' partial
-    sums), then the slices added in order, as the host does after the kernel."""
+def weight_pairs_numpy(
+    dy: np.ndarray, x: np.ndarray, q: GradProblem, algorithm: str = "direct_pairs"
+) -> np.ndarray:
+    """Twin of grad_weight_v3 (v4, v5: the algorithm's slices): per tap, dy * (the slice of the
+    padded input it read) summed over the output columns, then over each slice of the N*H_out
+    output rows (the blocks' partial sums), then the slices added in order, as the host does."""
     g, G = q.geometry, q.groups
     Mg, Cg = q.M // G, q.C // G
-    slices, per_slice = pair_slices(q)
+    slices, per_slice = slices_of(q, algorithm)
     padded = np.pad(x, ((0, 0), (0, 0), (g.pad_top, g.pad_bottom), (g.pad_left, g.pad_right)))
     padded = padded.reshape(q.N, G, Cg, *g.padded_hw)
     dyg = dy.reshape(q.N, G, Mg, g.H_out, g.W_out)
@@ -743,8 +811,8 @@ def weight_pairs_numpy(dy: np.ndarray, x: np.ndarray, q: GradProblem) -> np.ndar
 
 
 def weight_pairs(dy: Any, x: Any, q: GradProblem, algorithm: str = "direct_pairs") -> Any:
-    """grad_weight_v3 or v4 on the GPU: its partial sums, then the slices added (a fixed order)."""
-    part = _call(q, algorithm, (pair_slices(q)[0], *q.w_shape))(dy, x)
+    """grad_weight_v3, v4 or v5 on the GPU: its partial sums, then the slices added (a fixed order)."""
+    part = _call(q, algorithm, (slices_of(q, algorithm)[0], *q.w_shape))(dy, x)
     return part[0] if len(part) == 1 else part.sum(axis=0)
 
 
@@ -977,6 +1045,7 @@ WEIGHT_TWINS = {
     "direct": weight_direct_numpy,
     "direct_pairs": weight_pairs_numpy,
     "direct_pairs_shared": weight_pairs_numpy,  # the same slices' sums (their order within a slice aside)
+    "direct_columns": lambda dy, x, q: weight_pairs_numpy(dy, x, q, "direct_columns"),
     "forward_conv": weight_forward_conv,
     hopper.ALGORITHM: hopper.weight_grad_numpy,  # its copies and rows, fp32-accurate as 3xTF32 is
 }
@@ -997,6 +1066,7 @@ def _call(q: GradProblem, which: str, out_shape: tuple[int, ...]) -> Call:
             "direct": weight_reduce_launch,
             "direct_pairs": weight_pairs_launch,
             "direct_pairs_shared": weight_pairs_shared_launch,
+            "direct_columns": weight_columns_launch,
         }[which](q)
         return Call(out_shape, launch, zeroed=which == "scatter")
 
@@ -1146,7 +1216,7 @@ def resolve_input_algorithm(dy: Any, w: Any, q: GradProblem) -> str:
 def resolve_weight_algorithm(dy: Any, x: Any, q: GradProblem) -> str:
     """The grad_weight algorithm "auto" runs: measured once per problem on the GPU; direct on the CPU.
     direct (v1) is not measured: direct_pairs (v3) makes the same sums in one pass over the data,
-    not KH*KW; and v3 / v4 only where filters see one channel (depthwise): a pair's block
+    not KH*KW; and v3 / v4 / v5 only where filters see one channel (depthwise): a pair's block
     reads whole planes, 11-500x slower than the GEMMs on dense layers (H100: 5x5 class 8.0 ms
     against 0.20, 7x7x1024 121 ms against 0.40)."""
     if array_module(dy) is np:

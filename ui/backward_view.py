@@ -32,6 +32,7 @@ ALG_NAMES = {
     "direct": "direct (v1, a block a weight)",
     "direct_pairs": "direct (v3, a block a filter-channel pair)",
     "direct_pairs_shared": "direct (v4, v3's rows in shared memory)",
+    "direct_columns": "direct (v5, a thread a column, taps in registers)",
     "gemm": "GEMM (unfold + cuBLAS)",
     "batch_gemm": "one GEMM over the batch",
     "forward_conv": "conv2d of x with dY",
@@ -265,6 +266,15 @@ def weight_caption(ex: Example, cell: Cell, terms: maps.WeightTerms, walg: str) 
             f"On the GPU, block {ref.block[0]} of `{launch.kernel}` copies chunks of dY's rows and the x "
             f"rows they read into shared memory; the team of threads from thread {ref.thread[0]} on sums "
             f"these products there and thread {ref.thread[0]} stores the sum"
+            + (f", and {slices} slices of the rows are added after the kernel" if slices > 1 else "")
+        )
+    elif walg == "direct_columns":
+        ref = launch.thread_of(0, 0, 0, cell.row, cell.col)
+        slices = launch.grid[1]
+        how = (
+            f"On the GPU, every thread of block {ref.block[0]} of `{launch.kernel}` walks a column of "
+            f"output rows adding this tap's products in a register; the block then adds its threads' "
+            f"sums and thread {ref.thread[0]} stores this one"
             + (f", and {slices} slices of the rows are added after the kernel" if slices > 1 else "")
         )
     elif walg == "forward_conv":

@@ -17,6 +17,8 @@
 //                           a pair share one pass over its dy and x; the host adds the slices' sums
 //   grad_weight_v4_pairs_shared  v3 with each chunk of rows staged in shared memory once for all taps,
 //                           a team of threads per tap reading it there
+//   grad_weight_v5_columns  v3's grid with a thread per column of outputs, up to 9 taps' sums in its
+//                           registers, the block's sums added tap by tap at the end
 //
 // Shapes: dy (N, M, H_out, W_out) the gradient of the forward output, w (M, C/groups, KH, KW),
 // x and dx (N, C, H, W), dw like w. The forward pass computed, for filter m of group
@@ -38,7 +40,7 @@
 // Offsets into dy, x, dx are 64-bit.
 #include "index_math.cuh"
 
-// grad_weight v3 and v4 share their grid: blockIdx.x is a (filter, channel) pair, blockIdx.y a
+// grad_weight v3, v4 and v5 share their grid: blockIdx.x is a (filter, channel) pair, blockIdx.y a
 // slice of the batch's output rows r = n*H_out + oh; each block ends with one partial sum per
 // tap of its pair, and the host adds the slices' sums.
 struct PairSlice {
@@ -375,5 +377,99 @@ extern "C" __global__ void __launch_bounds__(V4_THREADS) grad_weight_v4_pairs_sh
             for (int j = 0; j < team; ++j) total += s_share[tid + j];
             store(partial, p.first + t, total);
         }
+    }
+}
+
+// =======================================================================================
+// grad_weight v5, columns = v3's grid with a THREAD PER COLUMN OF OUTPUTS and the taps' sums
+// IN REGISTERS.
+// v4 stages chunks of rows and has teams of threads sum one tap each: every chunk costs
+// divisions, 64-bit offsets, copies and two barriers, and on small planes a thread gets a few
+// products per chunk. Nsight Compute on a 32 x 512 x 14 x 14 depthwise layer: 85 instructions a
+// product, issue slots 81% busy, DRAM 7% (0.091 ms; PyTorch's whole dw 0.061). Here:
+//   - the block's threads stand side by side on `cols` = min(W_out, 256) output columns, and
+//     runners = 256 / cols of them one below the other: runner u walks its run of the slice's
+//     rows (the slice cut into runners runs), down its column ow, then ow + cols, ...;
+//   - at each output (n, oh, ow) the thread reads dy once and, for each of up to V5_TAPS taps,
+//     the x cell the tap read, and adds their product to that tap's sum IN A REGISTER: the tap
+//     offsets (ki*D_h, kj*D_w) are worked out once per pass, the loop over the taps unrolls,
+//     so all of a row's loads are in flight together, and neighbouring threads read
+//     neighbouring cells (through L1: the taps of one thread overlap the next thread's);
+//   - then the block adds its threads' sums tap by tap: the lanes with shuffles, the 8 warps'
+//     sums in order by thread t, which stores partial[slice, m, c, tap t]; the host adds the
+//     slices, as for v3 and v4. More than V5_TAPS taps: passes. Deterministic.
+// grid = (M * C/groups pairs, slices, 1), slices so that there are about COLUMNS_TARGET_BLOCKS
+// blocks (gpuops/conv_backward.py); block = 256 threads; no dynamic shared memory.
+// Measured (H100, the kernel alone, ms; v4 in the same run): 16 taps a pass / 9 taps a pass, with
+// about 1056 / 4224 / 16896 blocks: 32 x 512 x 14 x 14 depthwise 0.117 / 0.159 / 0.328 and
+// 0.043 / 0.057 / 0.125 (v4 0.091); 32 x 256 x 56 x 56 1.12 / 1.16 / 1.29 and 0.366 / 0.335 /
+// 0.375 (v4 0.327); stride 2, 32 x 128 x 112 x 112 0.631 / 0.674 / 0.910 and 0.179 / 0.191 /
+// 0.257 (v4 0.238). 16 registers of sums (and 32 of offsets) for a 3x3 window's 9 taps cost
+// occupancy and 7 idle taps a product; so 9 taps a pass (a 5x5 window: 3 passes), 1056 blocks.
+// =======================================================================================
+#define V5_THREADS 256
+#define V5_TAPS 9                                          // taps a pass sums in registers (a 3x3 window's)
+
+extern "C" __global__ void __launch_bounds__(V5_THREADS) grad_weight_v5_columns(
+    const float* __restrict__ dy,  // (N, M, H_out, W_out)
+    const float* __restrict__ x,   // (N, C, H, W), the forward input
+    float* __restrict__ partial,   // (slices, M, C/groups, KH, KW): one sum per slice
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out,
+    int stride_h, int stride_w, int pad_h, int pad_w, int dil_h, int dil_w,
+    int groups,
+    int rows_per_slice)            // output rows (n, oh) a slice sums over
+{
+    __shared__ float s_sum[V5_TAPS][V5_THREADS / 32];      // each warp's sum of each tap
+    const int KK = KH * KW;
+    const PairSlice p = pair_slice(N, C, M, KK, H_out, groups, rows_per_slice);
+    const int m = p.m, xc = p.x_channel;
+    const long long L = (long long)H_out * W_out, plane = (long long)H * W;
+    // the block's threads: cols columns side by side, runners of them down the slice's rows
+    const int cols = min(W_out, V5_THREADS), runners = V5_THREADS / cols;
+    const int u = threadIdx.x / cols, c0 = threadIdx.x - u * cols;
+    const int run = (p.r1 - p.r0 + runners - 1) / runners; // rows a runner walks
+    const int ra = min(p.r1, p.r0 + u * run), rb = min(p.r1, ra + run);   // empty past the runners
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+    for (int t0 = 0; t0 < KK; t0 += V5_TAPS) {             // passes of up to V5_TAPS taps
+        const int taps = min(KK - t0, V5_TAPS);
+        int off_h[V5_TAPS], off_w[V5_TAPS];                // tap t0 + j: x cell (oh*S_h - P_h + off_h, ow*S_w - P_w + off_w)
+        float acc[V5_TAPS];
+#pragma unroll
+        for (int j = 0; j < V5_TAPS; ++j) {
+            const int t = min(t0 + j, KK - 1);             // past the last tap: never added (j < taps)
+            off_h[j] = t / KW * dil_h;
+            off_w[j] = t % KW * dil_w;
+            acc[j] = 0.0f;
+        }
+        for (int ow = c0; ow < W_out; ow += cols) {
+            const int iw0 = ow * stride_w - pad_w;
+            int n = ra / H_out, oh = ra - n * H_out;
+            for (int r = ra; r < rb; ++r) {                // output (n, oh, ow), row r = n*H_out + oh
+                const float d = dy[((long long)n * M + m) * L + (long long)oh * W_out + ow];
+                const float* __restrict__ x_c = x + ((long long)n * C + xc) * plane;
+                const int ih0 = oh * stride_h - pad_h;
+#pragma unroll
+                for (int j = 0; j < V5_TAPS; ++j) {
+                    const int ih = ih0 + off_h[j], iw = iw0 + off_w[j];
+                    if (j < taps && ih >= 0 && ih < H && iw >= 0 && iw < W) acc[j] += d * x_c[(long long)ih * W + iw];
+                }
+                if (++oh == H_out) { oh = 0; ++n; }
+            }
+        }
+        // the block's sum of each tap: a warp's lanes with shuffles, then the warps' sums in order
+#pragma unroll
+        for (int j = 0; j < V5_TAPS; ++j) {
+            float v = acc[j];
+            for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+            if (lane == 0) s_sum[j][warp] = v;
+        }
+        __syncthreads();
+        if (threadIdx.x < taps) {
+            float total = 0.0f;
+            for (int w = 0; w < V5_THREADS / 32; ++w) total += s_sum[threadIdx.x][w];
+            store(partial, p.first + t0 + threadIdx.x, total);
+        }
+        __syncthreads();                                   // s_sum is read before the next pass writes it
     }
 }

@@ -432,6 +432,29 @@ def test_weight_pairs_shared_launch_stages_chunks_of_rows():
     assert (second.thread, second.step) == ((32 * 7, 0, 0), (1,))  # tap 288 = 256 + 32: 33 taps, teams of 7
 
 
+def test_weight_columns_launch_is_a_block_per_pair_and_a_few_slices():
+    """grad_weight_v5 on the depthwise layer: v3's grid with slices for about 8 blocks an SM
+    (ceil(1056 / 256) = 5 slices of 359 rows), 256 threads on 56 columns, 4 runners down the
+    rows; thread t stores tap t, past 9 taps in passes. A 14 x 14 layer of 512 pairs gets 3
+    slices of 150 rows; a 300-wide one, columns past the block's 256 threads."""
+    q = _problem(32, 256, 56, 56, 256, 3, groups=256, padding=1)
+    launch = cb.weight_columns_launch(q)
+    assert launch.grid == (256, 5, 1) and launch.block == (256, 1, 1) and launch.shared_bytes == 0
+    assert launch.arg("rows_per_slice") == 359
+    ref = launch.thread_of(2, 7, 0, 1, 2)  # slice 2 of pair (7, 0), tap 5
+    assert (ref.block, ref.thread, ref.step) == ((7, 2, 0), (5, 0, 0), (0,))
+    assert "256 threads stand on 56 output columns side by side, 4 down the rows" in launch.describe()
+    small = cb.weight_columns_launch(_problem(32, 512, 14, 14, 512, 3, groups=512, padding=1))
+    assert small.grid == (512, 3, 1) and small.arg("rows_per_slice") == 150
+    wide = cb.weight_columns_launch(_problem(2, 3, 12, 300, 4, 7, padding=3))
+    ref = wide.thread_of(0, 3, 2, 6, 6)  # tap 48 = 5 x 9 + 3: thread 3 of the sixth pass
+    assert (ref.thread, ref.step) == ((3, 0, 0), (5,))
+    assert "on 256 output columns side by side, 1 down the rows" in wide.describe()
+    text = source_text("conv_backward.cu")
+    assert f"#define V5_THREADS {cb.COLUMNS_THREADS}\n" in text
+    assert f"#define V5_TAPS {cb.COLUMNS_TAPS} " in text
+
+
 def test_weight_pairs_shared_refuses_rows_wider_than_shared_memory():
     q = _problem(1, 1, 4, 6000, 1, 3, padding=1)
     assert cb.shared_pairs_chunk(_problem(1, 1, 4, 3000, 1, 3, padding=1))[0] >= 1
@@ -462,7 +485,7 @@ def test_auto_measures_v3_in_place_of_v1_on_depthwise_layers(monkeypatch):
     cb.resolve_weight_algorithm(None, None, _problem(32, 8, 9, 9, 8, 3, groups=8, padding=1))
     dense, depthwise = measured
     assert {"gemm", "batch_gemm", "forward_conv"} <= dense and not {"direct", *cb.PAIR_ALGORITHMS} & dense
-    assert depthwise == dense | {"direct_pairs", "direct_pairs_shared"}
+    assert depthwise == dense | {"direct_pairs", "direct_pairs_shared", "direct_columns"}
 
 
 def test_plans_name_the_launches_they_make():
@@ -671,7 +694,7 @@ def test_gather_and_direct_kernels_are_deterministic(rng):
     for algorithm in ("gather", "gemm_fold"):
         runs = [gpuops.conv2d_grad_input(dy, x.shape, w, algorithm=algorithm, **kw) for _ in range(3)]
         assert all(bool((r == runs[0]).all()) for r in runs), algorithm
-    for algorithm in ("direct", "direct_pairs", "direct_pairs_shared"):
+    for algorithm in ("direct", "direct_pairs", "direct_pairs_shared", "direct_columns"):
         runs = [gpuops.conv2d_grad_weight(dy, x, w.shape, algorithm=algorithm, **kw) for _ in range(3)]
         assert all(bool((r == runs[0]).all()) for r in runs), algorithm
 
@@ -685,6 +708,10 @@ def test_gather_and_direct_kernels_are_deterministic(rng):
         ("direct_pairs_shared", (1, 3, 20, 300, 4, 7, 1, 3, 1, 1)),
         ("direct_pairs_shared", (4, 16, 30, 70, 16, 3, 2, 1, 1, 16)),
         ("direct_pairs_shared", (3, 2, 30, 23, 2, 17, 1, 8, 1, 2)),
+        ("direct_columns", (4, 16, 30, 70, 16, 3, 2, 1, 1, 16)),
+        ("direct_columns", (3, 2, 30, 23, 2, 5, 1, 2, 2, 2)),
+        ("direct_columns", (13, 544, 7, 9, 544, 3, 2, 2, 2, 544)),
+        ("direct_columns", (2, 3, 12, 300, 4, 7, 1, 3, 1, 1)),
     ],
     ids=[
         "v3 7x7, 49 taps on 16 warps",
@@ -692,6 +719,10 @@ def test_gather_and_direct_kernels_are_deterministic(rng):
         "v4 7x7, chunks of 3 rows",
         "v4 depthwise, stride 2, chunks across samples",
         "v4 17x17, two passes of taps",
+        "v5 depthwise, stride 2",
+        "v5 5x5, dilation 2: three passes of 9 taps, 2 filters a channel",
+        "v5 4 x 5 outputs: 51 runners of 5 columns, runs across samples",
+        "v5 7x7 on 300 columns: columns past the 256 threads, six passes",
     ],
 )
 def test_weight_pairs_partial_sums_are_written_where_the_map_says(algorithm, shape, rng):
