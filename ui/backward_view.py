@@ -241,6 +241,23 @@ def weight_pairs(ex: Example, cell: Cell) -> tuple[np.ndarray, maps.WeightTerms 
     return np.hstack([src.outputs, src.taps]).reshape(-1, 4), None
 
 
+PAIR_CAPTIONS = {  # who sums the picked weight in grad_weight v3, v4 and v5
+    "direct_pairs": (
+        "warp {warp} of block {block} of `{kernel}` sums these products (its 32 lanes walk the rows, "
+        "shuffles add their shares); the block's other warps sum the other taps over the same rows"
+    ),
+    "direct_pairs_shared": (
+        "block {block} of `{kernel}` copies chunks of dY's rows and the x rows they read into shared "
+        "memory; the team of threads from thread {thread} on sums these products there and thread "
+        "{thread} stores the sum"
+    ),
+    "direct_columns": (
+        "every thread of block {block} of `{kernel}` walks a column of output rows adding this tap's "
+        "products in a register; the block then adds its threads' sums and thread {thread} stores this one"
+    ),
+}
+
+
 def weight_caption(ex: Example, cell: Cell, terms: maps.WeightTerms, walg: str) -> str:
     """What one weight's gradient sums, and who sums it on the GPU."""
     g, launch = ex.g, ex.plan.weight_launch
@@ -250,33 +267,13 @@ def weight_caption(ex: Example, cell: Cell, terms: maps.WeightTerms, walg: str) 
             f"`{launch.kernel}` sums these products for this one weight (its threads split them, a "
             f"shared-memory tree adds the shares)"
         )
-    elif walg == "direct_pairs":
+    elif walg in PAIR_CAPTIONS:  # v3-v5: a block per (filter, channel) pair and slice of the rows
         ref = launch.thread_of(0, 0, 0, cell.row, cell.col)
         slices = launch.grid[1]
-        how = (
-            f"On the GPU, warp {ref.thread[1]} of block {ref.block[0]} of `{launch.kernel}` sums these "
-            f"products (its 32 lanes walk the rows, shuffles add their shares); the block's other warps "
-            f"sum the other taps over the same rows"
-            + (f", and {slices} slices of the rows are added after the kernel" if slices > 1 else "")
+        how = "On the GPU, " + PAIR_CAPTIONS[walg].format(
+            block=ref.block[0], kernel=launch.kernel, warp=ref.thread[1], thread=ref.thread[0]
         )
-    elif walg == "direct_pairs_shared":
-        ref = launch.thread_of(0, 0, 0, cell.row, cell.col)
-        slices = launch.grid[1]
-        how = (
-            f"On the GPU, block {ref.block[0]} of `{launch.kernel}` copies chunks of dY's rows and the x "
-            f"rows they read into shared memory; the team of threads from thread {ref.thread[0]} on sums "
-            f"these products there and thread {ref.thread[0]} stores the sum"
-            + (f", and {slices} slices of the rows are added after the kernel" if slices > 1 else "")
-        )
-    elif walg == "direct_columns":
-        ref = launch.thread_of(0, 0, 0, cell.row, cell.col)
-        slices = launch.grid[1]
-        how = (
-            f"On the GPU, every thread of block {ref.block[0]} of `{launch.kernel}` walks a column of "
-            f"output rows adding this tap's products in a register; the block then adds its threads' "
-            f"sums and thread {ref.thread[0]} stores this one"
-            + (f", and {slices} slices of the rows are added after the kernel" if slices > 1 else "")
-        )
+        how += f", and {slices} slices of the rows are added after the kernel" if slices > 1 else ""
     elif walg == "forward_conv":
         how = (
             "On the GPU this is literally that convolution: conv2d slides dY over x (the batch in the "

@@ -490,3 +490,34 @@ def test_forward_conv_runs_on_the_page_and_says_what_it_computes():
     [caption] = [c.value for c in at.caption if "literally that convolution" in c.value]
     total, computed = re.search(r"Sum = (\S+); the kernel computed (\S+)\.", caption).groups()
     assert float(total) == float(computed)
+
+
+@pytest.mark.parametrize(
+    "walg, who",
+    [
+        ("direct_pairs", "warp 4 of block 0 of `grad_weight_v3_pairs` sums these products"),
+        ("direct_pairs_shared", "the team of threads from thread 112 on sums these products"),
+        ("direct_columns", "every thread of block 0 of `grad_weight_v5_columns` walks a column"),
+    ],
+)
+def test_the_weight_caption_names_who_sums_the_picked_weight(walg, who):
+    """grad_weight v3-v5 on a 9 x 9 layer at stride 2 (tap (1, 1) = tap 4): the caption names the
+    warp, team or thread of the launch's map, and its stored tap, for the picked weight."""
+    from gpuops.maps.conv_backward import weight_terms
+    from ui import backward_view as view
+    from ui.state import Cell
+
+    g = gpuops.window_geometry(9, 9, 3, 2, 1)
+    shapes = ((1, 1, g.H_out, g.W_out), (1, 1, 9, 9), (1, 1, 3, 3))
+    plan = gpuops.plan_conv2d_backward(*shapes, stride=2, padding=1, weight_algorithm=walg)
+    rng = np.random.default_rng(5)
+    x, dy = rng.standard_normal((9, 9)), rng.standard_normal((g.H_out, g.W_out))
+    terms = weight_terms(dy, x, g, 1, 1)
+    ex = Example(
+        g, x, np.ones((3, 3)), dy, np.zeros((9, 9)), np.full((3, 3), terms.total), plan, ".1f", "", ()
+    )
+    text = view.weight_caption(ex, Cell("w", 1, 1), terms, walg)
+    assert who in text and f"Sum = {terms.total:.6g}" in text
+    if walg == "direct_columns":
+        assert "thread 4 stores this one" in text
+    assert ("slices of the rows are added after the kernel" in text) == (plan.weight_launch.grid[1] > 1)
