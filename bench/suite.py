@@ -37,6 +37,7 @@ from gpuops.conv2d import (
     channels_last_fits,
     launch_call,
     pipelined_launch,
+    pointwise_fits,
     wgmma_fits,
 )
 from gpuops.timing import measure
@@ -350,7 +351,8 @@ class Suite:
         """The TF32 pipeline as each of its versions (v7: 4-byte input copies, v8: 16-byte ones where
         the rows allow, v10: channels-last copies where the channels allow), and the 16-bit ones
         as v9 (v8's gather) and v11 (16-bit channels-last copies), and v12 (Hopper's wgmma on those
-        copies) where the device has it, whichever pipelined_* picks: the measured gain of each delta."""
+        copies) and v16 (1x1 layers read as NCHW, no copies) where the device has it, whichever
+        pipelined_* picks: the measured gain of each delta."""
         p = plan.problem
         fits = channels_last_fits(p)
         hopper = fits and sm90a.available(WG_SOURCE)
@@ -362,6 +364,8 @@ class Suite:
             versions.append(("pipelined_tf32", "v10", dict(channels_last=True, wgmma=False)))
         if hopper:
             versions.append(("pipelined_tf32", "v12", dict(channels_last=True, wgmma=True)))
+        if pointwise_fits(p) and sm90a.available(WG_SOURCE):  # v16: what pipelined_tf32 runs there
+            versions.append(("pipelined_tf32", "v16", {}))
         for algorithm in ("pipelined_bf16", "pipelined_fp16"):
             versions.append((algorithm, "v9", dict(wide_copies=True)))
             if fits:
@@ -595,7 +599,7 @@ def format_table(rows: Iterable[dict[str, Any]]) -> str:
 
 def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
     """Issue 27's targets on the GEMM classes, one line a shape: the TF32 pipeline (each version,
-    v14 = pixel_rows_tf32 where its layer allows) against our fp32 auto (target >= 2x) and
+    v14 = pixel_rows_tf32 where its layer allows, v16 on 1x1 layers) against our fp32 auto (target >= 2x) and
     cuDNN-TF32 (target <= 1.5x its time), the 16-bit kernels against cuDNN
     on 16-bit tensors, and each one's error against float64."""
     ms = {(r["shape"], r["impl"]): r for r in rows if r["op"] == "conv2d"}
@@ -607,6 +611,7 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
         "v10",
         "v12",
         "v14",
+        "v16",
         "tf32",
         "cuDNN",
         "x auto",
@@ -647,6 +652,7 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
             f"{shape:<14}{f(auto):>8}{f(t('ours:implicit_gemm_tf32')):>8}{f(t('ours:pipelined_tf32_v7')):>8}"
             f"{f(t('ours:pipelined_tf32_v8')):>8}{f(t('ours:pipelined_tf32_v10')):>8}"
             f"{f(t('ours:pipelined_tf32_v12')):>8}{f(t('ours:pixel_rows_tf32')):>8}"
+            f"{f(t('ours:pipelined_tf32_v16')):>8}"
             f"{f(tf32):>8}{f(t('torch:cudnn_tf32')):>8}"
             f"{f(ratio(auto, tf32), '.2f'):>8}{f(ratio(tf32, t('torch:cudnn_tf32')), '.2f'):>8}"
             f"{f(bf16):>8}{f(ratio(bf16, t('torch:cudnn_bf16')), '.2f'):>8}"

@@ -22,7 +22,9 @@ and, opt-in because they round the operands (sums stay fp32; `auto` never picks 
                       and v10 where each group's channels fill whole 32-deep stages: x and w
                       copied once to channels-last TF32, so a stage is one tap and the input
                       copies need no gather; on Hopper (H100, H200) v12 instead: v10 with the
-                      warpgroup MMA (wgmma, kernels/conv2d_hopper.cu, gpuops/sm90a.py)
+                      warpgroup MMA (wgmma, kernels/conv2d_hopper.cu, gpuops/sm90a.py),
+                      and on 1x1 layers of stride 1 there v16: wgmma with the pixels from
+                      registers, so x is read as NCHW holds it (no copies)
   pipelined_bf16      v9: v8 with bf16 operands and m16n8k16 (error ~2e-3 relative)
                       and v11 where v10 would run: v10 with the copies rounded to bf16 (half
                       the bytes, rounded once), stages of one tap x 64 (or 32) channels; v12
@@ -163,6 +165,10 @@ V14_TF32_FILTERS = 32
 PIXEL_TILES = ((32, 64), (32, 128), (64, 128))  # v14 block tiles, filters x pixels: a warpgroup per 64 pixels
 V14_STAGES = {"tf32": 4, SPLIT_TF32: 4}  # v14's stages by operands: TF32 48-96 KB a block, 3xTF32 96-192
 PIXEL_ROWS_FILTERS = 64  # auto measures v14 where a group has at most this many filters (its columns)
+# v16 (1x1 layers of stride 1 without padding, TF32, Hopper): x read as NCHW, the pixels given to
+# wgmma from registers; constants equal kernels/conv2d_hopper.cu's #defines (a CPU test checks)
+V16_STAGES, V16_FILTERS, V16_PIXELS, V16_KC, V16_PITCH = 4, 64, 128, 32, 136
+V16_KERNEL = "conv2d_v16_pointwise_tf32"
 OPERANDS = {"tf32": "TF32", "bf16": "BF16", "fp16": "FP16", SPLIT_TF32: "3xTF32"}  # for captions
 
 
@@ -756,13 +762,17 @@ def pipelined_launch(
     (16-byte input copies) where rows are contiguous (stride_w 1, no reflect) and v7 elsewhere,
     16-bit operands v9 (v8's gather); tile from pipelined_tile, k split over gridDim.z by
     pipelined_splits. In TF32 on Hopper, groups of at most V14_TF32_FILTERS filters run v14
-    (pixels on wgmma's rows; v12 would leave half its filter rows empty). `wide_copies` (v7 / v8 /
+    (pixels on wgmma's rows; v12 would leave half its filter rows empty), and 1x1 layers of
+    stride 1 without padding v16 (pointwise_launch). `wide_copies` (v7 / v8 /
     v9, never v10-v12), `channels_last`, `wgmma` (False: v10 / v11, True: v12), `tile` and
     `k_splits` override the choices (the benchmark and tests run each)."""
     g = p.geometry
     _check_pixels(p, algorithm)
     _check_plane(g, algorithm)
     precision = PIPE_PREFIX[algorithm]
+    chosen = (wide_copies, tile, k_splits, channels_last, wgmma)
+    if precision == "tf32" and all(c is None for c in chosen) and _runs_pointwise(p):
+        return pointwise_launch(p)  # v16
     if channels_last is None:  # a 1x1 layer of stride 1 without padding: v8 copies x without a gather
         pointwise = (g.KH, g.KW, g.stride_h, g.stride_w) == (1, 1, 1, 1) and not any(g.pads)
         channels_last = wide_copies is None and channels_last_fits(p) and not pointwise
@@ -911,6 +921,64 @@ def pixel_rows_launch(
         raise ValueError(f"{algorithm} (v14) runs layers whose groups have a multiple of {PIPE_BK} channels")
     precision = PIXEL_ROWS_ALGORITHMS[algorithm]
     return warpgroup_launch(p, precision, tile=tile, k_splits=k_splits, promote=promote, pixel_rows=True)
+
+
+@dataclass(frozen=True)
+class PointwiseMap(PixelRowsMap):
+    """v16: v14's map (a warpgroup per 64 pixels, warp w holding pixels 16w..16w+15 of the block
+    x all BM filters); only how the operands reach the tensor cores differs."""
+
+    def describe(self) -> str:
+        return (
+            f"tensor cores: a block computes {self.BM} filters x {self.BN} pixels of the batch, "
+            f"reading x as it lies (NCHW: a channel's pixels are consecutive in a 1x1 layer); "
+            f"{self.BN // 64} warpgroups of 4 warps issue TF32 wgmma of 64 pixels x {self.BM} "
+            f"filters, the pixels from registers (each lane loads and rounds its own fragment), "
+            f"the filters from shared memory; each of its {self.BN // 16} warps holds 16 pixels x "
+            f"{self.BM} filters of the sums"
+        )
+
+
+def pointwise_fits(p: ConvProblem) -> bool:
+    """Where v16 can run: a 1x1 window, stride 1, no padding (output pixel l reads input cell l
+    of every channel), groups of a multiple of V16_KC channels (whole 128-byte filter rows a
+    stage), and planes of a multiple of 4 pixels (a 16-byte copy of 4 pixels never straddles two
+    samples)."""
+    g = p.geometry
+    one_by_one = (g.KH, g.KW, g.stride_h, g.stride_w) == (1, 1, 1, 1) and not any(g.pads)
+    Cg = p.C // p.groups
+    return one_by_one and Cg > 0 and Cg % V16_KC == 0 and g.L % 4 == 0
+
+
+def _runs_pointwise(p: ConvProblem) -> bool:
+    """pipelined_tf32 runs v16 where it fits and the device runs sm_90a code."""
+    return pointwise_fits(p) and sm90a.available(WG_SOURCE)
+
+
+def pointwise_launch(p: ConvProblem) -> Launch:
+    """v16 (kernels/conv2d_hopper.cu): a 1x1 layer's GEMM on Hopper's wgmma, reading x and w as
+    they lie (no channels-last copies, no copy kernels: one launch); a block is V16_FILTERS
+    filters of a group x V16_PIXELS pixels of the batch. Shared memory: V16_STAGES stages of the
+    filter rows (128 bytes each) and a V16_KC-channel x V16_PITCH-float x tile, and 1 KB for the
+    kernel to start its filter tiles on a 1 KB boundary. ValueError where it cannot run."""
+    if not pointwise_fits(p):
+        raise ValueError(
+            f"v16 runs 1x1 layers of stride 1 without padding whose groups have a multiple of "
+            f"{V16_KC} channels and whose planes a multiple of 4 pixels"
+        )
+    _check_pixels(p, "pipelined_tf32")
+    g = p.geometry
+    Mg = p.M // p.groups
+    m_blocks = ceil_div(Mg, V16_FILTERS)
+    grid = (ceil_div(p.N * g.L, V16_PIXELS), p.groups * m_blocks, 1)
+    check_grid(grid, "the v16 kernel")
+    shared = V16_STAGES * (V16_FILTERS * WG_ROW_BYTES + V16_KC * V16_PITCH * 4) + 1024
+    args = ints(N=p.N, C=p.C, M=p.M, L=g.L, groups=p.groups, m_blocks=m_blocks)
+    threads = PointwiseMap(
+        V16_FILTERS, V16_PIXELS, Mg, g.H_out, g.W_out, 16, V16_FILTERS, OPERANDS["tf32"], 1, True
+    )
+    block = (2 * V16_PIXELS, 1, 1)
+    return Launch(V16_KERNEL, WG_SOURCE, grid, block, shared, ARRAYS, args, threads, "(n, m, oh, ow) of y")
 
 
 def split_tf32_launch(

@@ -6,6 +6,8 @@
 //   v13 fp32 by 3xTF32  v12 in fp32 accuracy: each operand as a TF32 pair, three products per term
 //   v14 pixel rows      v12 / v13 with the operands swapped: pixels on wgmma's 64 rows, filters on
 //                       its N = 32 or 64 columns, for groups of few filters
+//   v16 1x1 from NCHW   v14 on 1x1 layers with the pixels given to wgmma from registers: x read
+//                       as it lies, no channels-last copy
 //
 // It includes conv2d.cu for what it keeps from v10 and v11: the channels-last copies, the 16-byte
 // cp.async, the write-back of a warp's sums (store_warp_tile) and the precision codes.
@@ -510,4 +512,187 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v14_3xtf32_64x128(
     warpgroup_conv<64, 128, PREC_TF32, 2, V14_X3_STAGES, true>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out,
         W_out, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp, x_part,
         w_part, promote);
+}
+
+// =======================================================================================
+// v16 1x1 LAYERS FROM NCHW, THE PIXELS FROM REGISTERS = v14 (pixels on wgmma's rows) for a 1x1
+// layer of stride 1 without padding, with wgmma's A operand (the pixels) taken from registers
+// instead of shared memory. On such a layer the GEMM's B operand is the input itself: y[n][m][l]
+// = sum over c of w[m][c] * x[n][c][l]. wgmma reads TF32 operands from shared memory only
+// K-major (a row of k values per pixel), but NCHW holds a row of PIXELS per channel, so v12 and
+// v14 copy x to channels last first: on the 32 x 256 x 28 x 28 layer that copy moves as many
+// bytes as the GEMM itself (H100: v12 0.065 ms with its copies, cuDNN-TF32 0.029). From
+// registers, A may come in any layout: each thread loads its own fragment. What changes:
+//   1. the x tile of a stage is 32 channels x 128 pixels as NCHW holds them: a channel's pixels
+//      are consecutive (1x1, stride 1, no padding), so 16-byte cp.async of 4 pixels fill it
+//      straight from x, no gather and no copy kernel (the host checks that L % 4 == 0: a 4-pixel
+//      run never straddles two samples);
+//   2. before each k-step a thread loads its fragment of its warp's 16 pixels x 8 channels (the
+//      layout mma.sync's m16n8k8 uses: pixel g and g + 8, channels t and t + 4 of lane 4g + t)
+//      from that tile and rounds it to TF32 on the way (cvt.rna). The tile's rows are 136 floats
+//      apart (8 more than 128): lane 4g + t then reads bank (8t + g) % 32, all 32 different;
+//   3. wgmma's A operand is those 4 registers; its B operand, the filters, stays in shared
+//      memory as v12's swizzled 128-byte rows (w of a 1x1 layer is already K-major: a filter's
+//      channels are consecutive). The copies write w as it is; each thread then rounds the chunks
+//      it copied to TF32 in place before the barrier that hands the stage to the tensor cores;
+//   4. wgmma may read its A registers until the wait that retires it: the fragments of two
+//      stages live in two register sets, the stage loop is unrolled by two to name them, and the
+//      set in flight is held (pointwise_hold) until the wait that retires its wgmma.
+// Unchanged: 4 stages with one stage's wgmma in flight and two stages' copies loading, the sums
+// (16 pixels x 64 filters a warp) and their write-back (store_pixel_rows), no split K.
+// The block: 64 filters (m64n64k8) x 128 pixels, two blocks an SM. Measured on the H100 (one
+// lease, two rounds of 30 queued calls, ms; 64 x 128 / a 128 x 128 try (m64n128k8, one block an
+// SM) / v12 with its copies / cuDNN-TF32): 32x256x28x28 -> 256 0.039 / 0.041 / 0.065 / 0.032;
+// 16x512x14x14 -> 512 0.025 / 0.024 / 0.040 / 0.023; 32x64x56x56 -> 256 0.080 / 0.086 / 0.117 /
+// 0.059; 32x256x56x56 -> 64 0.052 / 0.071 / 0.154 / 0.055; 32x128x28x28 -> 512 0.049 / 0.052 /
+// 0.066 / 0.043; 16x1024x14x14 -> 256 0.030 / 0.040 / 0.043 / 0.024. The 64-filter block won
+// on five of six, so it is the only one.
+// =======================================================================================
+#define V16_STAGES 4          // shared-memory stages
+#define V16_FILTERS 64        // a block's filters: wgmma's N
+#define V16_PIXELS 128        // a block's pixels: two warpgroups of 64
+#define V16_KC 32             // channels a stage (a filter row of 128 bytes)
+#define V16_PITCH (V16_PIXELS + 8)   // floats from one channel's pixels to the next one's in the x tile
+
+// One wgmma of 64 pixels (A: 4 registers a thread) x 64 filters (B: descriptor) x 8 channels, TF32.
+__device__ __forceinline__ void wgmma_rs_64x64(float (&d)[8][4], const unsigned (&a)[4], unsigned long long b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" WG_REGS32 "}, "
+                 "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                 : WG_D32 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+
+// The fragments of a stage (4 k-steps x 4 registers) stay in their registers across this point.
+__device__ __forceinline__ void pointwise_hold(unsigned (&a)[4][4]) {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[kk][e]) :: "memory");
+}
+
+// The kernel of v16: 64 filters x 128 pixels a block, two blocks an SM (101 KB of stages each).
+extern "C" __global__ void __launch_bounds__(2 * V16_PIXELS, 2) conv2d_v16_pointwise_tf32(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int L, int groups, int m_blocks)
+{
+    constexpr int THREADS = 2 * V16_PIXELS;                  // a warpgroup per 64 pixels
+    constexpr int F_BYTES = V16_FILTERS * WG_ROW_BYTES;      // the filter rows: v12's swizzled layout
+    constexpr int X_BYTES = V16_KC * V16_PITCH * 4;          // the x tile: 32 channels x 136 floats
+    constexpr int STAGE_BYTES = F_BYTES + X_BYTES;           // a multiple of 1 KB: every filter tile
+    constexpr int F_ROWS = THREADS / 8;                      // starts on a 1 KB boundary
+    constexpr int F_PASSES = V16_FILTERS / F_ROWS;
+    constexpr int X_RUNS = V16_PIXELS / 4;                   // 16-byte runs along a channel's pixels
+    constexpr int X_ROWS = THREADS / X_RUNS;                 // channels one pass of the block copies
+    static_assert(STAGE_BYTES % WG_ATOM_BYTES == 0 && V16_FILTERS % F_ROWS == 0, "tile layout");
+
+    extern __shared__ unsigned char wg_smem_raw[];
+    unsigned char* smem = wg_smem_raw + ((WG_ATOM_BYTES - static_cast<unsigned>(
+        __cvta_generic_to_shared(wg_smem_raw)) % WG_ATOM_BYTES) % WG_ATOM_BYTES);
+
+    const int t = threadIdx.x, warpgroup = t / 128, warp = (t / 32) % 4, lane = t % 32;
+    const int Cg = C / groups, Mg = M / groups, P = N * L;   // P < 2^31: the host checks
+    const int g = blockIdx.y / m_blocks;
+    const int m0 = (blockIdx.y % m_blocks) * V16_FILTERS;    // first filter of the block, within the group
+    const int p0 = blockIdx.x * V16_PIXELS;                  // first pixel of the block
+    const int tiles = Cg / V16_KC;                           // Cg % 32 == 0: the host checks
+
+    // the filter copies, as v12's: chunk t % 8 of rows t / 8 + i * F_ROWS, to its swizzled place
+    const int chunk = t % 8, f_row = t / 8;
+    const int f_dst = f_row * WG_ROW_BYTES + ((chunk ^ (f_row % 8)) * 16);
+    const float* w_src[F_PASSES];
+    bool w_ok[F_PASSES];
+#pragma unroll
+    for (int i = 0; i < F_PASSES; ++i) {
+        const int m = m0 + f_row + i * F_ROWS;
+        w_ok[i] = m < Mg;
+        w_src[i] = w + (long long)(g * Mg + (w_ok[i] ? m : 0)) * Cg + chunk * 4;
+    }
+    // the x copies: run t % 32 (pixels 4r .. 4r + 3 of the block) of channels t / 32 + 8i
+    const int run = t % X_RUNS, x_row = t / X_RUNS;
+    const int p = p0 + 4 * run;
+    const bool x_ok = p < P;                                 // P % 4 == 0: a run is all in or all out
+    const int n = x_ok ? p / L : 0, l = x_ok ? p % L : 0;
+    const float* x_src = x + ((long long)n * C + g * Cg + x_row) * L + l;
+
+    auto load_stage = [&](int tile) {
+        unsigned char* stage = smem + (tile % V16_STAGES) * STAGE_BYTES;
+        const int k0 = tile * V16_KC;
+#pragma unroll
+        for (int i = 0; i < F_PASSES; ++i)
+            cp_async16(reinterpret_cast<float*>(stage + f_dst + i * F_ROWS * WG_ROW_BYTES), w_src[i] + k0, w_ok[i]);
+        float* x_tile = reinterpret_cast<float*>(stage + F_BYTES);
+#pragma unroll
+        for (int i = 0; i < V16_KC / X_ROWS; ++i)
+            cp_async16(x_tile + (x_row + i * X_ROWS) * V16_PITCH + 4 * run,
+                       x_src + (long long)(k0 + i * X_ROWS) * L, x_ok);
+        asm volatile("cp.async.commit_group;\n" ::);
+    };
+    // this thread's filter chunks of a landed stage, rounded to TF32 where they lie
+    auto round_filters = [&](int tile) {
+        unsigned char* stage = smem + (tile % V16_STAGES) * STAGE_BYTES;
+#pragma unroll
+        for (int i = 0; i < F_PASSES; ++i) {
+            float4* c = reinterpret_cast<float4*>(stage + f_dst + i * F_ROWS * WG_ROW_BYTES);
+            float4 v = *c;
+            v.x = __uint_as_float(to_tf32(v.x));
+            v.y = __uint_as_float(to_tf32(v.y));
+            v.z = __uint_as_float(to_tf32(v.z));
+            v.w = __uint_as_float(to_tf32(v.w));
+            *c = v;
+        }
+    };
+
+    float acc[V16_FILTERS / 8][4];
+#pragma unroll
+    for (int j = 0; j < V16_FILTERS / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+    const int gr = lane / 4, tq = lane % 4;
+    const int a_row = warpgroup * 64 + warp * 16 + gr;       // this lane's first pixel of the tile
+
+    // one stage: wait for its copies, hand it to the tensor cores, load its fragments into `a`,
+    // issue its 4 wgmma, then wait for the previous stage's (whose fragments are `a_prev`)
+    auto step = [&](int tile, unsigned (&a)[4][4], unsigned (&a_prev)[4][4]) {
+        asm volatile("cp.async.wait_group %0;\n" :: "n"(V16_STAGES - 3));  // my copies of `tile` landed
+        round_filters(tile);
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");    // ... visible to the tensor cores
+        __syncthreads();      // everyone's copies landed; every warpgroup's wgmma of tile - 2 finished
+        if (tile + V16_STAGES - 2 < tiles) load_stage(tile + V16_STAGES - 2);
+        else asm volatile("cp.async.commit_group;\n" ::);
+        const unsigned char* stage = smem + (tile % V16_STAGES) * STAGE_BYTES;
+        const float* x_tile = reinterpret_cast<const float*>(stage + F_BYTES);
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {                     // channels 8kk + tq (+4), pixels a_row (+8)
+            const float* k_row = x_tile + (8 * kk + tq) * V16_PITCH + a_row;
+            a[kk][0] = to_tf32(k_row[0]);
+            a[kk][1] = to_tf32(k_row[8]);
+            a[kk][2] = to_tf32(k_row[4 * V16_PITCH]);
+            a[kk][3] = to_tf32(k_row[4 * V16_PITCH + 8]);
+        }
+        const unsigned long long b = wgmma_descriptor(stage);
+        wgmma_hold(acc);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) wgmma_rs_64x64(acc, a[kk], b + 2 * kk);  // +32 bytes of k a step
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // the previous stage's are done
+        wgmma_hold(acc);
+        pointwise_hold(a_prev);                              // ... and only now may its registers change
+    };
+
+#pragma unroll
+    for (int s = 0; s < V16_STAGES - 2; ++s) {               // the pipeline fills
+        if (s < tiles) load_stage(s);
+        else asm volatile("cp.async.commit_group;\n" ::);
+    }
+    unsigned a0[4][4], a1[4][4];
+    for (int tile = 0; tile < tiles; tile += 2) {            // two stages a turn: a0 and a1 alternate
+        step(tile, a0, a1);
+        if (tile + 1 < tiles) step(tile + 1, a1, a0);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    wgmma_hold(acc);
+    pointwise_hold(a0);
+    pointwise_hold(a1);
+    store_pixel_rows<V16_FILTERS / 8>(acc, y, bias, M, Mg, g, L, P, p0 + warpgroup * 64 + warp * 16, m0, 1);
 }

@@ -285,7 +285,9 @@ def test_warpgroup_choice(monkeypatch):
     assert pipelined_launch(_problem(16, 1024, 7, 7, 1024, 3, padding=1)).grid[2] == 4  # v10: 9
     assert not wgmma_fits(few_filters, "fp16") and wgmma_fits(few_filters, "tf32")
     assert pipelined_launch(few_filters, "pipelined_fp16").kernel == "conv2d_v11_fp16_128x128_c32"
-    assert "_v8_" in pipelined_launch(_problem(32, 256, 28, 28, 256, 1)).kernel  # pointwise, as before
+    pointwise = _problem(32, 256, 28, 28, 256, 1)  # v16: x read as NCHW, pixels from registers
+    assert pipelined_launch(pointwise).kernel == "conv2d_v16_pointwise_tf32"
+    assert "_v9_" in pipelined_launch(pointwise, "pipelined_bf16").kernel  # v16 is TF32 only
     assert "_v10_tf32_64x64" in pipelined_launch(vgg, tile=(64, 64)).kernel  # a tile only v10 has
     assert "_v10_" in pipelined_launch(vgg, wgmma=False).kernel
     with pytest.raises(ValueError, match="multiple of 64 channels"):
