@@ -96,6 +96,7 @@ from gpuops.reflect_pad import reflect_pad, reflect_pad_backward
 from gpuops.unfold_fold import fold, fold_launch, fold_numpy, unfold_into, unfold_launch, unfold_numpy
 
 SOURCE = "conv_backward.cu"
+FLIP_KERNEL, SLICES_KERNEL = "flip_filter", "add_slices"  # copies of the host's compositions
 GRAD_INPUT_ALGORITHMS = ("scatter", "gather", "gemm_fold", "flipped_conv")
 GRAD_WEIGHT_ALGORITHMS = (
     "gemm",
@@ -811,9 +812,21 @@ def weight_pairs_numpy(
 
 
 def weight_pairs(dy: Any, x: Any, q: GradProblem, algorithm: str = "direct_pairs") -> Any:
-    """grad_weight_v3, v4 or v5 on the GPU: its partial sums, then the slices added (a fixed order)."""
-    part = _call(q, algorithm, (slices_of(q, algorithm)[0], *q.w_shape))(dy, x)
-    return part[0] if len(part) == 1 else part.sum(axis=0)
+    """grad_weight_v3, v4 or v5 on the GPU: its partial sums, then the slices added in order
+    (add_slices: one planned launch, where a CuPy sum costs the host 3x as much)."""
+    slices = slices_of(q, algorithm)[0]
+    part = _call(q, algorithm, (slices, *q.w_shape))(dy, x)
+    return part[0] if slices == 1 else _call(q, f"add_slices {algorithm}", q.w_shape)(part)
+
+
+def add_slices_launch(q: GradProblem, slices: int) -> Launch:
+    """add_slices: dw = the sum of a pair version's `slices` partial sums, one thread row per
+    (filter, channel) row of dw."""
+    taps = q.geometry.KH * q.geometry.KW
+    args = ints(slices=slices, taps=taps)
+    return row_launch(
+        SLICES_KERNEL, SOURCE, ("partial", "dw"), q.w_shape, taps, args, index="(m, c, ki, kj) of dw"
+    )
 
 
 # ---- batch_gemm: the batch side by side in one wide image (one composition for both backends) --------
@@ -902,6 +915,24 @@ def weight_batch_gemm(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None 
 
 
 # ---- flipped_conv: grad_input as a forward convolution (one composition for both backends) -----------
+def flipped_shape(q: GradProblem) -> tuple[int, int, int, int]:
+    """The shape of flipped_filter's result: (groups*Cg, Mg, KH, KW)."""
+    g = q.geometry
+    return q.C, q.M // q.groups, g.KH, g.KW
+
+
+def flip_filter_launch(q: GradProblem) -> Launch:
+    """flip_filter (kernels/conv_backward.cu): flipped_filter(w, groups) on the GPU in one planned
+    launch, one thread row per row (g*Cg + c, o) of the result, a thread per tap."""
+    g = q.geometry
+    taps = g.KH * g.KW
+    args = ints(Mg=q.M // q.groups, Cg=q.C // q.groups, taps=taps)
+    shape = flipped_shape(q)
+    return row_launch(
+        FLIP_KERNEL, SOURCE, ("w", "flipped"), shape, taps, args, index="(g*Cg + c, o, a, b) of flipped"
+    )
+
+
 def flipped_filter(w: Any, groups: int) -> Any:
     """The filter of grad_input's convolution: W'[g*Cg + c, o, a, b] = w[g*Mg + o, c, KH-1-a, KW-1-b].
     Each input channel c becomes a filter over its group's Mg output gradients (in and out swap
@@ -983,15 +1014,23 @@ def input_flipped_conv(dy: Any, w: Any, q: GradProblem, *, forward: str = FLIPPE
     rows, cols = phase_plan(q)
     single = len(rows) == len(cols) == 1 and None not in (rows[0].taps, cols[0].taps)  # its output is dx
     dx = None if single else xp.zeros(q.dx_shape, np.float32)
+    every_tap = slice(0, g.KH, 1), slice(0, g.KW, 1)
     for row, col in itertools.product(rows, cols):
         if row.taps is None or col.taps is None:
             continue  # no tap reaches these cells: they stay zero
-        part = dy[..., row.cut[0] : q.H_dy - row.cut[1], col.cut[0] : q.W_dy - col.cut[1]]
+        part = dy
+        if row.cut != (0, 0) or col.cut != (0, 0):
+            part = dy[..., row.cut[0] : q.H_dy - row.cut[1], col.cut[0] : q.W_dy - col.cut[1]]
         (top, bottom), (left, right) = row.pad, col.pad
         padding: Any = (top, left)
         if (top, left) != (bottom, right):
             part, padding = xp.pad(part, ((0, 0), (0, 0), (top, bottom), (left, right))), 0
-        taps = flipped_filter(w[..., row.taps, col.taps], q.groups)  # one copy: flipped, in and out swapped
+        if (row.taps, col.taps) == every_tap and xp is not np and w.flags.c_contiguous:
+            taps = _call(q, "flip", flipped_shape(q))(w)  # one planned launch (flip_filter)
+        else:
+            taps = flipped_filter(
+                w[..., row.taps, col.taps], q.groups
+            )  # one copy: flipped, in and out swapped
         dilation = (row.dilation, col.dilation)
         phase = conv2d(part, taps, None, 1, padding, dilation, q.groups, algorithm=forward)
         if dx is None:
@@ -1060,6 +1099,10 @@ def _call(q: GradProblem, which: str, out_shape: tuple[int, ...]) -> Call:
     import cupy
 
     def make() -> Call:
+        if which == "flip":
+            return Call(out_shape, flip_filter_launch(q))
+        if which.startswith("add_slices "):
+            return Call(out_shape, add_slices_launch(q, slices_of(q, which.split()[1])[0]))
         launch = {
             "scatter": input_scatter_launch,
             "gather": input_gather_launch,

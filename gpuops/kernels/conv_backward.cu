@@ -19,6 +19,8 @@
 //                           a team of threads per tap reading it there
 //   grad_weight_v5_columns  v3's grid with a thread per column of outputs, up to 9 taps' sums in its
 //                           registers, the block's sums added tap by tap at the end
+// and two copies the host's compositions launch (at the end of the file): flip_filter (the
+// filter of flipped_conv) and add_slices (v3-v5's slices summed into dw).
 //
 // Shapes: dy (N, M, H_out, W_out) the gradient of the forward output, w (M, C/groups, KH, KW),
 // x and dx (N, C, H, W), dw like w. The forward pass computed, for filter m of group
@@ -471,5 +473,53 @@ extern "C" __global__ void __launch_bounds__(V5_THREADS) grad_weight_v5_columns(
             store(partial, p.first + t0 + threadIdx.x, total);
         }
         __syncthreads();                                   // s_sum is read before the next pass writes it
+    }
+}
+
+// =======================================================================================
+// Two helpers of the host's compositions: copies, not versions of an operation.
+//
+// flip_filter: flipped_conv computes grad_input as a forward convolution of dy, whose filter is
+// w with its taps flipped and, within each group, its filters and channels swapped:
+//   flipped[g*Cg + c, o, a, b] = w[g*Mg + o, c, KH-1-a, KW-1-b]
+// A row kernel (FOR_EACH_ROW, as unfold's): one thread row per row (g*Cg + c, o) of the result,
+// its threads walking the KH*KW taps. Flipping both axes reverses the tap's flat index a*KW + b.
+//
+// add_slices: grad_weight v3-v5 leave one partial sum per slice of the output rows, partial
+// (slices, M, Cg, KH, KW); dw is their sum, the slices added in order 0, 1, ... (as the NumPy
+// twin adds them). One thread row per (filter, channel) row of dw, a thread per tap.
+// One launch each, where the array library's generic copy and reduction cost the host 3-4x the
+// time of a planned launch (H100 host: flipping through views and a copy 19-31 us, a sum over
+// the slices 19 us; a planned row kernel about 6).
+// =======================================================================================
+extern "C" __global__ void flip_filter(
+    const float* __restrict__ w,          // (M, Cg, KH, KW)
+    float* __restrict__ flipped,          // (groups*Cg, Mg, KH, KW)
+    unsigned rows,                        // groups*Cg*Mg = M*Cg
+    int Mg, int Cg, int taps)             // taps = KH*KW
+{
+    FOR_EACH_ROW(row, rows) {
+        const int o = row % Mg, gc = row / Mg;            // row = (g*Cg + c)*Mg + o
+        const int g = gc / Cg, c = gc % Cg;
+        const float* src = w + ((long long)(g * Mg + o) * Cg + c) * taps;
+        for (int i = threadIdx.x; i < taps; i += blockDim.x)
+            store(flipped, (long long)row * taps + i, src[taps - 1 - i]);
+    }
+}
+
+extern "C" __global__ void add_slices(
+    const float* __restrict__ partial,    // (slices, M, Cg, KH, KW)
+    float* __restrict__ dw,               // (M, Cg, KH, KW)
+    unsigned rows,                        // M*Cg
+    int slices, int taps)                 // taps = KH*KW
+{
+    const long long size = (long long)rows * taps;       // values a slice
+    FOR_EACH_ROW(row, rows) {
+        for (int i = threadIdx.x; i < taps; i += blockDim.x) {
+            const long long cell = (long long)row * taps + i;
+            float sum = partial[cell];
+            for (int s = 1; s < slices; ++s) sum += partial[s * size + cell];
+            store(dw, cell, sum);
+        }
     }
 }

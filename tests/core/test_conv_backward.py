@@ -878,6 +878,60 @@ def test_flipped_conv_on_every_forward_kernel(shape, rng):
 
 
 @pytest.mark.gpu
+def test_stride_1_flipped_conv_flips_the_filter_in_one_planned_launch(rng):
+    """Where one phase takes every tap (stride 1), flipped_conv copies the filter with the
+    flip_filter launch (its result equal to flipped_filter's, entry by entry) and then runs the
+    forward's kernel: two launches. A strided layer's phases keep the array library's copies."""
+    import cupy as cp
+
+    from gpuops import launch as launch_module
+
+    x, w, dy, kw = _gpu_problem((2, 4, 11, 9, 6, 3, 1, 1, 1, 2), rng)
+    _, q = cb.check_conv2d_backward(dy.shape, x.shape, w.shape, **kw)
+    w_ = cp.asarray(w)
+    flip = cb.flip_filter_launch(q)
+    flipped = cp.full(cb.flipped_shape(q), cp.nan, cp.float32)
+    launch_module.run(flip, w_, flipped)
+    np.testing.assert_array_equal(flipped.get(), cb.flipped_filter(w, q.groups))
+    forward = gpuops.plan_conv2d(dy.shape, flipped.shape, None, 1, 1, 1, 2, algorithm="direct").launch
+    with launch_module.recorded() as ran:
+        got = cb.input_flipped_conv(cp.asarray(dy), w_, q, forward="direct")
+    assert ran == [flip, forward]
+    ref_x, _, _ = conv2d_backward_ref(dy, x, w, (1, 1), (1, 1), (1, 1), 2)
+    np.testing.assert_allclose(got.get(), ref_x, rtol=1e-4, atol=1e-4)
+    x, w, dy, kw = _gpu_problem((2, 4, 11, 9, 6, 3, 2, 1, 1, 2), rng)
+    _, q = cb.check_conv2d_backward(dy.shape, x.shape, w.shape, **kw)
+    with launch_module.recorded() as ran:
+        cb.input_flipped_conv(cp.asarray(dy), cp.asarray(w), q, forward="direct")
+    assert flip not in ran and all(launch.kernel != cb.FLIP_KERNEL for launch in ran)
+
+
+@pytest.mark.gpu
+def test_pair_versions_add_their_slices_in_one_planned_launch(rng):
+    """v3-v5's partial sums of several slices become dw through add_slices: its result equals
+    the slices' sum, and weight_pairs runs the pair kernel, then it."""
+    import cupy as cp
+
+    from gpuops import launch as launch_module
+
+    x, w, dy, kw = _gpu_problem((4, 8, 40, 36, 8, 3, 1, 1, 1, 8), rng)
+    _, q = cb.check_conv2d_backward(dy.shape, x.shape, w.shape, **kw)
+    for algorithm in cb.PAIR_ALGORITHMS:
+        slices = cb.slices_of(q, algorithm)[0]
+        assert slices > 1, algorithm
+        partial = cp.asarray(rng.standard_normal((slices, *q.w_shape)).astype(np.float32))
+        summed = cp.full(q.w_shape, cp.nan, cp.float32)
+        adder = cb.add_slices_launch(q, slices)
+        launch_module.run(adder, partial, summed)
+        np.testing.assert_allclose(summed.get(), partial.get().sum(axis=0), rtol=1e-6, atol=1e-6)
+        with launch_module.recorded() as ran:
+            got = cb.weight_pairs(cp.asarray(dy), cp.asarray(x), q, algorithm)
+        assert [launch.kernel for launch in ran] == [cb.KERNELS[algorithm], cb.SLICES_KERNEL]
+        _, ref_w, _ = conv2d_backward_ref(dy, x, w, groups=8, padding=(1, 1))
+        np.testing.assert_allclose(got.get(), ref_w, rtol=1e-4, atol=1e-3, err_msg=algorithm)
+
+
+@pytest.mark.gpu
 def test_batch_gemm_is_one_gemm_per_chunk_on_a_late_stage_layer(rng):
     """Many channels on a 7 x 7 plane (where one GEMM per sample has an inner side of 49):
     batch_gemm against the per-sample gemm and the CPU twin."""

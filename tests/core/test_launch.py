@@ -21,7 +21,9 @@ from gpuops.conv2d import (
     tiled_launch,
 )
 from gpuops.conv_backward import (
+    add_slices_launch,
     check_conv2d_backward,
+    flip_filter_launch,
     input_gather_launch,
     input_scatter_launch,
     weight_columns_launch,
@@ -262,6 +264,8 @@ ALL_LAUNCHES = {
     "weight_pairs": lambda: weight_pairs_launch(_grad_problem()),
     "weight_pairs_shared": lambda: weight_pairs_shared_launch(_grad_problem()),
     "weight_columns": lambda: weight_columns_launch(_grad_problem()),
+    "flip_filter": lambda: flip_filter_launch(_grad_problem()),
+    "add_slices": lambda: add_slices_launch(_grad_problem(), 3),
     "reflect_pad_backward_scatter": lambda: reflect_pad_backward_launch(8, 11, 9, (2, 3, 1, 4), "scatter"),
     "reflect_pad_backward_gather": lambda: reflect_pad_backward_launch(8, 11, 9, (2, 3, 1, 4), "gather"),
     "max_pool2d": lambda: max_pool2d_launch(8, POOL),
@@ -270,6 +274,7 @@ ALL_LAUNCHES = {
     "avg_pool2d": lambda: avg_pool2d_launch(8, POOL, AvgRule(False, None)),
     "avg_pool2d_backward": lambda: avg_pool2d_backward_launch(8, POOL, AvgRule(False, None)),
 }
+HELPERS = {"flip_filter", "add_slices"}  # not versions of an operation
 # several writers per output
 ATOMIC = {"fold_scatter", "input_scatter", "reflect_pad_backward_scatter", "max_pool2d_backward_scatter"}
 
@@ -294,6 +299,9 @@ def test_every_kernel_has_a_version_header_that_states_its_delta(name):
     """The header names the version the kernel's name carries (`grad_input_v2_gather`: "v2"):
     in a file, vN numbers the successive versions of one operation."""
     launch = ALL_LAUNCHES[name]()
+    if name in HELPERS:  # copies the host's compositions launch: the file's header names them
+        assert re.search(rf"// .*\b{launch.kernel}\b", source_text(launch.source).split("#include")[0])
+        return
     header = kernel_span(launch.source, launch.kernel).text.split("extern")[0]
     version = re.search(r"_v(\d+)", launch.kernel).group(1)
     assert re.search(rf"// (\w+ )?v{version}\b", header), header
@@ -327,6 +335,13 @@ def _inputs(name, rng):
         x = rng.standard_normal((2, 4, 11, 9)).astype(np.float32)
         slices = () if name == "weight_reduce" else (launch.grid[1],)
         arrays, out_shape = (cp.asarray(dy), cp.asarray(x)), (*slices, 6, 2, 3, 3)
+    elif name == "flip_filter":  # w (6, 2, 3, 3) in 2 groups -> (4, 3, 3, 3)
+        arrays, out_shape = (cp.asarray(rng.standard_normal((6, 2, 3, 3)).astype(np.float32)),), (4, 3, 3, 3)
+    elif name == "add_slices":  # 3 slices of partial sums -> dw (6, 2, 3, 3)
+        arrays, out_shape = (
+            (cp.asarray(rng.standard_normal((3, 6, 2, 3, 3)).astype(np.float32)),),
+            (6, 2, 3, 3),
+        )
     elif name.startswith("reflect_pad_backward"):  # the padded gradient -> (8, 11, 9)
         arrays, out_shape = (cp.asarray(rng.standard_normal((8, 16, 14)).astype(np.float32)),), (8, 11, 9)
     else:
