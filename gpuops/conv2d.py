@@ -157,11 +157,14 @@ X3_STAGES = {128: 3, 64: 4}  # v13: shared-memory stages by the tile's filter ro
 # additions along k round less carefully than fp32's); every stage 3.1-4.9e-7 at up to 25% more;
 # every 4 stages 0.9-1.1e-6
 X3_PROMOTE = 2
-# pipelined_tf32 runs v14 where a group has at most this many filters (v12's 64 filter rows half
-# empty). H100, grouped_g4 (32 filters a group), two runs in one lease: v12 0.238 / 0.230 ms,
-# v14 TF32 0.198 / 0.180, cuDNN-TF32 0.195 / 0.177 (bench/results/h100_v14_run1/2.json, in git
-# history since 2026-11-27)
-V14_TF32_FILTERS = 32
+# pipelined_tf32 runs v14 where a group has at most this many filters, where v12 takes its
+# 64 x 128 tile (a warpgroup's 64 filter rows, half empty where a group has 32). H100, grouped_g4
+# (32 filters a group), two runs in one lease: v12 0.238 / 0.230 ms, v14 TF32 0.198 / 0.180,
+# cuDNN-TF32 0.195 / 0.177 (h100_v14_run1/2.json, in git history since 2026-11-27). With 64
+# filters a group v14's 64 x 128 tile beat v12's in both runs of h100_v16_run1/2.json: k5 0.060 /
+# 0.060 ms against 0.065 / 0.065, resnet56 0.084 / 0.084 against 0.091 / 0.090; past 64 (v12's
+# 128 x 128) v12 won: VGG-like 0.191 against 0.234, late 14x14x256 0.052 against 0.060
+V14_TF32_FILTERS = 64
 PIXEL_TILES = ((32, 64), (32, 128), (64, 128))  # v14 block tiles, filters x pixels: a warpgroup per 64 pixels
 V14_STAGES = {"tf32": 4, SPLIT_TF32: 4}  # v14's stages by operands: TF32 48-96 KB a block, 3xTF32 96-192
 PIXEL_ROWS_FILTERS = 64  # auto measures v14 where a group has at most this many filters (its columns)
@@ -762,7 +765,7 @@ def pipelined_launch(
     (16-byte input copies) where rows are contiguous (stride_w 1, no reflect) and v7 elsewhere,
     16-bit operands v9 (v8's gather); tile from pipelined_tile, k split over gridDim.z by
     pipelined_splits. In TF32 on Hopper, groups of at most V14_TF32_FILTERS filters run v14
-    (pixels on wgmma's rows; v12 would leave half its filter rows empty), and 1x1 layers of
+    (pixels on wgmma's rows; measured faster than v12's 64 x 128 tile), and 1x1 layers of
     stride 1 without padding v16 (pointwise_launch). `wide_copies` (v7 / v8 /
     v9, never v10-v12), `channels_last`, `wgmma` (False: v10 / v11, True: v12), `tile` and
     `k_splits` override the choices (the benchmark and tests run each)."""

@@ -274,7 +274,8 @@ def test_warpgroup_choice(monkeypatch):
     assert warpgroup_tile(vgg) == (128, 128) and warpgroup_tile(few_filters) == (64, 128)
     assert pipelined_launch(vgg).kernel == "conv2d_v12_tf32_128x128"
     assert pipelined_launch(vgg, "pipelined_bf16").kernel == "conv2d_v12_bf16_128x128"
-    assert pipelined_launch(few_filters).kernel == "conv2d_v12_tf32_64x128"
+    assert pipelined_launch(few_filters).kernel == "conv2d_v14_tf32_64x128"  # 64 filters: v14's tile
+    assert pipelined_launch(few_filters, wgmma=True).kernel == "conv2d_v12_tf32_64x128"
     grouped = _problem(32, 128, 56, 56, 128, 3, padding=1, groups=4)  # 32 filters a group: v14's rows
     assert pipelined_launch(grouped).kernel == "conv2d_v14_tf32_32x128"
     assert pipelined_launch(grouped, wgmma=True).kernel == "conv2d_v12_tf32_64x128"  # v12 when asked
