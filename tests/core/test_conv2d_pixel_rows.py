@@ -40,6 +40,7 @@ from gpuops.conv2d import (
 )
 from gpuops.launch import kernel_signature, kernel_span, source_text
 from tests.support.cases import layer_arrays
+from tests.support.traces import assert_the_map_names_each_writer
 
 ALGORITHMS = tuple(PIXEL_ROWS_ALGORITHMS)  # pixel_rows_tf32, pixel_rows_3xtf32
 SPLIT_CEILING = 2e-6  # 3xTF32, of the largest output (module docstring)
@@ -242,11 +243,8 @@ def test_v14_thread_map_names_each_writer(tile, algorithm, rng):
     launch = pixel_rows_launch(p, algorithm, tile=tile, k_splits=1)
     x_cl, w_cl = ChannelsLastCall(p, launch).channels_last(cp.asarray(x), cp.asarray(w))
     out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
-    writer, dims = launch_module.traced(launch, x_cl, w_cl, None, out)
-    assert not np.isnan(out.get()).any() and (writer > 0).all()
-    assert dims == (*launch.grid, *launch.block)
-    for index in np.ndindex(out.shape):
-        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+    assert_the_map_names_each_writer(launch, x_cl, w_cl, None, out)
+    assert not np.isnan(out.get()).any()
 
 
 @pytest.mark.gpu

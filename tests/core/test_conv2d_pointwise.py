@@ -40,6 +40,7 @@ from gpuops.conv2d import (
 )
 from gpuops.launch import Call, kernel_signature, kernel_span, source_text
 from tests.support.cases import layer_arrays
+from tests.support.traces import assert_the_map_names_each_writer
 
 TF32_CEILING, TF32_FLOOR = 1e-3, 2.0**-11 / 10
 GEOMETRIES = [  # (N, C, H, W, M, 1, 1, 0, 1, groups, "zeros")
@@ -205,11 +206,8 @@ def test_v16_thread_map_names_each_writer(rng):
     x, w, _, p = layer_arrays((2, 64, 10, 10, 70, 1, 1, 0, 1, 1, "zeros"), rng)
     launch = pointwise_launch(p)
     out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
-    writer, dims = launch_module.traced(launch, cp.asarray(x), cp.asarray(w), None, out)
-    assert not np.isnan(out.get()).any() and (writer > 0).all()
-    assert dims == (*launch.grid, *launch.block)
-    for index in np.ndindex(out.shape):
-        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+    assert_the_map_names_each_writer(launch, cp.asarray(x), cp.asarray(w), None, out)
+    assert not np.isnan(out.get()).any()
 
 
 @pytest.mark.gpu

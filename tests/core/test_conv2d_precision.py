@@ -51,6 +51,7 @@ from gpuops.launch import kernel_signature, kernel_span, source_text
 from tests.support.cases import case_id, layer_arrays, random_conv_cases
 from tests.support.helpers import BACKENDS, host, on
 from tests.support.references import conv2d_ref
+from tests.support.traces import assert_the_map_names_each_writer
 
 PIPELINED = ("pipelined_tf32", *HALF_ALGORITHMS)
 ROUNDING = {"tf32": to_tf32, "bf16": to_bf16, "fp16": to_fp16}
@@ -443,11 +444,8 @@ def test_thread_of_names_the_thread_that_wrote_each_output(algorithm, tile, rng)
     p = check_conv2d(x.shape, w.shape, None, 1, 1, 1, 2)
     launch = pipelined_launch(p, algorithm, tile=tile, k_splits=1)
     out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
-    writer, dims = launch_module.traced(launch, cp.asarray(x), cp.asarray(w), None, out)
-    assert not np.isnan(out.get()).any() and (writer > 0).all()
-    assert dims == (*launch.grid, *launch.block)
-    for index in np.ndindex(out.shape):
-        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+    assert_the_map_names_each_writer(launch, cp.asarray(x), cp.asarray(w), None, out)
+    assert not np.isnan(out.get()).any()
 
 
 @pytest.mark.gpu
@@ -594,11 +592,8 @@ def test_channels_last_thread_map_names_each_writer(wgmma, tile, algorithm, rng)
     launch = pipelined_launch(p, algorithm, tile=tile, k_splits=1, channels_last=True, wgmma=wgmma)
     x_cl, w_cl = ChannelsLastCall(p, launch).channels_last(cp.asarray(x), cp.asarray(w))
     out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
-    writer, dims = launch_module.traced(launch, x_cl, w_cl, None, out)
-    assert not np.isnan(out.get()).any() and (writer > 0).all()
-    assert dims == (*launch.grid, *launch.block)
-    for index in np.ndindex(out.shape):
-        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+    assert_the_map_names_each_writer(launch, x_cl, w_cl, None, out)
+    assert not np.isnan(out.get()).any()
 
 
 @pytest.mark.gpu
@@ -613,11 +608,8 @@ def test_channels_last_copy_map_names_each_writer(algorithm, rng):
     call = ChannelsLastCall(p, pipelined_launch(p, algorithm, channels_last=True))
     launch = call.copies[0]
     out = cp.full(call.x_shape, 0xFFFF if call.dtype == np.uint16 else np.nan, dtype=call.dtype)
-    writer, dims = launch_module.traced(launch, cp.asarray(x), out)
-    assert (writer > 0).all() and not np.isnan(_decoded(out.get(), PRECISIONS[algorithm])).any()
-    assert dims == (*launch.grid, *launch.block)
-    for index in np.ndindex(out.shape):
-        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+    assert_the_map_names_each_writer(launch, cp.asarray(x), out)
+    assert not np.isnan(_decoded(out.get(), PRECISIONS[algorithm])).any()
 
 
 @pytest.mark.gpu

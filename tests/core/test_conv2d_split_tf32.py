@@ -35,6 +35,7 @@ from gpuops.conv2d import (
 )
 from gpuops.launch import kernel_signature, kernel_span, source_text
 from tests.support.cases import layer_arrays
+from tests.support.traces import assert_the_map_names_each_writer
 
 ERROR_CEILING = 2e-6  # of the largest output (module docstring)
 GEOMETRIES = [  # (N, C, H, W, M, K, stride, padding, dilation, groups, mode)
@@ -220,16 +221,12 @@ def test_split_thread_maps_name_each_writer(tile, rng):
     call = ChannelsLastCall(p, launch)
     x_cl, w_cl = call.channels_last(cp.asarray(x), cp.asarray(w))
     out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
-    writer, dims = launch_module.traced(launch, x_cl, w_cl, None, out)
-    assert not np.isnan(out.get()).any() and dims == (*launch.grid, *launch.block)
-    for index in np.ndindex(out.shape):
-        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+    assert_the_map_names_each_writer(launch, x_cl, w_cl, None, out)
+    assert not np.isnan(out.get()).any()
     copy = call.copies[0]
     out = cp.full(call.x_shape, cp.nan, dtype=cp.float32)
-    writer, dims = launch_module.traced(copy, cp.asarray(x), out)
-    assert (writer > 0).all() and not np.isnan(out.get()).any()
-    for index in np.ndindex(out.shape):
-        assert copy.thread_of(*index).trace_id(copy.grid, copy.block) == writer[index], index
+    assert_the_map_names_each_writer(copy, cp.asarray(x), out)
+    assert not np.isnan(out.get()).any()
 
 
 @pytest.mark.gpu

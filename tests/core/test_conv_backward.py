@@ -17,6 +17,7 @@ from gpuops.maps import conv_backward as maps
 from tests.support.cases import case_id, random_conv_cases
 from tests.support.helpers import BACKENDS, host, on
 from tests.support.references import conv2d_backward_ref, conv_transpose2d_ref
+from tests.support.traces import assert_the_map_names_each_writer
 
 CASES = random_conv_cases(24, seed=21)  # 8 hand-picked corners (1x1, kernel == input, ...) + 16 random
 backends = pytest.mark.parametrize("xp", BACKENDS, indirect=True)
@@ -730,17 +731,12 @@ def test_weight_pairs_partial_sums_are_written_where_the_map_says(algorithm, sha
     the thread the map names, and the host's sum of the slices equals the float64 reference."""
     import cupy as cp
 
-    from gpuops import launch as launch_module
-
     x, w, dy, kw = _gpu_problem(shape, rng)
     q = gpuops.plan_conv2d_backward(dy.shape, x.shape, w.shape, **kw).problem
     launch = cb.weight_launch(q, algorithm)
     assert launch.grid[1] > 1  # several slices
     partial = cp.full((launch.grid[1], *w.shape), cp.nan, dtype=cp.float32)
-    writer, dims = launch_module.traced(launch, cp.asarray(dy), cp.asarray(x), partial)
-    assert (writer > 0).all() and dims == (*launch.grid, *launch.block)
-    for index in np.ndindex(partial.shape):
-        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+    assert_the_map_names_each_writer(launch, cp.asarray(dy), cp.asarray(x), partial)
     pairs = {k: (v, v) for k, v in kw.items() if k != "groups"}  # the reference takes (h, w) pairs
     ref = conv2d_backward_ref(dy, x, w, groups=kw["groups"], **pairs)[1]
     np.testing.assert_allclose(partial.sum(axis=0).get(), ref, rtol=1e-4, atol=1e-3)

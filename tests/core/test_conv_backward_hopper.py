@@ -22,6 +22,7 @@ from gpuops import conv_backward_hopper as v2
 from gpuops import launch as launch_module
 from gpuops.conv2d import to_tf32
 from gpuops.launch import kernel_signature, kernel_span, source_text
+from tests.support.traces import assert_the_map_names_each_writer
 
 ALGORITHM = v2.ALGORITHM
 CEILING = 2e-6  # of the largest |dW| (module docstring)
@@ -232,14 +233,11 @@ def test_the_copy_kernel_equals_its_twin(shape, rng):
     x, _, _, _, q = _arrays(shape, rng)
     xs = cp.full(v2.copy_shape(q), cp.nan, dtype=cp.float32)
     launch = v2.copy_launch(q)
-    writer, dims = launch_module.traced(launch, cp.asarray(x), xs)
+    assert_the_map_names_each_writer(launch, cp.asarray(x), xs)
     expected = v2.shifted_copies_numpy(x, q)
     big = to_tf32(expected)
     np.testing.assert_array_equal(xs[0].get(), big)
     np.testing.assert_array_equal(xs[1].get(), to_tf32(expected - big))
-    assert dims == (*launch.grid, *launch.block)  # ShiftedCopyMap names every cell's writer
-    for index in np.ndindex(xs.shape):
-        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
 
 
 @pytest.mark.gpu
@@ -308,10 +306,7 @@ def test_v2_thread_map_names_each_writer(rng):
     launch_module.run(v2.split_launch(q), cp.asarray(dy), dys)
     launch = v2.gemm_launch(q, k_splits=1)
     dw = cp.full(w_shape, cp.nan, dtype=cp.float32)
-    writer, dims = launch_module.traced(launch, dys, xs, dw)
-    assert (writer > 0).all() and dims == (*launch.grid, *launch.block)
-    for index in np.ndindex(w_shape):
-        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
+    assert_the_map_names_each_writer(launch, dys, xs, dw)
 
 
 @pytest.mark.gpu
@@ -326,14 +321,11 @@ def test_dy_pairs_are_tf32_pairs_written_where_the_map_says(width, rng):
     _, dy, _, _, q = _arrays((5, 8, 16, width, 8, 3, 1, 1, 1, 1, "zeros"), rng)
     launch = dataclasses.replace(v2.split_launch(q), grid=(4, 1, 1))
     dys = cp.full(v2.pairs_shape(q), cp.nan, dtype=cp.float32)
-    writer, dims = launch_module.traced(launch, cp.asarray(dy), dys)
+    assert_the_map_names_each_writer(launch, cp.asarray(dy), dys)
     dy = v2.dy_rows_numpy(dy, q)
     big = to_tf32(dy)
     np.testing.assert_array_equal(dys[0].get(), big)
     np.testing.assert_array_equal(dys[1].get(), to_tf32(dy - big))
-    assert dims == (*launch.grid, *launch.block)
-    for index in np.ndindex(dys.shape):
-        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
 
 
 @pytest.mark.gpu

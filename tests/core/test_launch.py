@@ -42,6 +42,7 @@ from gpuops.pool import (
 )
 from gpuops.reflect_pad import reflect_pad_backward_launch, reflect_pad_launch
 from gpuops.unfold_fold import fold_launch, unfold_launch
+from tests.support.traces import assert_the_map_names_each_writer
 
 
 def problem(N, C, H, W, M, K, groups=1, **kw):
@@ -379,13 +380,9 @@ def test_thread_of_names_the_thread_that_wrote_each_output(name, rng):
     (no NaN left, no zero id), the kernel saw the Launch's grid and block, and thread_of()
     names exactly the recorded thread, for every cell."""
     launch, arrays = _inputs(name, rng)
-    writer, dims = launch_module.traced(launch, *arrays)
+    assert_the_map_names_each_writer(launch, *arrays)
     out = arrays[-1].get()
     assert not np.isnan(out).any()
-    assert (writer > 0).all()
-    assert dims == (*launch.grid, *launch.block)
-    for index in np.ndindex(out.shape):
-        assert launch.thread_of(*index).trace_id(launch.grid, launch.block) == writer[index], index
 
 
 @pytest.mark.gpu
