@@ -517,12 +517,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v14_3xtf32_64x128(
 // =======================================================================================
 // v16 1x1 LAYERS FROM NCHW, THE PIXELS FROM REGISTERS = v14 (pixels on wgmma's rows) for a 1x1
 // layer of stride 1 without padding, with wgmma's A operand (the pixels) taken from registers
-// instead of shared memory. On such a layer the GEMM's B operand is the input itself: y[n][m][l]
-// = sum over c of w[m][c] * x[n][c][l]. wgmma reads TF32 operands from shared memory only
-// K-major (a row of k values per pixel), but NCHW holds a row of PIXELS per channel, so v12 and
-// v14 copy x to channels last first: on the 32 x 256 x 28 x 28 layer that copy moves as many
-// bytes as the GEMM itself (H100: v12 0.065 ms with its copies, cuDNN-TF32 0.029). From
-// registers, A may come in any layout: each thread loads its own fragment. What changes:
+// instead of shared memory. On such a layer the GEMM reads the input itself: y[n][m][l] = sum
+// over c of w[m][c] * x[n][c][l], pixels l on wgmma's rows (A), filters m on its columns (B). wgmma
+// reads TF32 operands from shared memory only K-major (a row of k values per pixel), but NCHW
+// holds a row of PIXELS per channel, so v12 and v14 copy x to channels last first: on the
+// 32 x 256 x 28 x 28 layer that copy moves as many bytes as the GEMM itself (H100: v12 0.065 ms
+// with its copies, cuDNN-TF32 0.029). From registers, A may come in any layout: each thread
+// loads its own fragment. What changes:
 //   1. the x tile of a stage is 32 channels x 128 pixels as NCHW holds them: a channel's pixels
 //      are consecutive (1x1, stride 1, no padding), so 16-byte cp.async of 4 pixels fill it
 //      straight from x, no gather and no copy kernel (the host checks that L % 4 == 0: a 4-pixel
