@@ -536,11 +536,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v14_3xtf32_64x128(
 //      memory as v12's swizzled 128-byte rows (w of a 1x1 layer is already K-major: a filter's
 //      channels are consecutive). The copies write w as it is; each thread then rounds the chunks
 //      it copied to TF32 in place before the barrier that hands the stage to the tensor cores;
-//   4. wgmma may read its A registers until the wait that retires it: the fragments of two
-//      stages live in two register sets, the stage loop is unrolled by two to name them, and the
-//      set in flight is held (pointwise_hold) until the wait that retires its wgmma.
-// Unchanged: 4 stages with one stage's wgmma in flight and two stages' copies loading, the sums
-// (16 pixels x 64 filters a warp) and their write-back (store_pixel_rows), no split K.
+//   4. wgmma may read its A registers until the wait that retires it, and ptxas serializes all
+//      wgmma of a kernel (each waits for the one before: warning C7513) where registers a wgmma
+//      reads are written while earlier ones run. So a stage waits for its own wgmma before the
+//      next stage's fragments are loaded; the other warpgroup and the other block on the SM keep
+//      the tensor cores busy meanwhile. (The first v16 kept the next stage's fragments in a
+//      second register set instead and was serialized: 0.039 / 0.026 / 0.030 ms on the first,
+//      second and last layers below, 0.038 / 0.024 / 0.028 with this wait; the others level.)
+// Unchanged: 4 stages with two stages' copies loading, the sums (16 pixels x 64 filters a warp)
+// and their write-back (store_pixel_rows), no split K.
 // The block: 64 filters (m64n64k8) x 128 pixels, two blocks an SM. Measured on the H100 (one
 // lease, two rounds of 30 queued calls, ms; 64 x 128 / a 128 x 128 try (m64n128k8, one block an
 // SM) / v12 with its copies / cuDNN-TF32): 32x256x28x28 -> 256 0.039 / 0.041 / 0.065 / 0.032;
@@ -555,20 +559,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v14_3xtf32_64x128(
 #define V16_KC 32             // channels a stage (a filter row of 128 bytes)
 #define V16_PITCH (V16_PIXELS + 8)   // floats from one channel's pixels to the next one's in the x tile
 
-// One wgmma of 64 pixels (A: 4 registers a thread) x 64 filters (B: descriptor) x 8 channels, TF32.
-__device__ __forceinline__ void wgmma_rs_64x64(float (&d)[8][4], const unsigned (&a)[4], unsigned long long b) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" WG_REGS32 "}, "
-                 "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
-                 : WG_D32 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
-
-// The fragments of a stage (4 k-steps x 4 registers) stay in their registers across this point.
-__device__ __forceinline__ void pointwise_hold(unsigned (&a)[4][4]) {
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[kk][e]) :: "memory");
+// One wgmma of 64 pixels (A: 4 registers a thread) x N filters (B: descriptor) x 8 channels,
+// TF32; v16 issues N = 64.
+template <int N>
+__device__ __forceinline__ void wgmma_rs_64xN(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b) {
+    static_assert(N == 32 || N == 64, "the shapes of the TF32 register form");
+    if constexpr (N == 32)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {" WG_REGS16 "}, "
+                     "{%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
+                     : WG_D16 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" WG_REGS32 "}, "
+                     "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                     : WG_D32 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
 }
 
 // The kernel of v16: 64 filters x 128 pixels a block, two blocks an SM (101 KB of stages each).
@@ -651,17 +656,18 @@ extern "C" __global__ void __launch_bounds__(2 * V16_PIXELS, 2) conv2d_v16_point
     const int gr = lane / 4, tq = lane % 4;
     const int a_row = warpgroup * 64 + warp * 16 + gr;       // this lane's first pixel of the tile
 
-    // one stage: wait for its copies, hand it to the tensor cores, load its fragments into `a`,
-    // issue its 4 wgmma, then wait for the previous stage's (whose fragments are `a_prev`)
-    auto step = [&](int tile, unsigned (&a)[4][4], unsigned (&a_prev)[4][4]) {
+    // one stage: wait for its copies, hand it to the tensor cores, load its fragments, issue its
+    // 4 wgmma and wait for them
+    auto step = [&](int tile) {
         asm volatile("cp.async.wait_group %0;\n" :: "n"(V16_STAGES - 3));  // my copies of `tile` landed
         round_filters(tile);
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");    // ... visible to the tensor cores
-        __syncthreads();      // everyone's copies landed; every warpgroup's wgmma of tile - 2 finished
+        __syncthreads();      // everyone's copies landed; every warpgroup's wgmma of tile - 1 finished
         if (tile + V16_STAGES - 2 < tiles) load_stage(tile + V16_STAGES - 2);
         else asm volatile("cp.async.commit_group;\n" ::);
         const unsigned char* stage = smem + (tile % V16_STAGES) * STAGE_BYTES;
         const float* x_tile = reinterpret_cast<const float*>(stage + F_BYTES);
+        unsigned a[4][4];
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {                     // channels 8kk + tq (+4), pixels a_row (+8)
             const float* k_row = x_tile + (8 * kk + tq) * V16_PITCH + a_row;
@@ -674,11 +680,10 @@ extern "C" __global__ void __launch_bounds__(2 * V16_PIXELS, 2) conv2d_v16_point
         wgmma_hold(acc);
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) wgmma_rs_64x64(acc, a[kk], b + 2 * kk);  // +32 bytes of k a step
+        for (int kk = 0; kk < 4; ++kk) wgmma_rs_64xN<V16_FILTERS>(acc, a[kk], b + 2 * kk);  // +32 bytes of k a step
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // the previous stage's are done
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
         wgmma_hold(acc);
-        pointwise_hold(a_prev);                              // ... and only now may its registers change
     };
 
 #pragma unroll
@@ -686,14 +691,6 @@ extern "C" __global__ void __launch_bounds__(2 * V16_PIXELS, 2) conv2d_v16_point
         if (s < tiles) load_stage(s);
         else asm volatile("cp.async.commit_group;\n" ::);
     }
-    unsigned a0[4][4], a1[4][4];
-    for (int tile = 0; tile < tiles; tile += 2) {            // two stages a turn: a0 and a1 alternate
-        step(tile, a0, a1);
-        if (tile + 1 < tiles) step(tile + 1, a1, a0);
-    }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    wgmma_hold(acc);
-    pointwise_hold(a0);
-    pointwise_hold(a1);
+    for (int tile = 0; tile < tiles; ++tile) step(tile);
     store_pixel_rows<V16_FILTERS / 8>(acc, y, bias, M, Mg, g, L, P, p0 + warpgroup * 64 + warp * 16, m0, 1);
 }

@@ -46,7 +46,7 @@ TF32_CEILING, TF32_FLOOR = 1e-3, 2.0**-11 / 10
 GEOMETRIES = [  # (N, C, H, W, M, 1, 1, 0, 1, groups, "zeros")
     (2, 32, 6, 6, 32, 1, 1, 0, 1, 1, "zeros"),  # one stage, half a block of filters, 72 pixels
     (3, 64, 10, 10, 70, 1, 1, 0, 1, 1, "zeros"),  # 70 filters: a second, mostly empty block
-    (1, 256, 7, 12, 300, 1, 1, 0, 1, 1, "zeros"),  # 8 stages (both register sets), 84 pixels
+    (1, 256, 7, 12, 300, 1, 1, 0, 1, 1, "zeros"),  # 8 stages, 84 pixels
     (2, 128, 9, 12, 128, 1, 1, 0, 1, 4, "zeros"),  # 4 groups of 32 channels, 32 filters each
     (5, 96, 5, 4, 200, 1, 1, 0, 1, 1, "zeros"),  # 3 stages (odd), 20-pixel samples: blocks span 7
     (33, 64, 4, 4, 128, 1, 1, 0, 1, 2, "zeros"),  # 528 pixels: 4 blocks and a partial one
