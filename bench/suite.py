@@ -35,6 +35,8 @@ from gpuops.conv2d import (
     SPLIT_ALGORITHMS,
     WG_SOURCE,
     channels_last_fits,
+    halo_fits,
+    halo_launch,
     launch_call,
     pipelined_launch,
     pointwise_fits,
@@ -351,8 +353,9 @@ class Suite:
         """The TF32 pipeline as each of its versions (v7: 4-byte input copies, v8: 16-byte ones where
         the rows allow, v10: channels-last copies where the channels allow), and the 16-bit ones
         as v9 (v8's gather) and v11 (16-bit channels-last copies), and v12 (Hopper's wgmma on those
-        copies) and v16 (1x1 layers read as NCHW, no copies) where the device has it, whichever
-        pipelined_* picks: the measured gain of each delta."""
+        copies), v16 (1x1 layers read as NCHW, no copies) and v17 (windows at stride 1 read as NCHW
+        into halo tiles) where the device has it, whichever pipelined_* picks: the measured gain
+        of each delta."""
         p = plan.problem
         fits = channels_last_fits(p)
         hopper = fits and sm90a.available(WG_SOURCE)
@@ -366,6 +369,8 @@ class Suite:
             versions.append(("pipelined_tf32", "v12", dict(channels_last=True, wgmma=True)))
         if pointwise_fits(p) and sm90a.available(WG_SOURCE):  # v16: what pipelined_tf32 runs there
             versions.append(("pipelined_tf32", "v16", {}))
+        if halo_fits(p) and sm90a.available(WG_SOURCE):  # v17 wherever it fits (None: halo_launch)
+            versions.append(("pipelined_tf32", "v17", None))
         for algorithm in ("pipelined_bf16", "pipelined_fp16"):
             versions.append((algorithm, "v9", dict(wide_copies=True)))
             if fits:
@@ -373,7 +378,7 @@ class Suite:
             if hopper and wgmma_fits(p, PRECISIONS[algorithm]):
                 versions.append((algorithm, "v12", dict(channels_last=True, wgmma=True)))
         for algorithm, version, choice in versions:
-            launch = pipelined_launch(plan.problem, algorithm, **choice)
+            launch = halo_launch(p) if choice is None else pipelined_launch(p, algorithm, **choice)
             call = launch_call(plan.problem, launch)
             impl = f"ours:{algorithm}_{version}"
             self.add(
@@ -599,9 +604,9 @@ def format_table(rows: Iterable[dict[str, Any]]) -> str:
 
 def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
     """Issue 27's targets on the GEMM classes, one line a shape: the TF32 pipeline (each version,
-    v14 = pixel_rows_tf32 where its layer allows, v16 on 1x1 layers) against our fp32 auto (target >= 2x) and
-    cuDNN-TF32 (target <= 1.5x its time), the 16-bit kernels against cuDNN
-    on 16-bit tensors, and each one's error against float64."""
+    v14 = pixel_rows_tf32 where its layer allows, v16 on 1x1 layers, v17 where it fits) against
+    our fp32 auto (target >= 2x) and cuDNN-TF32 (target <= 1.5x its time), the 16-bit kernels
+    against cuDNN on 16-bit tensors, and each one's error against float64."""
     ms = {(r["shape"], r["impl"]): r for r in rows if r["op"] == "conv2d"}
     columns = (
         "auto",
@@ -612,6 +617,7 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
         "v12",
         "v14",
         "v16",
+        "v17",
         "tf32",
         "cuDNN",
         "x auto",
@@ -652,7 +658,7 @@ def tensor_core_summary(rows: Iterable[dict[str, Any]]) -> str:
             f"{shape:<14}{f(auto):>8}{f(t('ours:implicit_gemm_tf32')):>8}{f(t('ours:pipelined_tf32_v7')):>8}"
             f"{f(t('ours:pipelined_tf32_v8')):>8}{f(t('ours:pipelined_tf32_v10')):>8}"
             f"{f(t('ours:pipelined_tf32_v12')):>8}{f(t('ours:pixel_rows_tf32')):>8}"
-            f"{f(t('ours:pipelined_tf32_v16')):>8}"
+            f"{f(t('ours:pipelined_tf32_v16')):>8}{f(t('ours:pipelined_tf32_v17')):>8}"
             f"{f(tf32):>8}{f(t('torch:cudnn_tf32')):>8}"
             f"{f(ratio(auto, tf32), '.2f'):>8}{f(ratio(tf32, t('torch:cudnn_tf32')), '.2f'):>8}"
             f"{f(bf16):>8}{f(ratio(bf16, t('torch:cudnn_bf16')), '.2f'):>8}"

@@ -172,6 +172,19 @@ PIXEL_ROWS_FILTERS = 64  # auto measures v14 where a group has at most this many
 # wgmma from registers; constants equal kernels/conv2d_hopper.cu's #defines (a CPU test checks)
 V16_STAGES, V16_FILTERS, V16_PIXELS, V16_KC, V16_PITCH = 4, 64, 128, 32, 136
 V16_KERNEL = "conv2d_v16_pointwise_tf32"
+# v17 (KH x KW windows of stride 1, TF32, Hopper): x read as NCHW into a halo tile, the taps as
+# register offsets; constants equal kernels/conv2d_hopper.cu's #defines (a CPU test checks)
+V17_PIXELS, V17_KC, V17_COL0 = 128, 32, 4
+V17_TAPS = 3  # taps whose fragments a warpgroup loads before it issues their wgmma
+HALO_ARRAYS = ("x", "w_cl", "bias", "y")  # v17 reads x itself and the TF32 copy of w
+SM90_SHARED = 227 * 1024  # the most dynamic shared memory a block may have on compute capability 9.0
+SM90_SM_SHARED = 228 * 1024  # an SM's shared memory (each block also holds 1 KB of the system's)
+# pipelined_tf32 runs v17 where a group has at most this many filters and two blocks fit an SM.
+# H100, one lease, two rounds of 30 queued calls, ms (v17 with its copy of w / v14 with its copies
+# / cuDNN-TF32): grouped g=4 56x56 0.127 / 0.154 / 0.164, g=8 28x28 0.072 / 0.086 / 0.089, 32
+# channels 112x112 0.069 / 0.083 / 0.093; with 64 filters (v17's 64 x 128 block, one block an SM)
+# v14 won: resnet56 0.114 against 0.084, and on 5x5 groups (170 KB of stages) 0.175 against 0.147
+V17_TF32_FILTERS = 32
 OPERANDS = {"tf32": "TF32", "bf16": "BF16", "fp16": "FP16", SPLIT_TF32: "3xTF32"}  # for captions
 
 
@@ -765,8 +778,9 @@ def pipelined_launch(
     (16-byte input copies) where rows are contiguous (stride_w 1, no reflect) and v7 elsewhere,
     16-bit operands v9 (v8's gather); tile from pipelined_tile, k split over gridDim.z by
     pipelined_splits. In TF32 on Hopper, groups of at most V14_TF32_FILTERS filters run v14
-    (pixels on wgmma's rows; measured faster than v12's 64 x 128 tile), and 1x1 layers of
-    stride 1 without padding v16 (pointwise_launch). `wide_copies` (v7 / v8 /
+    (pixels on wgmma's rows; measured faster than v12's 64 x 128 tile), 1x1 layers of stride 1
+    without padding v16 (pointwise_launch), and groups of at most V17_TF32_FILTERS filters at
+    stride 1 v17 where it fits (halo_launch). `wide_copies` (v7 / v8 /
     v9, never v10-v12), `channels_last`, `wgmma` (False: v10 / v11, True: v12), `tile` and
     `k_splits` override the choices (the benchmark and tests run each)."""
     g = p.geometry
@@ -776,6 +790,8 @@ def pipelined_launch(
     chosen = (wide_copies, tile, k_splits, channels_last, wgmma)
     if precision == "tf32" and all(c is None for c in chosen) and _runs_pointwise(p):
         return pointwise_launch(p)  # v16
+    if precision == "tf32" and all(c is None for c in chosen) and _runs_halo(p):
+        return halo_launch(p)  # v17
     if channels_last is None:  # a 1x1 layer of stride 1 without padding: v8 copies x without a gather
         pointwise = (g.KH, g.KW, g.stride_h, g.stride_w) == (1, 1, 1, 1) and not any(g.pads)
         channels_last = wide_copies is None and channels_last_fits(p) and not pointwise
@@ -984,6 +1000,141 @@ def pointwise_launch(p: ConvProblem) -> Launch:
     return Launch(V16_KERNEL, WG_SOURCE, grid, block, shared, ARRAYS, args, threads, "(n, m, oh, ow) of y")
 
 
+@dataclass(frozen=True)
+class HaloMap(PixelRowsMap):
+    """v17: v14's warps and lanes (16 pixels x BM filters a warp), with blocks that never
+    straddle two samples: block x covers pixels BN * (x % tiles) .. of sample x // tiles, where
+    tiles = ceil(L / BN)."""
+
+    def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
+        n, m, oh, ow = index
+        l = oh * self.W_out + ow
+        group, within = divmod(m, self.filters_per_group)
+        m_blocks = ceil_div(self.filters_per_group, self.BM)
+        r, q = within % self.BM, l % self.BN
+        warp, lane = q // 16, (q % 8) * 4 + (r % 8) // 2
+        block_x = n * ceil_div(self.H_out * self.W_out, self.BN) + l // self.BN
+        return ThreadRef((block_x, group * m_blocks + within // self.BM, 0), (warp * 32 + lane, 0, 0))
+
+    def describe(self) -> str:
+        return (
+            f"tensor cores: a block computes {self.BM} filters x {self.BN} pixels of one sample, "
+            f"reading x as it lies (NCHW) into a halo tile: the input rows under its pixels and "
+            f"the window's rows below them, every value once; {self.BN // 64} warpgroups of 4 "
+            f"warps issue TF32 wgmma of 64 pixels x {self.BM} filters a tap, the pixels from "
+            f"registers (each lane loads its fragment at its pixels' cells plus the tap's offset), "
+            f"the filters from shared memory; each of its {self.BN // 16} warps holds 16 pixels x "
+            f"{self.BM} filters of the sums"
+        )
+
+
+@dataclass(frozen=True)
+class HaloTile:
+    """v17's shared memory for one layer: `stages` stages, each the filter rows of every tap
+    (BM rows of 128 bytes a tap) and a halo tile of V17_KC channels x rows_in rows x row_pitch
+    floats, channel_pitch floats a channel (8 or 24 more than a multiple of 32: a fragment load
+    of 4 channels hits 4 different groups of 8 banks)."""
+
+    BM: int
+    l_tiles: int  # blocks along x per sample
+    rows_in: int
+    row_pitch: int
+    channel_pitch: int
+    stages: int
+    stage_bytes: int
+
+    @property
+    def shared_bytes(self) -> int:
+        return self.stages * self.stage_bytes + 1024  # and 1 KB to start the filter tiles on 1 KB
+
+
+def halo_tile(p: ConvProblem) -> HaloTile:
+    """v17's layout: the block tile (32 filters where a group has at most 32, else 64) and the
+    halo: the most output rows a block's V17_PIXELS pixels span in one sample, plus the window's
+    (KH - 1) * dil_h; tile rows from V17_COL0 columns of padding before input column 0 to the
+    right padding, rounded to 16 bytes. Two stages where a group has more than V17_KC channels
+    and two fit in a block's shared memory, else one."""
+    g = p.geometry
+    Mg = p.M // p.groups
+    BM = 32 if Mg <= 32 else 64
+    l_tiles = ceil_div(g.L, V17_PIXELS)
+    # the first W_out blocks of a plane start at every remainder mod W_out a block start can have
+    rows_out = max(
+        min(l0 + V17_PIXELS, g.L) - 1 - l0 // g.W_out * g.W_out
+        for l0 in range(0, min(l_tiles, g.W_out) * V17_PIXELS, V17_PIXELS)
+    )
+    rows_out = rows_out // g.W_out + 1
+    rows_in = rows_out + (g.KH - 1) * g.dil_h
+    row_pitch = V17_COL0 + g.W + ceil_div(g.pad_right, 4) * 4
+    channel_pitch = rows_in * row_pitch
+    while channel_pitch % 32 not in (8, 24):
+        channel_pitch += 4
+    filters = g.KH * g.KW * BM * WG_ROW_BYTES
+    stage_bytes = ceil_div(filters + 4 * V17_KC * channel_pitch, 1024) * 1024
+    two = (p.C // p.groups) > V17_KC and 2 * stage_bytes + 1024 <= SM90_SHARED
+    return HaloTile(BM, l_tiles, rows_in, row_pitch, channel_pitch, 2 if two else 1, stage_bytes)
+
+
+def halo_fits(p: ConvProblem) -> bool:
+    """Where v17 can run: stride 1 (a tile row is an input row), zero padding of at most
+    V17_COL0 columns a side, groups of a multiple of V17_KC channels, rows of a multiple of 4
+    floats (16-byte copies), and a stage that fits a block's shared memory."""
+    g = p.geometry
+    Cg = p.C // p.groups
+    shape_ok = (
+        (g.stride_h, g.stride_w) == (1, 1)
+        and not p.reflect
+        and max(g.pad_left, g.pad_right) <= V17_COL0
+        and Cg > 0
+        and Cg % V17_KC == 0
+        and g.W % 4 == 0
+        and g.L > 0
+    )
+    return shape_ok and halo_tile(p).shared_bytes <= SM90_SHARED
+
+
+def _runs_halo(p: ConvProblem) -> bool:
+    """pipelined_tf32 runs v17 where it fits with a group of at most V17_TF32_FILTERS filters,
+    two blocks fit an SM, and the device runs sm_90a code."""
+    if not halo_fits(p) or p.M // p.groups > V17_TF32_FILTERS:
+        return False
+    return 2 * (halo_tile(p).shared_bytes + 1024) <= SM90_SM_SHARED and sm90a.available(WG_SOURCE)
+
+
+def halo_launch(p: ConvProblem) -> Launch:
+    """v17 (kernels/conv2d_hopper.cu): a window's GEMM on Hopper's wgmma, x read as it lies
+    into halo tiles (HaloTile) and w from its TF32 channels-last copy (HaloCall runs that copy,
+    then this launch); a block is 32 or 64 filters of a group x V17_PIXELS pixels of one
+    sample. ValueError where it cannot run."""
+    if not halo_fits(p):
+        raise ValueError(
+            f"v17 runs layers of stride 1 with zero padding of at most {V17_COL0} columns a side, "
+            f"groups of a multiple of {V17_KC} channels, rows of a multiple of 4 values and a "
+            f"filter set whose stage fits in shared memory"
+        )
+    _check_pixels(p, "pipelined_tf32")
+    g = p.geometry
+    tile = halo_tile(p)
+    Mg = p.M // p.groups
+    m_blocks = ceil_div(Mg, tile.BM)
+    grid = (p.N * tile.l_tiles, p.groups * m_blocks, 1)
+    check_grid(grid, "the v17 kernel")
+    args = _geometry_args(p) + ints(
+        m_blocks=m_blocks,
+        l_tiles=tile.l_tiles,
+        rows_in=tile.rows_in,
+        row_pitch=tile.row_pitch,
+        channel_pitch=tile.channel_pitch,
+        stages=tile.stages,
+    )
+    threads = HaloMap(tile.BM, V17_PIXELS, Mg, g.H_out, g.W_out, 16, tile.BM, OPERANDS["tf32"], 1, True)
+    kernel = f"conv2d_v17_halo_tf32_{tile.BM}x{V17_PIXELS}"
+    block = (2 * V17_PIXELS, 1, 1)
+    return Launch(
+        kernel, WG_SOURCE, grid, block, tile.shared_bytes, HALO_ARRAYS, args, threads, "(n, m, oh, ow) of y"
+    )
+
+
 def split_tf32_launch(
     p: ConvProblem,
     *,
@@ -1140,6 +1291,31 @@ class ChannelsLastCall:
         return self.into(x, w, b, alloc(self.problem.out_shape, dtype=np.float32))
 
 
+class HaloCall:
+    """v17's run: w copied to channels last in TF32 (v10's copy kernel, on w only), then the
+    launch on x itself and that copy. Called as (x, w, bias) like Call."""
+
+    def __init__(self, p: ConvProblem, launch: Launch) -> None:
+        import cupy
+
+        g = p.geometry
+        Cg = p.C // p.groups
+        self.problem, self.launch = p, launch
+        self.w_shape = (p.M, g.KH, g.KW, Cg)
+        self.copy = channels_last_copy_launch((p.M, Cg, g.KH, g.KW), g.KH, g.KW, precision="tf32")
+        self._cupy = cupy
+        self._copy_w, self._conv = packed(self.copy), packed(launch)
+
+    def into(self, x: Any, w: Any, b: Any, y: Any) -> Any:
+        w_cl = self._cupy.empty(self.w_shape, dtype=np.float32)
+        self._copy_w((w, w_cl))
+        self._conv((x, w_cl, b, y))
+        return y
+
+    def __call__(self, x: Any, w: Any, b: Any) -> Any:
+        return self.into(x, w, b, self._cupy.empty(self.problem.out_shape, dtype=np.float32))
+
+
 def launch_call(p: ConvProblem, launch: Launch) -> Any:
     """The callable (x, w, bias) -> y that runs a planned conv2d launch on the GPU: v10's copies
     and GEMM (v11's too), or the one launch (into a zeroed y where k is split)."""
@@ -1150,6 +1326,8 @@ def launch_call(p: ConvProblem, launch: Launch) -> Any:
         )
     if launch.arrays == CL_ARRAYS:
         return ChannelsLastCall(p, launch)
+    if launch.arrays == HALO_ARRAYS:
+        return HaloCall(p, launch)
     return Call(p.out_shape, launch, zeroed=dict(launch.args).get("k_splits", 1) > 1)
 
 

@@ -8,6 +8,8 @@
 //                       its N = 32 or 64 columns, for groups of few filters
 //   v16 1x1 from NCHW   v14 on 1x1 layers with the pixels given to wgmma from registers: x read
 //                       as it lies, no channels-last copy
+//   v17 halo tiles      v16 for windows at stride 1: x read as it lies into a tile of the rows
+//                       under a block's pixels and the window's, every tap an offset into it
 //
 // It includes conv2d.cu for what it keeps from v10 and v11: the channels-last copies, the 16-byte
 // cp.async, the write-back of a warp's sums (store_warp_tile) and the precision codes.
@@ -560,10 +562,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v14_3xtf32_64x128(
 #define V16_PITCH (V16_PIXELS + 8)   // floats from one channel's pixels to the next one's in the x tile
 
 // One wgmma of 64 pixels (A: 4 registers a thread) x N filters (B: descriptor) x 8 channels,
-// TF32; v16 issues N = 64.
+// TF32; v16 issues N = 64, v17 N = 32 or 64.
 template <int N>
 __device__ __forceinline__ void wgmma_rs_64xN(float (&d)[N / 8][4], const unsigned (&a)[4], unsigned long long b) {
-    static_assert(N == 32 || N == 64, "the shapes of the TF32 register form");
+    static_assert(N == 32 || N == 64, "the shapes v16 and v17 issue");
     if constexpr (N == 32)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {" WG_REGS16 "}, "
@@ -693,4 +695,192 @@ extern "C" __global__ void __launch_bounds__(2 * V16_PIXELS, 2) conv2d_v16_point
     }
     for (int tile = 0; tile < tiles; ++tile) step(tile);
     store_pixel_rows<V16_FILTERS / 8>(acc, y, bias, M, Mg, g, L, P, p0 + warpgroup * 64 + warp * 16, m0, 1);
+}
+
+// =======================================================================================
+// v17 WINDOWS FROM NCHW: A HALO TILE, THE TAPS AS REGISTER OFFSETS = v16 (x read as it lies,
+// the pixels given to wgmma from registers) for KH x KW windows at stride 1. v14 copies all of
+// x to channels last, then gathers a row of channels for every pixel and every tap: on the
+// grouped 3x3 layer (32 channels a group) a block of 128 pixels brings 9 x 16 KB of pixel rows
+// into shared memory, 8 of every 9 values already brought for a neighbour's tap. What changes:
+//   1. a block's 128 pixels lie in one sample (blocks along x: sample by sample, ceil(L / 128)
+//      each), so they cover a few consecutive output rows. Its stage is a HALO TILE of 32
+//      channels: the input rows under those output rows and the (KH - 1) * dil_h rows below,
+//      whole rows as NCHW holds them (16-byte cp.async; the host checks W % 4 == 0), input
+//      column iw at tile column V17_COL0 + iw. The columns left and right of the plane and the
+//      rows above and below it are copied as zeros (cp.async of 0 bytes): the zero padding.
+//      Each value comes in once a block, whatever the window;
+//   2. beside it, every tap's filter rows for those 32 channels, each tap's BM rows a swizzled
+//      tile as in v12, from w_cl (TF32, [M][tap][Cg]: v10's copy kernel, on w only);
+//   3. tap (r, s) of output pixel (oh, ow) reads tile cell (oh - oh_first + r * dil_h, ow +
+//      s * dil_w - pad_w + V17_COL0): a lane computes the cells of its two pixels once, and a
+//      tap adds a constant to both. A tap is 4 k-steps of 8 channels: the lane loads and rounds
+//      its m16n8k8 fragment (channels t, t + 4; pixels g, g + 8) and the warpgroup issues wgmma
+//      with A from registers and that tap's filter tile as B;
+//   4. a warpgroup loads the fragments of V17_TAPS taps, issues their 12 wgmma and waits for
+//      them before it loads more: ptxas serializes every wgmma of a kernel (warning C7513)
+//      where registers one reads are written while earlier ones run. The other warpgroup and
+//      the other block on the SM keep the tensor cores busy meanwhile;
+//   5. one stage where a group has 32 channels; where it has more, two if they fit. Channel
+//      rows are channel_pitch floats apart, 8 or 24 more than a multiple of 32: the 4 channels
+//      of a fragment load fall in different banks.
+// Unchanged: wgmma (n32 or n64, TF32), the sums and their write-back (store_pixel_rows), no
+// split K. Measured on the H100 (one lease, two rounds of 30 queued calls, ms; v17 with its copy
+// of w / v14 with its copies / cuDNN-TF32): grouped g=4 32x128x56x56 0.127 / 0.154 / 0.164, g=8
+// 32x256x28x28 0.072 / 0.086 / 0.089, 16x32x112x112 -> 32 0.069 / 0.083 / 0.093; with 64
+// filters, one block an SM: resnet56 0.114 / 0.084 / 0.096; 5x5 in groups of 32 (170 KB of
+// stages) 0.175 / 0.147 / 0.233. So pipelined_tf32 runs it on groups of at most 32 filters.
+// Steps on the way, grouped g=4: one tap's fragments at a time with the next tap's loaded while
+// it ran (serialized by ptxas) 0.141; blocks that loop over tiles with two stages (one block an
+// SM) 0.18; V17_TAPS = 1 / 2 / 3 / 5 0.145 / 0.148 / 0.135 / 0.144 (kernel alone), then the halo
+// copy without divisions 0.127 with the copy of w.
+// =======================================================================================
+#define V17_PIXELS 128        // a block's pixels: two warpgroups of 64, all in one sample
+#define V17_KC 32             // channels a stage: a filter row of 128 bytes a tap
+#define V17_COL0 4            // the tile column of input column 0; columns 0..3: left padding
+#define V17_TAPS 3            // taps whose fragments a warpgroup loads before it issues their wgmma
+
+template <int BM>
+__device__ __forceinline__ void halo_conv(
+    const float* __restrict__ x, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int pad_h, int pad_w, int dil_h,
+    int dil_w, int groups, int m_blocks, int l_tiles, int rows_in, int row_pitch, int channel_pitch, int stages)
+{
+    constexpr int THREADS = 2 * V17_PIXELS;                  // a warpgroup per 64 pixels
+    constexpr int F_ROWS = THREADS / 8;                      // filter rows one pass copies (8 chunks a row)
+    const int taps = KH * KW;
+    const int f_bytes = taps * BM * WG_ROW_BYTES;            // each tap's BM filter rows: a multiple of 1 KB
+    const int stage_bytes = (f_bytes + 4 * V17_KC * channel_pitch + WG_ATOM_BYTES - 1) / WG_ATOM_BYTES * WG_ATOM_BYTES;
+
+    extern __shared__ unsigned char wg_smem_raw[];
+    unsigned char* smem = wg_smem_raw + ((WG_ATOM_BYTES - static_cast<unsigned>(
+        __cvta_generic_to_shared(wg_smem_raw)) % WG_ATOM_BYTES) % WG_ATOM_BYTES);
+
+    const int t = threadIdx.x, warpgroup = t / 128, warp = (t / 32) % 4, lane = t % 32;
+    const int Cg = C / groups, Mg = M / groups, L = H_out * W_out, Kp = taps * Cg;
+    const int n = blockIdx.x / l_tiles;                      // the block's sample
+    const int l0 = (blockIdx.x % l_tiles) * V17_PIXELS;      // its first pixel in that sample's plane
+    const int g = blockIdx.y / m_blocks;
+    const int m0 = (blockIdx.y % m_blocks) * BM;             // first filter of the block, within the group
+    const int tiles = Cg / V17_KC;                           // Cg % 32 == 0: the host checks
+    const int ih0 = l0 / W_out - pad_h;                      // the input row of the tile's row 0
+    const float* x_group = x + ((long long)n * C + g * Cg) * H * W;
+
+    // the halo copies: thread t moves 16-byte run t % runs of tile rows t / runs, + per_pass, ...
+    // (tile row c * rows_in + j: channel c of the stage, input row ih0 + j); its column is fixed
+    const int runs = row_pitch / 4, per_pass = THREADS / runs;
+    const int run = t % runs, first_row = t < per_pass * runs ? t / runs : V17_KC * rows_in;  // past it: idle
+    const int iw = 4 * run - V17_COL0;                       // the run's input column
+    const bool column_in = iw >= 0 && iw < W;                // else zeros: the left / right padding
+
+    auto load_stage = [&](int tile) {
+        unsigned char* stage = smem + (tile % stages) * stage_bytes;
+        const int c0 = tile * V17_KC, chunk = t % 8;
+        // filter row (tap, m) of the stage, row = tap * BM + m: chunk t % 8 of rows t / 8 + i * F_ROWS,
+        // to its swizzled place (each tap's tile starts on 1 KB, so row % 8 == m % 8)
+        for (int row = t / 8; row < taps * BM; row += F_ROWS) {
+            const int tap = row / BM, m = m0 + row % BM;
+            const bool ok = m < Mg;
+            const float* src = w_cl + (long long)(g * Mg + (ok ? m : 0)) * Kp + tap * Cg + c0 + 4 * chunk;
+            cp_async16(reinterpret_cast<float*>(stage + row * WG_ROW_BYTES + ((chunk ^ (row % 8)) * 16)), src, ok);
+        }
+        float* x_tile = reinterpret_cast<float*>(stage + f_bytes);
+        int c = first_row / rows_in, j = first_row % rows_in;   // then stepped without dividing
+        for (int row = first_row; row < V17_KC * rows_in; row += per_pass) {
+            const int ih = ih0 + j;
+            const bool ok = column_in && ih >= 0 && ih < H;     // else zeros: the padding
+            const float* src = x_group + ((long long)(c0 + c) * H + (ok ? ih : 0)) * W + (ok ? iw : 0);
+            cp_async16(x_tile + c * channel_pitch + j * row_pitch + 4 * run, src, ok);
+            j += per_pass;
+            while (j >= rows_in) { j -= rows_in; ++c; }
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
+    };
+
+    float acc[BM / 8][4];
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+    const int gr = lane / 4, tq = lane % 4;
+    const int a_row = warpgroup * 64 + warp * 16 + gr;       // the lane's first pixel of the tile
+    int cell[2];                                             // tap (0, 0) of its pixels g and g + 8
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int l = min(l0 + a_row + 8 * h, L - 1);        // past the plane: any cell, never stored
+        cell[h] = (l / W_out - l0 / W_out) * row_pitch + l % W_out - pad_w + V17_COL0;
+    }
+
+    // taps (r, s0 .. s0 + V17_TAPS - 1) of a landed stage: load all their fragments, then issue
+    // their wgmma and wait for them. (ptxas serializes every wgmma of a kernel where registers
+    // they read are written while earlier wgmma run: the next fragments wait for this wait.)
+    auto tap_group = [&](const unsigned char* stage, int r, int s0) {
+        unsigned a[V17_TAPS][4][4];
+#pragma unroll
+        for (int i = 0; i < V17_TAPS; ++i) {
+            const int s = min(s0 + i, KW - 1);               // past the row: loaded, not multiplied
+            const float* x_tap = reinterpret_cast<const float*>(stage + f_bytes) + tq * channel_pitch
+                               + r * dil_h * row_pitch + s * dil_w;
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {                 // channels 8kk + tq (+4), pixels g (+8)
+                const float* k_row = x_tap + 8 * kk * channel_pitch;
+                a[i][kk][0] = to_tf32(k_row[cell[0]]);
+                a[i][kk][1] = to_tf32(k_row[cell[1]]);
+                a[i][kk][2] = to_tf32(k_row[4 * channel_pitch + cell[0]]);
+                a[i][kk][3] = to_tf32(k_row[4 * channel_pitch + cell[1]]);
+            }
+        }
+        wgmma_hold(acc);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int i = 0; i < V17_TAPS; ++i) {
+            if (s0 + i < KW) {
+                const int tap = r * KW + s0 + i;
+                const unsigned long long b = wgmma_descriptor(stage + tap * BM * WG_ROW_BYTES);
+#pragma unroll
+                for (int kk = 0; kk < 4; ++kk) wgmma_rs_64xN<BM>(acc, a[i][kk], b + 2 * kk);  // +32 bytes of k
+            }
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        wgmma_hold(acc);
+    };
+
+    load_stage(0);
+    for (int tile = 0; tile < tiles; ++tile) {
+        const bool ahead = stages > 1 && tile + 1 < tiles;   // two stages: the next one loads meanwhile
+        if (ahead) load_stage(tile + 1);
+        if (ahead) asm volatile("cp.async.wait_group 1;\n" ::);   // my copies of `tile` landed
+        else asm volatile("cp.async.wait_group 0;\n" ::);
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");    // ... visible to the tensor cores
+        __syncthreads();                                     // everyone's copies landed
+        const unsigned char* stage = smem + (tile % stages) * stage_bytes;
+        for (int r = 0; r < KH; ++r)
+            for (int s0 = 0; s0 < KW; s0 += V17_TAPS) tap_group(stage, r, s0);
+        __syncthreads();                                     // nobody reads the stage any more
+        if (stages == 1 && tile + 1 < tiles) load_stage(tile + 1);
+    }
+    store_pixel_rows<BM / 8>(acc, y, bias, M, Mg, g, L, (n + 1) * L, n * L + l0 + a_row - gr, m0, 1);
+}
+
+// The kernels of v17, named by the block's filters x pixels (the host picks 32 x 128 where a
+// group has at most 32 filters). They take every conv2d kernel's geometry; the host runs them
+// at stride 1 with zero padding of at most V17_COL0 columns a side.
+extern "C" __global__ void __launch_bounds__(2 * V17_PIXELS, 2) conv2d_v17_halo_tf32_32x128(
+    const float* __restrict__ x, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int l_tiles, int rows_in,
+    int row_pitch, int channel_pitch, int stages)
+{
+    halo_conv<32>(x, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, pad_h, pad_w, dil_h, dil_w, groups,
+                  m_blocks, l_tiles, rows_in, row_pitch, channel_pitch, stages);
+}
+extern "C" __global__ void __launch_bounds__(2 * V17_PIXELS, 1) conv2d_v17_halo_tf32_64x128(
+    const float* __restrict__ x, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
+    int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int l_tiles, int rows_in,
+    int row_pitch, int channel_pitch, int stages)
+{
+    halo_conv<64>(x, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out, pad_h, pad_w, dil_h, dil_w, groups,
+                  m_blocks, l_tiles, rows_in, row_pitch, channel_pitch, stages);
 }

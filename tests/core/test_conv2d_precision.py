@@ -277,8 +277,10 @@ def test_warpgroup_choice(monkeypatch):
     assert pipelined_launch(vgg, "pipelined_bf16").kernel == "conv2d_v12_bf16_128x128"
     assert pipelined_launch(few_filters).kernel == "conv2d_v14_tf32_64x128"  # 64 filters: v14's tile
     assert pipelined_launch(few_filters, wgmma=True).kernel == "conv2d_v12_tf32_64x128"
-    grouped = _problem(32, 128, 56, 56, 128, 3, padding=1, groups=4)  # 32 filters a group: v14's rows
-    assert pipelined_launch(grouped).kernel == "conv2d_v14_tf32_32x128"
+    grouped = _problem(32, 128, 56, 56, 128, 3, padding=1, groups=4)  # 32 filters a group: v17's halo
+    assert pipelined_launch(grouped).kernel == "conv2d_v17_halo_tf32_32x128"
+    strided = _problem(32, 128, 56, 56, 128, 3, padding=1, groups=4, stride=2)  # v14's rows
+    assert pipelined_launch(strided).kernel == "conv2d_v14_tf32_32x128"
     assert pipelined_launch(grouped, wgmma=True).kernel == "conv2d_v12_tf32_64x128"  # v12 when asked
     # small grids split k half as often as v10 does (one 128 x 128 block an SM, cheaper stages)
     late = _problem(32, 512, 7, 7, 512, 3, padding=1)  # 52 blocks, 144 stages of 32
