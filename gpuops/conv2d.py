@@ -24,7 +24,8 @@ and, opt-in because they round the operands (sums stay fp32; `auto` never picks 
                       copies need no gather; on Hopper (H100, H200) v12 instead: v10 with the
                       warpgroup MMA (wgmma, kernels/conv2d_hopper.cu, gpuops/sm90a.py),
                       and on 1x1 layers of stride 1 there v16: wgmma with the pixels from
-                      registers, so x is read as NCHW holds it (no copies)
+                      registers, so x is read as NCHW holds it (no copies); on groups of up
+                      to 32 filters at stride 1 v17: v16 on a halo tile of x, taps as offsets
   pipelined_bf16      v9: v8 with bf16 operands and m16n8k16 (error ~2e-3 relative)
                       and v11 where v10 would run: v10 with the copies rounded to bf16 (half
                       the bytes, rounded once), stages of one tap x 64 (or 32) channels; v12
