@@ -1079,7 +1079,8 @@ def halo_tile(p: ConvProblem) -> HaloTile:
 def halo_fits(p: ConvProblem) -> bool:
     """Where v17 can run: stride 1 (a tile row is an input row), zero padding of at most
     V17_COL0 columns a side, groups of a multiple of V17_KC channels, rows of a multiple of 4
-    floats (16-byte copies), and a stage that fits a block's shared memory."""
+    floats (16-byte copies) and of at most one 16-byte run a thread (a thread copies one column
+    of runs), and a stage that fits a block's shared memory."""
     g = p.geometry
     Cg = p.C // p.groups
     shape_ok = (
@@ -1091,7 +1092,10 @@ def halo_fits(p: ConvProblem) -> bool:
         and g.W % 4 == 0
         and g.L > 0
     )
-    return shape_ok and halo_tile(p).shared_bytes <= SM90_SHARED
+    if not shape_ok:
+        return False
+    tile = halo_tile(p)
+    return tile.row_pitch // 4 <= 2 * V17_PIXELS and tile.shared_bytes <= SM90_SHARED
 
 
 def _runs_halo(p: ConvProblem) -> bool:
@@ -1110,8 +1114,9 @@ def halo_launch(p: ConvProblem) -> Launch:
     if not halo_fits(p):
         raise ValueError(
             f"v17 runs layers of stride 1 with zero padding of at most {V17_COL0} columns a side, "
-            f"groups of a multiple of {V17_KC} channels, rows of a multiple of 4 values and a "
-            f"filter set whose stage fits in shared memory"
+            f"groups of a multiple of {V17_KC} channels, rows of a multiple of 4 values (at most "
+            f"{8 * V17_PIXELS - V17_COL0} with their right padding) and a filter set whose stage "
+            f"fits in shared memory"
         )
     _check_pixels(p, "pipelined_tf32")
     g = p.geometry

@@ -767,7 +767,8 @@ __device__ __forceinline__ void halo_conv(
     const float* x_group = x + ((long long)n * C + g * Cg) * H * W;
 
     // the halo copies: thread t moves 16-byte run t % runs of tile rows t / runs, + per_pass, ...
-    // (tile row c * rows_in + j: channel c of the stage, input row ih0 + j); its column is fixed
+    // (tile row c * rows_in + j: channel c of the stage, input row ih0 + j); its column is fixed.
+    // The host checks runs <= THREADS: every run of a row has its thread
     const int runs = row_pitch / 4, per_pass = THREADS / runs;
     const int run = t % runs, first_row = t < per_pass * runs ? t / runs : V17_KC * rows_in;  // past it: idle
     const int iw = 4 * run - V17_COL0;                       // the run's input column

@@ -152,6 +152,8 @@ def test_the_halo_holds_every_cell_its_pixels_read(layer):
         (dict(N=2, C=64, H=12, W=12, M=16, K=11, padding=5), False),  # 5 columns of padding a side
         (dict(N=2, C=64, H=8, W=8, M=16, padding=1, padding_mode="reflect"), False),
         (dict(N=2, C=32, H=16, W=16, M=64, K=7, padding=3), False),  # 49 taps x 64 filters: 392 KB
+        (dict(N=1, C=32, H=1, W=1020, M=32, K=1), True),  # tile rows of 4 + 1020: 256 runs, one a thread
+        (dict(N=1, C=32, H=1, W=1024, M=32, K=1), False),  # 257 runs (132 KB: it would fit)
     ],
 )
 def test_v17_fits_stride_1_zero_padding_whole_stages_and_16_byte_rows(layer, fits):
