@@ -140,6 +140,34 @@ def test_the_fp32_summary_states_auto_against_cudnn_with_the_hopper_versions():
     assert body["late14_256"] == ["0.140", "-", "-", "0.175", "0.800", "pipelined_3xtf32"]
 
 
+def test_the_tensor_core_summary_states_tf32_against_fp32_auto_and_cudnn():
+    """One line a GEMM class: auto, each TF32 version's row (v5, v7, v8, v10, v12, v14, v16, v17;
+    a dash where it did not run), pipelined_tf32, cuDNN-TF32, auto / tf32 (target >= 2),
+    tf32 / cuDNN-TF32 (target <= 1.5), the 16-bit kernels against cuDNN's, and the errors."""
+
+    def row(impl, ms, shape="grouped_g4", **extra):
+        return dict(shape=shape, op="conv2d", impl=impl, median_ms=ms, extra=extra)
+
+    rows = [
+        row("ours:auto", 0.26),
+        row("ours:pixel_rows_tf32", 0.155),
+        row("ours:pipelined_tf32_v17", 0.13),
+        row("ours:pipelined_tf32", 0.13, rel_error_vs_float64=2.9e-4),
+        row("torch:cudnn_tf32", 0.16, rel_error_vs_float64=3.0e-4),
+        row("ours:pipelined_bf16", 0.18),
+        row("torch:cudnn_bf16", 0.10),
+        row("ours:auto", 0.1, shape="resnet56"),  # not a GEMM class: no line
+    ]
+    lines = suite.tensor_core_summary(rows).splitlines()
+    assert lines[1].split()[1:11] == ["auto", "v5", "v7", "v8", "v10", "v12", "v14", "v16", "v17", "tf32"]
+    body = {line.split()[0]: line.split()[1:] for line in lines[2:]}
+    assert set(body) == {"grouped_g4"}
+    times = ["0.260", "-", "-", "-", "-", "-", "0.155", "-", "0.130", "0.130", "0.160"]  # auto .. cuDNN-TF32
+    ratios = ["2.00", "0.81", "0.180", "1.80", "-", "-"]  # auto / tf32, tf32 / cuDNN, bf16 and fp16
+    assert body["grouped_g4"][:17] == times + ratios
+    assert "2.9e-04 / - / -" in lines[2] and "(cuDNN 3.0e-04 / - / -)" in lines[2]
+
+
 def test_the_backward_summary_states_both_gradients_against_pytorch_and_what_auto_ran():
     """One line a shape: dx auto, our fastest dx and its name, PyTorch's dx, the same for dW,
     (dx + dW auto) / PyTorch's, and the algorithms auto ran ("-" where a report does not say)."""
