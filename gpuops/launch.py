@@ -294,8 +294,7 @@ class _Packed:
     def __call__(self, arrays: tuple[Any, ...]) -> None:
         if self._function is None:
             self._function = self._kernel.kernel.ptr  # loads the module on first use
-            if self.launch.shared_bytes > SHARED_LIMIT:
-                self._kernel.max_dynamic_shared_size_bytes = self.launch.shared_bytes
+            _allow_shared(self._kernel, self.launch.shared_bytes)
         stream = self._current_stream().ptr
         with self._lock:
             for i, a in enumerate(arrays):
@@ -308,6 +307,19 @@ class _Packed:
 
 
 _packed = Memo("packed_launches", 4096)
+_shared_lock = threading.Lock()
+
+
+def _allow_shared(kernel: Any, shared_bytes: int) -> None:
+    """Opt the kernel in to shared_bytes of dynamic shared memory where it needs more than the
+    default. The limit belongs to the kernel, not to a launch, and only ever grows: v17's blocks
+    take a size that depends on the layer, and a later, smaller launch of the same kernel must
+    not shrink it under an earlier one (the driver refuses that launch: CUDA_ERROR_INVALID_VALUE)."""
+    if shared_bytes <= SHARED_LIMIT:
+        return
+    with _shared_lock:
+        if kernel.max_dynamic_shared_size_bytes < shared_bytes:
+            kernel.max_dynamic_shared_size_bytes = shared_bytes
 
 
 def packed(launch: Launch) -> _Packed:

@@ -234,6 +234,23 @@ def test_v17_is_deterministic_and_leaves_its_inputs_alone(rng):
 
 
 @pytest.mark.gpu
+def test_v17_launches_of_different_shared_sizes_alternate(rng, torch):
+    """Two layers on the same v17 kernel with 203 KB and 96 KB of shared memory, called large,
+    small, large: each call right (the smaller launch must not shrink the kernel's shared memory
+    limit under the larger one: the driver would refuse its next launch)."""
+    _needs_hopper()
+    layers = [(2, 96, 11, 16, 40, 3, 1, 0, 1, 1, "zeros"), (2, 32, 9, 8, 40, 3, 1, 1, 1, 1, "zeros")]
+    runs = []
+    for shape in layers:
+        x, w, b, p = layer_arrays(shape, rng)
+        runs.append((halo_launch(p), p, x, w, b))
+    assert runs[0][0].kernel == runs[1][0].kernel
+    assert runs[0][0].shared_bytes > runs[1][0].shared_bytes > launch_module.SHARED_LIMIT
+    for launch, p, x, w, b in (runs[0], runs[1], runs[0]):
+        _check(_run(launch, p, x, w, b).get(), x, w, b, p, torch)
+
+
+@pytest.mark.gpu
 def test_v17_thread_map_names_each_writer(rng):
     """Trace build: HaloMap, the map the app draws, names the thread that wrote each output
     (70 filters: a second block of filters; 2 x 72 pixels: a partial block a sample)."""

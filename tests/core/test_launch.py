@@ -507,3 +507,21 @@ def test_repeated_calls_reuse_their_ready_call_and_compute_the_new_values(rng):
             assert ready_call(ready_key(op, (x,), args)) is not None, (op, args)
             if repeat:  # the ready call: one launch, no measuring
                 assert len(ran) == 1, (op, args)
+
+
+def test_a_kernels_shared_memory_limit_only_grows():
+    """The opt-in is the kernel's, shared by every launch of it: a later launch that needs less
+    leaves the larger limit an earlier one set (else the driver refuses the earlier one's next
+    launch); launches within the default never touch it."""
+
+    class Kernel:
+        max_dynamic_shared_size_bytes = 0
+
+    kernel = Kernel()
+    launch_module._allow_shared(kernel, launch_module.SHARED_LIMIT)
+    assert kernel.max_dynamic_shared_size_bytes == 0
+    launch_module._allow_shared(kernel, 98 * 1024)
+    launch_module._allow_shared(kernel, 59 * 1024)
+    assert kernel.max_dynamic_shared_size_bytes == 98 * 1024
+    launch_module._allow_shared(kernel, 190 * 1024)
+    assert kernel.max_dynamic_shared_size_bytes == 190 * 1024
