@@ -140,7 +140,8 @@ PIPE_SMS = 132  # the H100's multiprocessors
 PIPE_SPLIT_BELOW = 2  # v7-v11 split K only where the grid gives fewer blocks than this per SM,
 PIPE_SPLIT_STAGES = 32  # into splits of about this many stages of k (bench.suite --sweep, H100)
 PIPE_PREFIX = {"pipelined_tf32": "tf32", "pipelined_bf16": "bf16", "pipelined_fp16": "fp16"}
-CL_TILE = 32  # v10: the channels-last copy moves 32 channels x 32 columns of a row per block
+CL_TILE = 32  # v10: the channels-last copy moves 32 channels ...
+CL_CELLS = 64  # ... x 64 consecutive cells of the copy a block
 CL_BLOCK = (CL_TILE, 8, 1)
 CL_ARRAYS = ("x_cl", "w_cl", "bias", "y")  # v10's GEMM reads the channels-last copies
 HALF_CODES = {"bf16": 1, "fp16": 2}  # v11's copy: PREC_BF16 / PREC_FP16 of kernels/conv2d.cu
@@ -1197,9 +1198,9 @@ def channels_last_fits(p: ConvProblem) -> bool:
 
 @dataclass(frozen=True)
 class ChannelsLastCopyMap:
-    """v10's copy to channels last: block (x, y) moves CL_TILE channels (y-th tile) x CL_TILE
+    """v10's copy to channels last: block (x, y) moves CL_TILE channels (y-th tile) x CL_CELLS
     consecutive cells q = (n*Hp + r)*Wp + s of the copy (x-th tile); thread (tx, ty) writes channel
-    tx of cells ty, ty + 8, ty + 16, ty + 24 of the block."""
+    tx of cells ty, ty + 8, ty + 16, ... of the block."""
 
     Hp: int
     Wp: int
@@ -1209,14 +1210,14 @@ class ChannelsLastCopyMap:
     def thread_of(self, launch: Launch, index: tuple[int, ...]) -> ThreadRef:
         n, r, s, c = index[1:] if self.pairs else index
         q = (n * self.Hp + r) * self.Wp + s
-        return ThreadRef((q // CL_TILE, c // CL_TILE, 0), (c % CL_TILE, q % CL_TILE % CL_BLOCK[1], 0))
+        return ThreadRef((q // CL_CELLS, c // CL_TILE, 0), (c % CL_TILE, q % CL_CELLS % CL_BLOCK[1], 0))
 
     def describe(self) -> str:
         rounded = f"to {self.rounded}"
         if self.pairs:
             rounded = "as a TF32 value and the TF32 value of what it leaves"
         return (
-            f"a block moves {CL_TILE} channels x {CL_TILE} cells of the copy through shared memory: "
+            f"a block moves {CL_TILE} channels x {CL_CELLS} cells of the copy through shared memory: "
             f"read along the cells, written along the channels, rounded {rounded}"
         )
 
@@ -1234,7 +1235,7 @@ def channels_last_copy_launch(
     s - pads[1]) with the padding rule (zeros or mirrored). The weights go through it too:
     (M, C/groups, KH, KW) -> (M, KH, KW, C/groups)."""
     N, C, H, W = shape
-    grid = (ceil_div(N * Hp * Wp, CL_TILE), C // CL_TILE, 1)
+    grid = (ceil_div(N * Hp * Wp, CL_CELLS), C // CL_TILE, 1)
     check_grid(grid, "the channels-last copy")
     args = ints(N=N, C=C, H=H, W=W, Hp=Hp, Wp=Wp, pad_h=pads[0], pad_w=pads[1], reflect=int(reflect))
     kernel, source = "conv2d_v10_to_channels_last", SOURCE

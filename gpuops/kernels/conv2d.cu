@@ -1200,19 +1200,27 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_fp16_64x64(
 // instructions, 16 warps per SM, L2 throughput at 74% of its peak: the L2, and the ~70 us of
 // copies, are what is left to win (cuDNN's larger tiles read fewer L2 bytes per mma).
 // =======================================================================================
-#define CL_TILE 32   // conv2d_v10_to_channels_last: 32 channels x 32 cells of the copy per block
+#define CL_TILE 32    // conv2d_v10_to_channels_last: 32 channels of the copy per block ...
+#define CL_CELLS 64   // ... x 64 consecutive cells (2 runs of 32 a thread's column)
 
 // x (N, C, H, W) -> x_cl (N, Hp, Wp, C), rounded to TF32: x_cl row r, column s is input cell
 // (r - pad_h, s - pad_w) with the padding rule applied. C % CL_TILE == 0 (the host checks).
-// A block moves CL_TILE channels x CL_TILE consecutive cells q = (n*Hp + r)*Wp + s of the copy
+// A block moves CL_TILE channels x CL_CELLS consecutive cells q = (n*Hp + r)*Wp + s of the copy
 // (across rows and samples, so narrow images keep every thread busy) through shared memory:
 // threads read along the cells (coalesced within a row of x) and write along the channels of
-// x_cl (128 contiguous bytes a cell). grid = (ceil(N*Hp*Wp / CL_TILE), C / CL_TILE),
-// block = (CL_TILE, 8). The weights use the same kernel: w (M, Cg, KH, KW) is a batch of M
-// images of Cg channels, no padding (Hp = KH, Wp = KW).
+// x_cl (128 contiguous bytes a cell). grid = (ceil(N*Hp*Wp / CL_CELLS), C / CL_TILE),
+// block = (CL_TILE, 8): thread (tx, ty) reads cells tx, tx + 32, ... of channels ty, ty + 8, ...
+// and writes channel tx of cells ty, ty + 8, ... The weights use the same kernel: w (M, Cg, KH,
+// KW) is a batch of M images of Cg channels, no padding (Hp = KH, Wp = KW).
 // (A first version tiled one row at a time, 32 columns a block: on a 3x3 weight tensor 29 of
 // every 32 threads idled. On the H100 the late 7x7x1024 layer then spent ~230 us of its 0.38 ms
-// outside its GEMM (148 us in Nsight Compute), most of it copying the 1024 x 1024 x 3 x 3 weights.)
+// outside its GEMM (148 us in Nsight Compute), most of it copying the 1024 x 1024 x 3 x 3 weights.
+// The second moved 32 cells a block, 4 loads a thread before its barrier: on the H100 the copies
+// of the 5x5 layer's x (16 x 32 x 64 x 64, 8.4 MB read, 9.5 MB written) and w took 0.019 ms,
+// about 1 TB/s, a third of the TF32 layer's 0.061 ms. Now 64 cells, 8 loads a thread in flight;
+// H100, one lease, three rounds, copies of x and w in ms, 32 / 64 / 128 cells a block: VGG-like
+// TF32 0.052 / 0.047 / 0.049, 3xTF32 (two parts) 0.076 / 0.068 / 0.070; resnet56 TF32 0.031 /
+// 0.028 / 0.030; late 14x14x256 level (0.016-0.017). The whole layers 1-3% faster.)
 // The body is shared by v10's, v11's and v13's copies: `write(o, v)` stores input value v (zero
 // or mirrored in the padding) at offset o = cell * C + channel of the copy, rounded as that
 // version's GEMM reads it.
@@ -1220,23 +1228,43 @@ template <typename Write>
 __device__ __forceinline__ void copy_to_channels_last(const float* __restrict__ src, int N, int C, int H, int W,
                                                       int Hp, int Wp, int pad_h, int pad_w, int reflect, Write write)
 {
-    __shared__ float tile[CL_TILE][CL_TILE + 1];      // [channel][cell], padded: no bank conflicts
+    constexpr int RUNS = CL_CELLS / 32, ROWS = CL_TILE / 8;   // a thread's cells and channels
+    __shared__ float tile[CL_TILE][CL_CELLS + 1];     // [channel][cell], padded: no bank conflicts
     const long long cells = (long long)N * Hp * Wp;
-    const long long q0 = (long long)blockIdx.x * CL_TILE;
+    const long long q0 = (long long)blockIdx.x * CL_CELLS;
     const int c0 = blockIdx.y * CL_TILE;
     const int tx = threadIdx.x, ty = threadIdx.y;
-    if (q0 + tx < cells) {                           // no return: a barrier follows
-        const long long q = q0 + tx, nr = q / Wp;
-        const int s = (int)(q - nr * Wp), n = (int)(nr / Hp), r = (int)(nr - (long long)n * Hp);
+    // my cells q0 + tx + 32j as (sample, row, column): one division, then 32 cells on at a time
+    const long long nr = (q0 + tx) / Wp;
+    int s = (int)(q0 + tx - nr * Wp), n = (int)(nr / Hp), r = (int)(nr - (long long)n * Hp);
+    const float* planes[RUNS];                       // channel c0 + ty of the cell's sample
+    int ih[RUNS], iw[RUNS];
 #pragma unroll
-        for (int i = ty; i < CL_TILE; i += 8) {
-            const float* __restrict__ plane = src + ((long long)n * C + c0 + i) * ((long long)H * W);
-            tile[i][tx] = load_padded(plane, r - pad_h, s - pad_w, H, W, reflect);
+    for (int j = 0; j < RUNS; ++j) {
+        planes[j] = src + ((long long)n * C + c0 + ty) * ((long long)H * W);
+        ih[j] = r - pad_h;
+        iw[j] = s - pad_w;
+        s += 32;
+        while (s >= Wp) {                            // a narrow row: several rows on
+            s -= Wp;
+            if (++r == Hp) { r = 0; ++n; }
         }
     }
+    // all the loads, then all the stores to shared memory: RUNS * ROWS loads in flight a thread
+    float v[RUNS][ROWS];
+#pragma unroll
+    for (int j = 0; j < RUNS; ++j)
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i)               // past the last cell: a value never stored
+            v[j][i] = q0 + tx + 32 * j < cells
+                ? load_padded(planes[j] + 8LL * i * H * W, ih[j], iw[j], H, W, reflect) : 0.0f;
+#pragma unroll
+    for (int j = 0; j < RUNS; ++j)
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) tile[ty + 8 * i][tx + 32 * j] = v[j][i];
     __syncthreads();
 #pragma unroll
-    for (int i = ty; i < CL_TILE; i += 8) {
+    for (int i = ty; i < CL_CELLS; i += 8) {
         if (q0 + i < cells) write((q0 + i) * C + c0 + tx, tile[tx][i]);
     }
 }

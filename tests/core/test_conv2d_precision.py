@@ -600,13 +600,22 @@ def test_channels_last_thread_map_names_each_writer(wgmma, tile, algorithm, rng)
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("algorithm", PIPELINED)
+@pytest.mark.parametrize(
+    "layer",
+    [
+        (2, 64, 5, 7, 8, 3, 2, 1, 1, 1, "zeros"),  # Hp 7, Wp 9: 126 cells, a partial block
+        (3, 64, 9, 7, 8, 3, 1, 1, 1, 1, "zeros"),  # Hp 11, Wp 9: 5 blocks, runs of 32 span samples
+        (2, 32, 3, 40, 8, 3, 1, 1, 1, 1, "zeros"),  # Wp 42: runs within and across rows
+    ],
+    ids=str,
+)
 @pytest.mark.usefixtures("portable")
-def test_channels_last_copy_map_names_each_writer(algorithm, rng):
+def test_channels_last_copy_map_names_each_writer(algorithm, layer, rng):
     """Trace build of the copy (v10's, v11's): the map of cells (across rows and samples) and
     channels to blocks and threads is the kernel's; every value of the copy is written."""
     import cupy as cp
 
-    x, _, _, p = _layer((2, 64, 5, 7, 8, 3, 2, 1, 1, 1, "zeros"), rng)  # Hp 7, Wp 9
+    x, _, _, p = _layer(layer, rng)
     call = ChannelsLastCall(p, pipelined_launch(p, algorithm, channels_last=True))
     launch = call.copies[0]
     out = cp.full(call.x_shape, 0xFFFF if call.dtype == np.uint16 else np.nan, dtype=call.dtype)

@@ -181,7 +181,17 @@ def test_a_grid_the_hardware_cannot_launch_is_refused():
 def test_kernel_tile_constants_match_the_cuda_source():
     text = source_text("conv2d.cu")
     conv2d_module = importlib.import_module("gpuops.conv2d")  # the package's `conv2d` is the function
-    names = ["IG_BM", "IG_BN", "FILTERS_PER_BLOCK", "PIXELS_PER_THREAD", "TC_BM", "TC_BN", "DW_PIXELS"]
+    names = [
+        "IG_BM",
+        "IG_BN",
+        "FILTERS_PER_BLOCK",
+        "PIXELS_PER_THREAD",
+        "TC_BM",
+        "TC_BN",
+        "DW_PIXELS",
+        "CL_TILE",
+    ]
+    names += ["CL_CELLS"]
     for name in [*names, "DW_ROWS_THREADS"]:
         assert f"#define {name} {getattr(conv2d_module, name)}" in text, name
 
