@@ -733,7 +733,10 @@ extern "C" __global__ void __launch_bounds__(2 * V16_PIXELS, 2) conv2d_v16_point
 // Steps on the way, grouped g=4: one tap's fragments at a time with the next tap's loaded while
 // it ran (serialized by ptxas) 0.141; blocks that loop over tiles with two stages (one block an
 // SM) 0.18; V17_TAPS = 1 / 2 / 3 / 5 0.145 / 0.148 / 0.135 / 0.144 (kernel alone), then the halo
-// copy without divisions 0.127 with the copy of w.
+// copy without divisions 0.127 with the copy of w. Tried after it and reverted (bench/NOTES.md):
+// the filter rows brought one window row at a time (64 filters and 5x5 windows at two blocks an
+// SM; a barrier a row): grouped 0.149, resnet56 0.098, k5 0.065, all behind; the halo rounded to
+// TF32 once when it lands instead of at each fragment load: grouped 0.135.
 // =======================================================================================
 #define V17_PIXELS 128        // a block's pixels: two warpgroups of 64, all in one sample
 #define V17_KC 32             // channels a stage: a filter row of 128 bytes a tap
