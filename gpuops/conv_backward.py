@@ -1313,8 +1313,15 @@ def conv_transpose2d(
 
     Every input cell stamps its channel's filters, scaled by its value, onto the output, stride
     cells apart: the adjoint of conv2d, i.e. conv2d's grad_input with x in the role of grad_output.
-    algorithm: "scatter", "gather", "gemm_fold" or "auto" (see the module docstring).
+    algorithm: "scatter", "gather", "gemm_fold" or "auto" (see the module docstring). A repeat
+    GPU call with the same shapes and arguments skips the checks, the plan and auto's lookup (the
+    ready-call cache of gpuops.launch, as conv2d_grad_input's).
     """
+    settings = (stride, padding, output_padding, groups, dilation, algorithm)
+    key = ready_key("conv_transpose2d", (x, weight, bias), settings)
+    ready = ready_call(key)
+    if ready is not None:
+        return ready(x, weight, bias)
     xp, x = as_float32(x, "input")
     _, w = as_float32(weight, "weight", xp)
     b = None if bias is None else as_float32(bias, "bias", xp)[1]
@@ -1329,11 +1336,21 @@ def conv_transpose2d(
         dilation,
         algorithm,
     )
-    batched = x.ndim == 4
-    y = input_grad(x if batched else x[None], w, plan.problem, algorithm)
-    if b is not None:
-        y += b.reshape(1, -1, 1, 1)
-    return y if batched else y[0]
+    q = plan.problem
+    chosen = algorithm
+    if algorithm == AUTO and not q.empty:
+        chosen = resolve_input_algorithm(x if x.ndim == 4 else x[None], w, q)
+
+    def run(x: Any, w: Any, b: Any) -> Any:
+        batched = x.ndim == 4
+        y = input_grad(x if batched else x[None], w, q, chosen)
+        if b is not None:
+            y += b.reshape(1, -1, 1, 1)
+        return y if batched else y[0]
+
+    y = run(x, w, b)
+    keep_ready(key, run)  # a GPU call only (key None otherwise), and only once it has run
+    return y
 
 
 def _backward_arrays(grad_output: Any, x: Any, weight: Any) -> tuple[Any, Any, Any, Any]:

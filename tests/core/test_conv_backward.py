@@ -831,6 +831,33 @@ def test_repeat_calls_take_the_ready_path_with_new_values(algorithms, mode, rng,
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("algorithm", ["auto", "gather"])
+def test_conv_transpose2d_repeats_take_the_ready_path_with_new_values(algorithm, rng, monkeypatch):
+    """The second conv_transpose2d with the same shapes and arguments (bias and none, batched
+    and not) skips the checks, the plan and auto's lookup (plan_conv_transpose2d and autotune
+    would fail) and computes from its new values: the NumPy twin's result each time."""
+    import cupy as cp
+
+    from gpuops import autotune
+
+    N, C, H, W, M, K, S, P, D, G = GPU_SHAPES[1]
+    kw = dict(stride=S, padding=P, output_padding=1, groups=G, dilation=D)
+    shapes = ((N, C, H, W), (C, M // G, K, K), (M,))
+    rounds = []
+    for _ in range(2):
+        x, w, b = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+        for xb, bb in ((x, b), (x[0], b), (x, None)):
+            rounds.append((xb, w, bb, gpuops.conv_transpose2d(xb, w, bb, **kw)))  # NumPy: the twin
+    for i, (xb, wb, bb, ref) in enumerate(rounds):
+        if i == 3:  # the second round: every check, plan and lookup is behind us
+            monkeypatch.setattr(cb, "plan_conv_transpose2d", lambda *a, **k: pytest.fail("planned again"))
+            monkeypatch.setattr(autotune, "fastest", lambda *a, **k: pytest.fail("looked up again"))
+        args = (cp.asarray(xb), cp.asarray(wb), None if bb is None else cp.asarray(bb))
+        got = gpuops.conv_transpose2d(*args, **kw, algorithm=algorithm)
+        np.testing.assert_allclose(got.get(), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.gpu
 def test_gemm_paths_split_a_batch_that_outgrows_the_budget(rng):
     """With a budget of 1.5 samples of cols, the GEMM paths run sample by sample and still agree."""
     import cupy as cp
