@@ -902,6 +902,8 @@ def warpgroup_launch(
         parts = 2
         args += longs(x_part=p.N * Hp * Wp * p.C, w_part=p.M * g.KH * g.KW * (p.C // p.groups))
         args += ints(promote=promote or X3_PROMOTE)
+    if pixel_rows and precision == "tf32":  # one tap a stage: the next stage's pixel rows through L1
+        args += ints(x_via_l1=int(p.C // p.groups == stage_k))
     if pixel_rows:  # a warp's sums: 16 pixels x BM filters (v12, v13: 16 filters x BN pixels)
         stages = V14_STAGES[precision]
         threads = PixelRowsMap(BM, BN, Mg, g.H_out, g.W_out, 16, BM, OPERANDS[precision], splits, True)
@@ -1222,40 +1224,39 @@ class ChannelsLastCopyMap:
         )
 
 
-def channels_last_copy_launch(
-    shape: tuple[int, int, int, int],
-    Hp: int,
-    Wp: int,
-    pads: tuple[int, int] = (0, 0),
-    reflect: bool = False,
-    precision: str = "tf32",
-) -> Launch:
-    """v10's copy of an (N, C, H, W) array to (N, Hp, Wp, C), TF32-rounded floats (v11's: bf16 /
-    fp16 bits, rounded to nearest even): row r, column s of the copy is cell (r - pads[0],
-    s - pads[1]) with the padding rule (zeros or mirrored). The weights go through it too:
-    (M, C/groups, KH, KW) -> (M, KH, KW, C/groups)."""
-    N, C, H, W = shape
-    grid = (ceil_div(N * Hp * Wp, CL_CELLS), C // CL_TILE, 1)
+def channels_last_copy_launch(p: ConvProblem, precision: str = "tf32", *, with_x: bool = True) -> Launch:
+    """v10's copies to channels last, x and w in one launch (v11's: bf16 / fp16 bits, rounded to
+    nearest even; v13's: TF32 pairs): x (N, C, H, W) -> (N, Hp, Wp, C), row r, column s of the
+    copy being cell (r - pad_top, s - pad_left) with the padding rule (zeros or mirrored); then w
+    (M, C/groups, KH, KW) -> (M, KH, KW, C/groups). `with_x=False`: w alone (v17 reads x itself).
+    The thread map (ChannelsLastCopyMap) is x's: its blocks come first."""
+    g = p.geometry
+    Cg = p.C // p.groups
+    N = p.N if with_x else 0
+    Hp, Wp = channels_last_size(p)
+    x_blocks = ceil_div(N * Hp * Wp, CL_CELLS)
+    grid = (x_blocks + ceil_div(p.M * g.KH * g.KW, CL_CELLS), (p.C if with_x else Cg) // CL_TILE, 1)
     check_grid(grid, "the channels-last copy")
-    args = ints(N=N, C=C, H=H, W=W, Hp=Hp, Wp=Wp, pad_h=pads[0], pad_w=pads[1], reflect=int(reflect))
+    args = ints(N=N, C=p.C, H=g.H, W=g.W, Hp=Hp, Wp=Wp, pad_h=g.pad_top, pad_w=g.pad_left)
+    args += ints(reflect=int(p.reflect), M=p.M, Cg=Cg, KH=g.KH, KW=g.KW, x_blocks=x_blocks)
     kernel, source = "conv2d_v10_to_channels_last", SOURCE
     if precision in HALF_CODES:
         kernel = "conv2d_v11_to_channels_last"
         args += ints(prec=HALF_CODES[precision])
     elif precision == SPLIT_TF32:  # v13: two copies, TF32 parts and what they leave, one after the other
         kernel, source = "conv2d_v13_to_channels_last", WG_SOURCE
-        args += longs(part=N * Hp * Wp * C)
+        args += longs(x_part=N * Hp * Wp * p.C, w_part=p.M * g.KH * g.KW * Cg)
     pairs = precision == SPLIT_TF32
     copy_map = ChannelsLastCopyMap(Hp, Wp, "TF32" if precision == "tf32" else precision, pairs)
-    written = ("(part, n, r, s, c)" if pairs else "(n, r, s, c)") + " of the channels-last copy"
-    return Launch(kernel, source, grid, CL_BLOCK, 0, ("src", "dst"), args, copy_map, written)
+    written = ("(part, n, r, s, c)" if pairs else "(n, r, s, c)") + " of the channels-last copy of x"
+    return Launch(kernel, source, grid, CL_BLOCK, 0, ("w", "w_cl", "x", "x_cl"), args, copy_map, written)
 
 
 class ChannelsLastCall:
-    """v10's / v11's run: x and w copied to channels last, rounded to the GEMM's operand
-    precision (two launches; v10: TF32 floats, v11: bf16 / fp16 bits as uint16), then the GEMM
-    launch on the copies. Called as (x, w, bias) like Call; `into` writes a y the caller holds
-    (zeroed first where k is split, as Call does)."""
+    """v10's / v11's run: x and w copied to channels last in one launch, rounded to the GEMM's
+    operand precision (v10: TF32 floats, v11: bf16 / fp16 bits as uint16), then the GEMM launch
+    on the copies. Called as (x, w, bias) like Call; `into` writes a y the caller holds (zeroed
+    first where k is split, as Call does)."""
 
     def __init__(self, p: ConvProblem, launch: Launch) -> None:
         import cupy
@@ -1269,23 +1270,17 @@ class ChannelsLastCall:
         if precision == SPLIT_TF32:  # v13: both parts, one after the other
             self.x_shape, self.w_shape = (2, *self.x_shape), (2, *self.w_shape)
         self.dtype = np.uint16 if precision in HALF_CODES else np.float32
-        self.copies = (
-            channels_last_copy_launch(
-                (p.N, p.C, g.H, g.W), Hp, Wp, (g.pad_top, g.pad_left), p.reflect, precision
-            ),
-            channels_last_copy_launch((p.M, Cg, g.KH, g.KW), g.KH, g.KW, precision=precision),
-        )
+        self.copy = channels_last_copy_launch(p, precision)
         self.zeroed = dict(launch.args)["k_splits"] > 1
         self._cupy = cupy
-        self._copy_x, self._copy_w, self._gemm = (packed(a) for a in (*self.copies, launch))
+        self._copy, self._gemm = packed(self.copy), packed(launch)
 
     def channels_last(self, x: Any, w: Any) -> tuple[Any, Any]:
         """The copies the GEMM reads: x (N, Hp, Wp, C) and w (M, KH, KW, C/groups), TF32 floats
         (v10) or 16-bit values as uint16 (v11)."""
         x_cl = self._cupy.empty(self.x_shape, dtype=self.dtype)
         w_cl = self._cupy.empty(self.w_shape, dtype=self.dtype)
-        self._copy_x((x, x_cl))
-        self._copy_w((w, w_cl))
+        self._copy((w, w_cl, x, x_cl))
         return x_cl, w_cl
 
     def into(self, x: Any, w: Any, b: Any, y: Any) -> Any:
@@ -1306,16 +1301,15 @@ class HaloCall:
         import cupy
 
         g = p.geometry
-        Cg = p.C // p.groups
         self.problem, self.launch = p, launch
-        self.w_shape = (p.M, g.KH, g.KW, Cg)
-        self.copy = channels_last_copy_launch((p.M, Cg, g.KH, g.KW), g.KH, g.KW, precision="tf32")
+        self.w_shape = (p.M, g.KH, g.KW, p.C // p.groups)
+        self.copy = channels_last_copy_launch(p, "tf32", with_x=False)
         self._cupy = cupy
         self._copy_w, self._conv = packed(self.copy), packed(launch)
 
     def into(self, x: Any, w: Any, b: Any, y: Any) -> Any:
         w_cl = self._cupy.empty(self.w_shape, dtype=np.float32)
-        self._copy_w((w, w_cl))
+        self._copy_w((w, w_cl, None, None))  # w alone: no x blocks
         self._conv((x, w_cl, b, y))
         return y
 

@@ -483,6 +483,12 @@ __device__ __forceinline__ void cp_async16(float* smem, const float* gmem, bool 
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(gmem), "r"(inside ? 16 : 0));
 }
+// The same copy kept in L1 on its way (.ca; .cg above leaves it in L2 only): for reads that a
+// block's next stage repeats (v14, below in conv2d_hopper.cu).
+__device__ __forceinline__ void cp_async16_l1(float* smem, const float* gmem, bool inside) {
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(gmem), "r"(inside ? 16 : 0));
+}
 __device__ __forceinline__ unsigned to_tf32(float v) {       // round to nearest, ties away
     unsigned r;
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
@@ -1208,10 +1214,11 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_fp16_64x64(
 // A block moves CL_TILE channels x CL_CELLS consecutive cells q = (n*Hp + r)*Wp + s of the copy
 // (across rows and samples, so narrow images keep every thread busy) through shared memory:
 // threads read along the cells (coalesced within a row of x) and write along the channels of
-// x_cl (128 contiguous bytes a cell). grid = (ceil(N*Hp*Wp / CL_CELLS), C / CL_TILE),
-// block = (CL_TILE, 8): thread (tx, ty) reads cells tx, tx + 32, ... of channels ty, ty + 8, ...
-// and writes channel tx of cells ty, ty + 8, ... The weights use the same kernel: w (M, Cg, KH,
-// KW) is a batch of M images of Cg channels, no padding (Hp = KH, Wp = KW).
+// x_cl (128 contiguous bytes a cell). x's blocks: grid x 0 .. ceil(N*Hp*Wp / CL_CELLS) - 1, grid
+// y C / CL_TILE; block = (CL_TILE, 8): thread (tx, ty) reads cells tx, tx + 32, ... of channels
+// ty, ty + 8, ... and writes channel tx of cells ty, ty + 8, ... The weights go through the same
+// body in the same launch (copy_x_and_w, below): w (M, Cg, KH, KW) is a batch of M images of Cg
+// channels, no padding (Hp = KH, Wp = KW).
 // (A first version tiled one row at a time, 32 columns a block: on a 3x3 weight tensor 29 of
 // every 32 threads idled. On the H100 the late 7x7x1024 layer then spent ~230 us of its 0.38 ms
 // outside its GEMM (148 us in Nsight Compute), most of it copying the 1024 x 1024 x 3 x 3 weights.
@@ -1226,12 +1233,13 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v9_fp16_64x64(
 // version's GEMM reads it.
 template <typename Write>
 __device__ __forceinline__ void copy_to_channels_last(const float* __restrict__ src, int N, int C, int H, int W,
-                                                      int Hp, int Wp, int pad_h, int pad_w, int reflect, Write write)
+                                                      int Hp, int Wp, int pad_h, int pad_w, int reflect,
+                                                      long long block, Write write)
 {
     constexpr int RUNS = CL_CELLS / 32, ROWS = CL_TILE / 8;   // a thread's cells and channels
     __shared__ float tile[CL_TILE][CL_CELLS + 1];     // [channel][cell], padded: no bank conflicts
     const long long cells = (long long)N * Hp * Wp;
-    const long long q0 = (long long)blockIdx.x * CL_CELLS;
+    const long long q0 = block * CL_CELLS;            // block: this copy's x-th tile of cells
     const int c0 = blockIdx.y * CL_TILE;
     const int tx = threadIdx.x, ty = threadIdx.y;
     // my cells q0 + tx + 32j as (sample, row, column): one division, then 32 cells on at a time
@@ -1269,13 +1277,38 @@ __device__ __forceinline__ void copy_to_channels_last(const float* __restrict__ 
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) conv2d_v10_to_channels_last(
-    const float* __restrict__ src, float* __restrict__ dst,
-    int N, int C, int H, int W,       // src (N, C, H, W)
-    int Hp, int Wp, int pad_h, int pad_w, int reflect)   // dst (N, Hp, Wp, C)
+// x and w in ONE launch: the GEMM needs both, and on the H100 a second launch of the copy added
+// ~4 us to a call whatever its size (the 5x5 layer's 204 KB of weights: 0.054 -> 0.058 ms).
+// Blocks 0 .. x_blocks - 1 move x as above; the others move w, a batch of M images of Cg
+// channels without padding (Hp = KH, Wp = KW); grid y counts x's channel tiles, and w's blocks
+// past its Cg channels return (C >= Cg). write(of_x, o, v) stores v at o of x_cl or of w_cl.
+// (v17 copies w alone: x_blocks = 0, N = 0.)
+template <typename Write>
+__device__ __forceinline__ void copy_x_and_w(const float* __restrict__ x, const float* __restrict__ w,
+                                             int N, int C, int H, int W, int Hp, int Wp, int pad_h, int pad_w,
+                                             int reflect, int M, int Cg, int KH, int KW, int x_blocks, Write write)
 {
-    copy_to_channels_last(src, N, C, H, W, Hp, Wp, pad_h, pad_w, reflect,
-                          [&](long long o, float v) { store(dst, o, __uint_as_float(to_tf32(v))); });
+    if (blockIdx.x < x_blocks)
+        copy_to_channels_last(x, N, C, H, W, Hp, Wp, pad_h, pad_w, reflect, blockIdx.x,
+                              [&](long long o, float v) { write(true, o, v); });
+    else if (blockIdx.y * CL_TILE < Cg)
+        copy_to_channels_last(w, M, Cg, KH, KW, KH, KW, 0, 0, 0, blockIdx.x - x_blocks,
+                              [&](long long o, float v) { write(false, o, v); });
+}
+
+// The arrays come w first: a test build records the writers of the last one, x_cl (the copy's
+// thread map is x's; w's stores are not recorded).
+extern "C" __global__ void __launch_bounds__(256) conv2d_v10_to_channels_last(
+    const float* __restrict__ w, float* __restrict__ w_cl, const float* __restrict__ x, float* __restrict__ x_cl,
+    int N, int C, int H, int W, int Hp, int Wp, int pad_h, int pad_w, int reflect,   // x -> x_cl (N, Hp, Wp, C)
+    int M, int Cg, int KH, int KW, int x_blocks)                                       // w -> w_cl (M, KH, KW, Cg)
+{
+    copy_x_and_w(x, w, N, C, H, W, Hp, Wp, pad_h, pad_w, reflect, M, Cg, KH, KW, x_blocks,
+                 [&](bool of_x, long long o, float v) {
+                     const float r = __uint_as_float(to_tf32(v));
+                     if (of_x) store(x_cl, o, r);
+                     else w_cl[o] = r;
+                 });
 }
 
 // What a channels-last copy holds (v10: TF32 values in floats; v11: bf16 / fp16 bits).
@@ -1494,17 +1527,23 @@ extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v10_tf32_64x64(
 // Stages of 64 against 32 channels (H100, one run, VGG-like): bf16 0.196 against 0.216 ms,
 // fp16 0.185 against 0.206. Errors against float64 as v9's: bf16 2.4e-3, fp16 2.9e-4.
 // =======================================================================================
-// x (N, C, H, W) -> x_cl (N, Hp, Wp, C) of 16-bit values (prec: PREC_BF16 or PREC_FP16), as
-// conv2d_v10_to_channels_last does with TF32 floats; same grid, block and thread map.
+// x -> x_cl (N, Hp, Wp, C) and w -> w_cl (M, KH, KW, Cg) of 16-bit values (prec: PREC_BF16 or
+// PREC_FP16), as conv2d_v10_to_channels_last does with TF32 floats; same grid, block and map.
 extern "C" __global__ void __launch_bounds__(256) conv2d_v11_to_channels_last(
-    const float* __restrict__ src, unsigned short* __restrict__ dst,
-    int N, int C, int H, int W,       // src (N, C, H, W)
-    int Hp, int Wp, int pad_h, int pad_w, int reflect, int prec)   // dst (N, Hp, Wp, C)
+    const float* __restrict__ w, unsigned short* __restrict__ w_cl, const float* __restrict__ x,
+    unsigned short* __restrict__ x_cl, int N, int C, int H, int W, int Hp, int Wp, int pad_h, int pad_w, int reflect,
+    int M, int Cg, int KH, int KW, int x_blocks, int prec)
 {
-    copy_to_channels_last(src, N, C, H, W, Hp, Wp, pad_h, pad_w, reflect, [&](long long o, float v) {
-        dst[o] = (unsigned short)(pack_half2(v, 0.0f, prec) & 0xFFFFu);   // the lower half
-        trace_store(o);
-    });
+    copy_x_and_w(x, w, N, C, H, W, Hp, Wp, pad_h, pad_w, reflect, M, Cg, KH, KW, x_blocks,
+                 [&](bool of_x, long long o, float v) {
+                     const auto h = (unsigned short)(pack_half2(v, 0.0f, prec) & 0xFFFFu);   // the lower half
+                     if (of_x) {
+                         x_cl[o] = h;
+                         trace_store(o);
+                     } else {
+                         w_cl[o] = h;
+                     }
+                 });
 }
 
 // The kernels of v11: x_cl and w_cl come from conv2d_v11_to_channels_last. Tiles as v10's;

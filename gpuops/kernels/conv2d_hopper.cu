@@ -158,7 +158,7 @@ __device__ __forceinline__ void warpgroup_conv(
     const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
     int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp,
-    long long x_part = 0, long long w_part = 0, int promote = 0)
+    long long x_part = 0, long long w_part = 0, int promote = 0, int x_via_l1 = 0)
 {
     using V = typename CopyValue<PREC>::type;
     constexpr int WG_M = PIXEL_ROWS ? BN : BM;               // wgmma's rows: filters (v12, v13) or pixels (v14)
@@ -222,9 +222,12 @@ __device__ __forceinline__ void warpgroup_conv(
                 cp_async16(reinterpret_cast<float*>(stage + part * F_BYTES + i * ROWS * WG_ROW_BYTES),
                            reinterpret_cast<const float*>(w_src[i] + part * w_part + next.k), w_ok[i]);
 #pragma unroll
-            for (int i = 0; i < BN / ROWS; ++i)
-                cp_async16(reinterpret_cast<float*>(stage + PARTS * F_BYTES + part * X_BYTES + i * ROWS * WG_ROW_BYTES),
-                           reinterpret_cast<const float*>(x_src[i] + part * x_part + next.x()), x_ok[i]);
+            for (int i = 0; i < BN / ROWS; ++i) {
+                float* d = reinterpret_cast<float*>(stage + PARTS * F_BYTES + part * X_BYTES + i * ROWS * WG_ROW_BYTES);
+                const float* s = reinterpret_cast<const float*>(x_src[i] + part * x_part + next.x());
+                if (x_via_l1) cp_async16_l1(d, s, x_ok[i]);   // v14 where a stage is a whole tap
+                else cp_async16(d, s, x_ok[i]);
+            }
         }
         asm volatile("cp.async.commit_group;\n" ::);
         next.next();
@@ -386,18 +389,26 @@ extern "C" __global__ void __launch_bounds__(128, 2) conv2d_v12_fp16_64x128(
 #define X3_STAGES_128 3     // v13's shared-memory stages, 128 x 128 tile
 #define X3_STAGES_64 4      // 64 x 128 tile
 
-// x (N, C, H, W) -> x_cl (2, N, Hp, Wp, C): [0] the TF32 part of every value, [1] the TF32 part of
-// what it leaves; part = N*Hp*Wp*C values. Grid, block and thread map as v10's copy.
+// x -> x_cl (2, N, Hp, Wp, C) and w -> w_cl (2, M, KH, KW, Cg): [0] the TF32 part of every value,
+// [1] the TF32 part of what it leaves, x_part (w_part) values on. Grid, block and thread map as
+// v10's copy (both arrays in one launch).
 extern "C" __global__ void __launch_bounds__(256) conv2d_v13_to_channels_last(
-    const float* __restrict__ src, float* __restrict__ dst,
-    int N, int C, int H, int W,       // src (N, C, H, W)
-    int Hp, int Wp, int pad_h, int pad_w, int reflect, long long part)   // dst (2, N, Hp, Wp, C)
+    const float* __restrict__ w, float* __restrict__ w_cl, const float* __restrict__ x, float* __restrict__ x_cl,
+    int N, int C, int H, int W, int Hp, int Wp, int pad_h, int pad_w, int reflect,
+    int M, int Cg, int KH, int KW, int x_blocks, long long x_part, long long w_part)
 {
-    copy_to_channels_last(src, N, C, H, W, Hp, Wp, pad_h, pad_w, reflect, [&](long long o, float v) {
-        const float big = __uint_as_float(to_tf32(v));
-        store(dst, o, big);
-        store(dst, o + part, __uint_as_float(to_tf32(v - big)));   // v - big is exact in fp32
-    });
+    copy_x_and_w(x, w, N, C, H, W, Hp, Wp, pad_h, pad_w, reflect, M, Cg, KH, KW, x_blocks,
+                 [&](bool of_x, long long o, float v) {
+                     const float big = __uint_as_float(to_tf32(v));
+                     const float small = __uint_as_float(to_tf32(v - big));   // v - big is exact in fp32
+                     if (of_x) {
+                         store(x_cl, o, big);
+                         store(x_cl, o + x_part, small);
+                     } else {
+                         w_cl[o] = big;
+                         w_cl[o + w_part] = small;
+                     }
+                 });
 }
 
 // The kernels of v13: x_cl and w_cl from conv2d_v13_to_channels_last (x_part and w_part: the
@@ -451,6 +462,14 @@ extern "C" __global__ void __launch_bounds__(128, 1) conv2d_v13_3xtf32_64x128(
 // 0.152 / 0.149. More than predicted on grouped: its two blocks an SM overlap one's short
 // pipeline (9 stages) with the other's. Where groups have 64+ filters v14 is slower (VGG-like
 // 3xTF32 0.437 -> 0.502): auto measures it only where a group has at most 64 filters.
+// Pixel rows through L1 (x_via_l1, TF32): where a group has 32 channels a stage is a whole tap,
+// and the next stage (the next tap along the row) reads the same pixel rows one cell on: 127 of
+// a block's 128. The copies that bring them (cp_async16_l1, .ca) then leave them in L1 for it;
+// elsewhere (.cg) only in L2, as before. Measured on the H100 (one lease, three rounds of 30
+// queued calls, ms, whole calls, .cg / .ca): 5x5 with 32 channels 0.0579 / 0.0558, grouped g=4
+// (32 x 128 tile) 0.147 / 0.144; where a tap takes several stages it does not pay: 64 channels
+// (resnet56) 0.0792 / 0.0791, 256 (late 14x14) 0.057 / 0.066. In 3xTF32 5x5 0.1136 / 0.1142, so
+// v14 in 3xTF32 keeps .cg; the filter rows through L1 too were slower on every layer.
 // =======================================================================================
 // Tiles (the host's pixel_rows_tile): 64 x 128 where a group has more than 32 filters; else in
 // TF32 32 x 128 (80 KB of stages, two blocks an SM), in 3xTF32 32 x 64 (stages twice as large:
@@ -464,26 +483,29 @@ extern "C" __global__ void __launch_bounds__(128, 1) conv2d_v13_3xtf32_64x128(
 extern "C" __global__ void __launch_bounds__(128, 4) conv2d_v14_tf32_32x64(
     const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
-    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp,
+    int x_via_l1)
 {
     warpgroup_conv<32, 64, PREC_TF32, 1, V14_STAGES, true>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
-        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp, 0, 0, 0, x_via_l1);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) conv2d_v14_tf32_32x128(
     const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
-    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp,
+    int x_via_l1)
 {
     warpgroup_conv<32, 128, PREC_TF32, 1, V14_STAGES, true>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
-        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp, 0, 0, 0, x_via_l1);
 }
 extern "C" __global__ void __launch_bounds__(256, 2) conv2d_v14_tf32_64x128(
     const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,
     int N, int C, int M, int H, int W, int KH, int KW, int H_out, int W_out, int stride_h, int stride_w,
-    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp)
+    int pad_h, int pad_w, int dil_h, int dil_w, int groups, int reflect, int m_blocks, int k_splits, int Hp, int Wp,
+    int x_via_l1)
 {
     warpgroup_conv<64, 128, PREC_TF32, 1, V14_STAGES, true>(x_cl, w_cl, bias, y, N, C, M, H, W, KH, KW, H_out, W_out,
-        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp);
+        stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups, reflect, m_blocks, k_splits, Hp, Wp, 0, 0, 0, x_via_l1);
 }
 extern "C" __global__ void __launch_bounds__(128, 2) conv2d_v14_3xtf32_32x64(
     const float* __restrict__ x_cl, const float* __restrict__ w_cl, const float* __restrict__ bias, float* __restrict__ y,

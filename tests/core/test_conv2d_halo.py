@@ -261,7 +261,7 @@ def test_v17_thread_map_names_each_writer(rng):
     launch = halo_launch(p)
     call = HaloCall(p, launch)
     w_cl = cp.empty(call.w_shape, dtype=cp.float32)
-    launch_module.packed(call.copy)((cp.asarray(w), w_cl))
+    launch_module.packed(call.copy)((cp.asarray(w), w_cl, None, None))
     out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
     assert_the_map_names_each_writer(launch, cp.asarray(x), w_cl, None, out)
     assert not np.isnan(out.get()).any()

@@ -140,6 +140,21 @@ def test_the_tile_holds_a_group_s_filters_in_one_wgmma():
         assert pixel_rows_tile(p, "tf32") == pixel_rows_tile(p, "3xtf32") == (64, 128)
 
 
+def test_v14_reads_pixel_rows_through_l1_where_a_stage_is_a_whole_tap():
+    """x_via_l1 (TF32 only): 1 where a group has 32 channels, so the next stage is the next tap
+    and re-reads this one's pixel rows one cell on; 0 where a tap takes several stages; 3xTF32
+    never (measured no faster)."""
+    cases = {
+        _problem(2, 32, 16, 16, 64, 5, padding=2): 1,
+        _problem(2, 128, 16, 16, 128, 3, padding=1, groups=4): 1,
+        _problem(2, 64, 16, 16, 64, 3, padding=1): 0,
+        _problem(2, 256, 8, 8, 64, 3, padding=1): 0,
+    }
+    for p, expected in cases.items():
+        assert dict(pixel_rows_launch(p, "pixel_rows_tf32").args)["x_via_l1"] == expected
+        assert "x_via_l1" not in dict(pixel_rows_launch(p, "pixel_rows_3xtf32").args)
+
+
 def test_v14_refuses_what_it_cannot_run():
     """Groups of a multiple of 32 channels only, v14's tiles only: a ValueError naming the rule."""
     for algorithm in ALGORITHMS:
@@ -250,7 +265,7 @@ def test_v14_thread_map_names_each_writer(tile, algorithm, rng):
 @pytest.mark.gpu
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_conv2d_runs_the_copies_then_the_v14_gemm(algorithm, rng, torch):
-    """conv2d(algorithm="pixel_rows_*") runs the two copies (TF32, or v13's pairs), then the plan's
+    """conv2d(algorithm="pixel_rows_*") runs the copy (TF32, or v13's pairs), then the plan's
     GEMM; the second call takes the ready path with new values."""
     import cupy as cp
 
@@ -260,12 +275,12 @@ def test_conv2d_runs_the_copies_then_the_v14_gemm(algorithm, rng, torch):
     b = np.zeros(128, np.float32)
     plan = gpuops.plan_conv2d((2, 128, 12, 10), w.shape, None, 1, 1, 1, 4, algorithm=algorithm)
     assert plan.launch.kernel.startswith("conv2d_v14_")
-    copies = ChannelsLastCall(plan.problem, plan.launch).copies
+    copy = ChannelsLastCall(plan.problem, plan.launch).copy
     for _ in range(2):
         x = rng.standard_normal((2, 128, 12, 10)).astype(np.float32)
         with launch_module.recorded() as ran:
             got = gpuops.conv2d(cp.asarray(x), cp.asarray(w), None, 1, 1, 1, 4, algorithm=algorithm)
-        assert ran == [*copies, plan.launch]
+        assert ran == [copy, plan.launch]
         _check(algorithm, got.get(), shape, x, w, b, torch)
 
 

@@ -23,6 +23,8 @@ import gpuops
 from gpuops import launch as launch_module
 from gpuops import sm90a
 from gpuops.conv2d import (
+    CL_CELLS,
+    CL_TILE,
     HALF_ALGORITHMS,
     HALF_CODES,
     PIPE_BK,
@@ -140,19 +142,18 @@ def test_every_pipelined_launch_matches_a_kernel_with_a_header(algorithm, tile, 
 @pytest.mark.parametrize("channels", [64, 96])  # v11: stages of 64 channels, of 32
 @pytest.mark.usefixtures("portable")
 def test_every_channels_last_launch_matches_a_kernel_with_a_header(algorithm, tile, channels):
-    """v10 / v11: the GEMM and both copies take the arrays and arguments the host passes; v11's
-    stage depth is in its name, and its shared memory holds 3 stages of both operands."""
+    """v10 / v11: the GEMM and the copy (x's blocks, then w's) take the arrays and arguments the
+    host passes; v11's stage depth is in its name, and its shared memory holds 3 stages of both
+    operands."""
     p = _problem(2, channels, 11, 9, 70, 3, padding=1)
     launch = pipelined_launch(p, algorithm, tile=tile, channels_last=True)
     precision = PRECISIONS[algorithm]
-    copies = [
-        channels_last_copy_launch((2, channels, 11, 9), 13, 11, (1, 1), precision=precision),
-        channels_last_copy_launch((70, channels, 3, 3), 3, 3, precision=precision),
-    ]
-    assert {c.kernel for c in copies} == {
-        "conv2d_v10_to_channels_last" if precision == "tf32" else "conv2d_v11_to_channels_last"
-    }
-    for each in (launch, *copies):
+    copy = channels_last_copy_launch(p, precision)
+    assert copy.kernel == f"conv2d_{'v10' if precision == 'tf32' else 'v11'}_to_channels_last"
+    x_blocks = -(-2 * 13 * 11 // CL_CELLS)  # x_cl: 2 x 13 x 11 cells; w_cl: 70 x 3 x 3
+    assert dict(copy.args)["x_blocks"] == x_blocks
+    assert copy.grid == (x_blocks + -(-70 * 9 // CL_CELLS), channels // CL_TILE, 1)
+    for each in (launch, copy):
         pointers, scalars = kernel_signature(each.source, each.kernel)
         assert list(each.arrays) == pointers and [n for n, _ in each.args] == scalars
     header = kernel_span(launch.source, launch.kernel).text.split("extern")[0]
@@ -615,18 +616,18 @@ def test_channels_last_copy_map_names_each_writer(algorithm, layer, rng):
     channels to blocks and threads is the kernel's; every value of the copy is written."""
     import cupy as cp
 
-    x, _, _, p = _layer(layer, rng)
+    x, w, _, p = _layer(layer, rng)
     call = ChannelsLastCall(p, pipelined_launch(p, algorithm, channels_last=True))
-    launch = call.copies[0]
+    w_cl = cp.empty(call.w_shape, dtype=call.dtype)
     out = cp.full(call.x_shape, 0xFFFF if call.dtype == np.uint16 else np.nan, dtype=call.dtype)
-    assert_the_map_names_each_writer(launch, cp.asarray(x), out)
+    assert_the_map_names_each_writer(call.copy, cp.asarray(w), w_cl, cp.asarray(x), out)
     assert not np.isnan(_decoded(out.get(), PRECISIONS[algorithm])).any()
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("algorithm", PIPELINED)
 def test_conv2d_runs_the_copies_then_the_planned_gemm(algorithm, rng):
-    """conv2d(algorithm="pipelined_*") on 64 channels: the two copies, then the plan's launch
+    """conv2d(algorithm="pipelined_*") on 64 channels: the copy (x and w), then the plan's launch
     (v10, v11; on Hopper v12, and in TF32 v14: 48 filters a group); the second call takes the
     ready path with new values."""
     import cupy as cp
@@ -634,12 +635,12 @@ def test_conv2d_runs_the_copies_then_the_planned_gemm(algorithm, rng):
     w = cp.asarray(rng.standard_normal((48, 64, 3, 3)).astype(np.float32))
     plan = gpuops.plan_conv2d((2, 64, 12, 10), w.shape, None, 1, 1, algorithm=algorithm)
     assert re.search(r"_v1[0124]_", plan.launch.kernel)  # v12 / v14 on Hopper
-    copies = ChannelsLastCall(plan.problem, plan.launch).copies
+    copy = ChannelsLastCall(plan.problem, plan.launch).copy
     rounding = ROUNDING[PRECISIONS[algorithm]]
     for _ in range(2):
         x = rng.standard_normal((2, 64, 12, 10)).astype(np.float32)
         with launch_module.recorded() as ran:
             got = gpuops.conv2d(cp.asarray(x), w, padding=1, algorithm=algorithm).get()
-        assert ran == [*copies, plan.launch]
+        assert ran == [copy, plan.launch]
         ref = conv2d_ref(rounding(x), rounding(w.get()), padding=(1, 1))
         np.testing.assert_allclose(got, ref, rtol=2e-4, atol=2e-3)

@@ -99,11 +99,11 @@ def test_every_split_launch_matches_a_kernel_with_a_header(tile):
     stages = X3_STAGES[tile[0]]
     assert launch.shared_bytes == stages * 2 * (tile[0] + tile[1]) * WG_ROW_BYTES + 1024 <= 227 * 1024
     assert launch.block == (2 * tile[0], 1, 1) and "three TF32 wgmma a k-step" in launch.describe()
-    copy = channels_last_copy_launch((2, 64, 11, 9), Hp, Wp, (1, 1), precision="3xtf32")
+    copy = channels_last_copy_launch(p, "3xtf32")
     assert copy.source == WG_SOURCE and copy.kernel == "conv2d_v13_to_channels_last"
     pointers, scalars = kernel_signature(copy.source, copy.kernel)
     assert list(copy.arrays) == pointers and [n for n, _ in copy.args] == scalars
-    assert dict(copy.args)["part"] == 2 * Hp * Wp * 64
+    assert dict(copy.args)["x_part"] == args["x_part"] and dict(copy.args)["w_part"] == args["w_part"]
 
 
 def test_split_refuses_what_it_cannot_run():
@@ -223,9 +223,8 @@ def test_split_thread_maps_name_each_writer(tile, rng):
     out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
     assert_the_map_names_each_writer(launch, x_cl, w_cl, None, out)
     assert not np.isnan(out.get()).any()
-    copy = call.copies[0]
     out = cp.full(call.x_shape, cp.nan, dtype=cp.float32)
-    assert_the_map_names_each_writer(copy, cp.asarray(x), out)
+    assert_the_map_names_each_writer(call.copy, cp.asarray(w), w_cl, cp.asarray(x), out)
     assert not np.isnan(out.get()).any()
 
 
@@ -241,6 +240,6 @@ def test_conv2d_and_auto_run_the_split_kernel(rng):
     plan = gpuops.plan_conv2d(x.shape, w.shape, None, 1, 1, algorithm="pipelined_3xtf32")
     with launch_module.recorded() as ran:
         gpuops.conv2d(x, w, padding=1, algorithm="pipelined_3xtf32")
-    assert ran == [*ChannelsLastCall(plan.problem, plan.launch).copies, plan.launch]
+    assert ran == [ChannelsLastCall(plan.problem, plan.launch).copy, plan.launch]
     # 48 filters: v14 (pixel_rows_3xtf32) is a candidate too
     assert gpuops.resolve_algorithm(x, w, None, 1, 1) in (*gpuops.ALGORITHMS, *SPLIT_ALGORITHMS)
