@@ -1563,19 +1563,39 @@ def conv2d(
         y = twin(x4, w, p)
         if b is not None:
             y += b.reshape(1, -1, 1, 1)
-    elif chosen == "im2col":
-        fits = im2col_budget_bytes is None and p.N * p.x_unroll_bytes_per_sample <= MIN_BUDGET
-        call = functools.partial(
-            _im2col_call, p, im2col_budget_bytes, im2col.batch_chunk(p) if fits else None
-        )
-        if im2col_budget_bytes is None:
+    else:
+        call = _gpu_call(plan, im2col_budget_bytes)
+        if chosen != "im2col" or im2col_budget_bytes is None:  # auto too: its choice is fixed per shape
             keep_ready(key, (call, batched))
         y = call(x4, w, b)
-    else:
-        call = launch_call(p, plan.launch)
-        keep_ready(key, (call, batched))  # auto too: its choice is fixed per shape once measured
-        y = call(x4, w, b)
     return y if batched else y[0]
+
+
+def _gpu_call(plan: ConvPlan, im2col_budget_bytes: int | None = None) -> Any:
+    """The callable (x (N, C, H, W), w, bias) -> y that runs a non-empty plan on the GPU."""
+    p = plan.problem
+    if plan.algorithm == "im2col":
+        fits = im2col_budget_bytes is None and p.N * p.x_unroll_bytes_per_sample <= MIN_BUDGET
+        chunk = im2col.batch_chunk(p) if fits else None
+        return functools.partial(_im2col_call, p, im2col_budget_bytes, chunk)
+    return launch_call(p, plan.launch)
+
+
+def conv2d_call(x: Any, weight: Any, *conv: Any, algorithm: str = AUTO) -> Any | None:
+    """conv2d's GPU call for these arrays' shapes, no bias, and `conv` (stride, padding,
+    dilation, groups, padding_mode), planned once (auto measured, as conv2d measures it): the
+    callable (x (N, C, H, W), w, None) -> y for arrays of those shapes. For an operation that
+    repeats one convolution inside its own ready call (flipped_conv), where conv2d's per-call
+    lookup would be host time again. None where there is no GPU call to hold (NumPy arrays, a
+    3-D x, an empty problem)."""
+    xp, x = as_float32(x, "input")
+    _, w = as_float32(weight, "weight", xp)
+    if xp is np or x.ndim != 4:
+        return None
+    check_algorithm(algorithm)
+    chosen = resolve_algorithm(x, w, None, *conv) if algorithm == AUTO else algorithm
+    plan = plan_conv2d(x.shape, w.shape, None, *conv, algorithm=chosen)
+    return None if plan.launch is None else _gpu_call(plan)
 
 
 def _im2col_call(p: ConvProblem, budget_bytes: int | None, chunk: int | None, x: Any, w: Any, b: Any) -> Any:

@@ -1039,6 +1039,52 @@ def input_flipped_conv(dy: Any, w: Any, q: GradProblem, *, forward: str = FLIPPE
     return dx
 
 
+@dataclass(frozen=True)
+class FlippedConvCall:
+    """flipped_conv's repeat where one phase covers dx (every tap, no cut rows, symmetric
+    padding: stride-1 layers): the flip's planned launch and the forward convolution's planned
+    call, held once. A call is then the two launches; input_flipped_conv also works out or
+    looks up the phases, the flip's Call and conv2d's ready call every time, and on image512's
+    dx (H100, ~0.055 ms of GPU work) that host path was about as long as the GPU's."""
+
+    flip: Any  # w -> the flipped filters (flip_filter's Call)
+    forward: Any  # (dy, taps, None) -> dx (gpuops.conv2d.conv2d_call)
+
+    def __call__(self, dy: Any, w: Any) -> Any:
+        return self.forward(dy, self.flip(w), None)
+
+
+def flipped_conv_call(dy: Any, w: Any, q: GradProblem) -> FlippedConvCall | None:
+    """FlippedConvCall for this problem on CuPy arrays dy (N, M, H_dy, W_dy) and a C-contiguous w,
+    where one phase covers dx; None elsewhere (input_flipped_conv runs those)."""
+    from gpuops.conv2d import conv2d_call
+
+    g = q.geometry
+    rows, cols = phase_plan(q)
+    if len(rows) != 1 or len(cols) != 1 or array_module(dy) is np or not w.flags.c_contiguous:
+        return None
+    row, col = rows[0], cols[0]
+    every_tap = (row.taps, col.taps) == (slice(0, g.KH, 1), slice(0, g.KW, 1))
+    whole = row.cut == col.cut == (0, 0) and row.pad[0] == row.pad[1] and col.pad[0] == col.pad[1]
+    if not (every_tap and whole):
+        return None
+    flip = _call(q, "flip", flipped_shape(q))
+    padding, dilation = (row.pad[0], col.pad[0]), (row.dilation, col.dilation)
+    forward = conv2d_call(dy, flip(w), 1, padding, dilation, q.groups, algorithm=FLIPPED_FORWARD)
+    return None if forward is None else FlippedConvCall(flip, forward)
+
+
+def input_grad_call(dy: Any, w: Any, q: GradProblem, algorithm: str) -> Any:
+    """What the ready call of grad_input (conv2d_grad_input, conv_transpose2d) runs for
+    (dy (N, M, H_dy, W_dy), w): flipped_conv planned once where flipped_conv_call holds it,
+    else input_grad with `algorithm` (already resolved)."""
+    if algorithm == "flipped_conv" and not q.empty:
+        held = flipped_conv_call(dy, w, q)
+        if held is not None:
+            return held
+    return lambda dy, w: input_grad(dy, w, q, algorithm)
+
+
 # ---- forward_conv: grad_weight as a forward convolution (one composition for both backends) ----------
 def weight_forward_conv(dy: Any, x: Any, q: GradProblem, *, forward: str = FLIPPED_FORWARD) -> Any:
     """forward_conv on dy's backend. The forward pass put
@@ -1341,9 +1387,11 @@ def conv_transpose2d(
     if algorithm == AUTO and not q.empty:
         chosen = resolve_input_algorithm(x if x.ndim == 4 else x[None], w, q)
 
+    grad = input_grad_call(x if x.ndim == 4 else x[None], w, q, chosen)
+
     def run(x: Any, w: Any, b: Any) -> Any:
         batched = x.ndim == 4
-        y = input_grad(x if batched else x[None], w, q, chosen)
+        y = grad(x if batched else x[None], w)
         if b is not None:
             y += b.reshape(1, -1, 1, 1)
         return y if batched else y[0]
@@ -1390,9 +1438,11 @@ def conv2d_grad_input(
     if algorithm == AUTO and not q.empty:
         chosen = resolve_input_algorithm(dy if len(input_shape) == 4 else dy[None], w, q)
 
+    grad = input_grad_call(dy if len(input_shape) == 4 else dy[None], w, q, chosen)
+
     def run(dy: Any, w: Any) -> Any:
         batched = len(input_shape) == 4
-        dx = input_grad(dy if batched else dy[None], w, q, chosen)
+        dx = grad(dy if batched else dy[None], w)
         if plan.pads is not None:  # dx is the padded input's gradient: fold the mirrored cells back
             # with the same kind of kernel: atomic scatter after scatter, else the deterministic gather
             dx = reflect_pad_backward(dx, plan.pads, algorithm="scatter" if chosen == "scatter" else "gather")

@@ -857,6 +857,61 @@ def test_conv_transpose2d_repeats_take_the_ready_path_with_new_values(algorithm,
         np.testing.assert_allclose(got.get(), ref, rtol=1e-4, atol=1e-4)
 
 
+def test_flipped_conv_holds_nothing_on_numpy(rng):
+    """On NumPy there is no planned pair to hold: input_grad_call runs input_grad (its twin)."""
+    dy = rng.standard_normal((2, 8, 9, 7)).astype(np.float32)
+    w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
+    _, q = cb.check_conv2d_backward(dy.shape, (2, 4, 9, 7), w.shape, padding=1)
+    assert cb.flipped_conv_call(dy, w, q) is None
+    got = cb.input_grad_call(dy, w, q, "flipped_conv")(dy, w)
+    np.testing.assert_array_equal(got, cb.input_grad(dy, w, q, "flipped_conv"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "layer",
+    [
+        (2, 16, 12, 10, 24, 3, 1, 1, 1, 1),  # stride 1: one phase covers dx, held
+        (2, 16, 12, 10, 8, 5, 1, 4, 2, 2),  # dilation 2, groups: one phase, held
+        (2, 16, 12, 10, 8, 3, 2, 1, 1, 1),  # stride 2: four phases, input_flipped_conv each call
+    ],
+    ids=str,
+)
+def test_flipped_conv_repeats_run_the_held_flip_and_forward(layer, rng, monkeypatch):
+    """conv2d_grad_input and conv_transpose2d with flipped_conv: where one phase covers dx the
+    ready call holds the flip's launch and the forward's call (a repeat works out no phases and
+    runs no input_flipped_conv, and its first launch is the flip); elsewhere input_flipped_conv
+    runs each call. Values: the NumPy twin's, round after round."""
+    import cupy as cp
+
+    from gpuops import launch as launch_module
+
+    N, C, H, W, M, K, S, P, D, G = layer
+    kw = dict(stride=S, padding=P, dilation=D, groups=G)
+    x_shape, w_shape = (N, C, H, W), (M, C // G, K, K)
+    dy_shape = gpuops.plan_conv2d(x_shape, w_shape, None, S, P, D, G).out_shape
+    output_padding = (H + 2 * P - D * (K - 1) - 1) % S
+    _, q = cb.check_conv2d_backward(dy_shape, x_shape, w_shape, **kw)
+    held = S == 1
+    for round_ in range(3):
+        dy, w = (rng.standard_normal(s).astype(np.float32) for s in (dy_shape, w_shape))
+        ref = gpuops.conv2d_grad_input(dy, x_shape, w, **kw)  # NumPy: the twin
+        dy_, w_ = cp.asarray(dy), cp.asarray(w)
+        if round_ == 0:
+            assert isinstance(cb.input_grad_call(dy_, w_, q, "flipped_conv"), cb.FlippedConvCall) == held
+        if round_ == 2 and held:  # the ready calls of both ops exist: nothing is worked out again
+            monkeypatch.setattr(cb, "phase_plan", lambda *a: pytest.fail("phases worked out again"))
+            monkeypatch.setattr(cb, "input_flipped_conv", lambda *a, **k: pytest.fail("not held"))
+        with launch_module.recorded() as ran:
+            got = gpuops.conv2d_grad_input(dy_, x_shape, w_, **kw, algorithm="flipped_conv")
+        np.testing.assert_allclose(got.get(), ref, rtol=1e-4, atol=1e-4)
+        assert (ran[0].kernel == "flip_filter") or not held
+        got = gpuops.conv_transpose2d(dy_, w_, None, S, P, output_padding, G, D, algorithm="flipped_conv")
+        np.testing.assert_allclose(got.get(), ref, rtol=1e-4, atol=1e-4)
+        got = gpuops.conv2d_grad_input(dy_[1], x_shape[1:], w_, **kw, algorithm="flipped_conv")  # (C, H, W)
+        np.testing.assert_allclose(got.get(), ref[1], rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.gpu
 def test_gemm_paths_split_a_batch_that_outgrows_the_budget(rng):
     """With a budget of 1.5 samples of cols, the GEMM paths run sample by sample and still agree."""
