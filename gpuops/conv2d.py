@@ -1112,8 +1112,8 @@ def _runs_halo(p: ConvProblem) -> bool:
 def halo_launch(p: ConvProblem) -> Launch:
     """v17 (kernels/conv2d_hopper.cu): a window's GEMM on Hopper's wgmma, x read as it lies
     into halo tiles (HaloTile) and w from its TF32 channels-last copy (HaloCall runs that copy,
-    then this launch); a block is 32 or 64 filters of a group x V17_PIXELS pixels of one
-    sample. ValueError where it cannot run."""
+    then this launch, which may start while the copy runs); a block is 32 or 64 filters of a
+    group x V17_PIXELS pixels of one sample. ValueError where it cannot run."""
     if not halo_fits(p):
         raise ValueError(
             f"v17 runs layers of stride 1 with zero padding of at most {V17_COL0} columns a side, "
@@ -1139,8 +1139,9 @@ def halo_launch(p: ConvProblem) -> Launch:
     threads = HaloMap(tile.BM, V17_PIXELS, Mg, g.H_out, g.W_out, 16, tile.BM, OPERANDS["tf32"], 1, True)
     kernel = f"conv2d_v17_halo_tf32_{tile.BM}x{V17_PIXELS}"
     block = (2 * V17_PIXELS, 1, 1)
+    index = "(n, m, oh, ow) of y"
     return Launch(
-        kernel, WG_SOURCE, grid, block, tile.shared_bytes, HALO_ARRAYS, args, threads, "(n, m, oh, ow) of y"
+        kernel, WG_SOURCE, grid, block, tile.shared_bytes, HALO_ARRAYS, args, threads, index, dependent=True
     )
 
 
@@ -1295,7 +1296,9 @@ class ChannelsLastCall:
 
 class HaloCall:
     """v17's run: w copied to channels last in TF32 (v10's copy kernel, on w only), then the
-    launch on x itself and that copy. Called as (x, w, bias) like Call."""
+    launch on x itself and that copy, a programmatic dependent launch: its blocks bring in their
+    input tiles while the copy runs and wait for it before they read w_cl. Called as (x, w, bias)
+    like Call."""
 
     def __init__(self, p: ConvProblem, launch: Launch) -> None:
         import cupy

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from gpuops import sm90a
+from gpuops import dependent_launch, sm90a
 from gpuops.cache import Memo, memoised
 from gpuops.index_math import INT32_MAX, ceil_div
 
@@ -72,13 +72,26 @@ class Launch:
     args: tuple[tuple[str, Any], ...]  # the scalar parameters that follow, by name (np.int32 / np.uint32)
     threads: Any = field(compare=True)  # a ThreadMap
     index: str = ""  # what thread_of takes, e.g. "(n, m, oh, ow) of y"
+    # a programmatic dependent launch (gpuops.dependent_launch): it may start while the launch
+    # before it in the stream runs, and its kernel waits (griddepcontrol.wait) before it reads
+    # what that launch writes
+    dependent: bool = False
 
     def __hash__(self) -> int:
         # computed once: a Launch is the key of the packed-launch cache on every slow-path call
         cached = self.__dict__.get("_hash")
         if cached is None:
             cached = hash(
-                (self.kernel, self.source, self.grid, self.block, self.shared_bytes, self.args, self.threads)
+                (
+                    self.kernel,
+                    self.source,
+                    self.grid,
+                    self.block,
+                    self.shared_bytes,
+                    self.args,
+                    self.threads,
+                    self.dependent,
+                )
             )
             object.__setattr__(self, "_hash", cached)
         return cached
@@ -100,10 +113,11 @@ class Launch:
 
     def describe(self) -> str:
         """One line for a caption: grid, block and how outputs map to threads."""
+        early = "; it starts while the launch before it runs (programmatic dependent launch)"
         return (
             f"{self.kernel}<<<grid {self.grid}, block {self.block}"
             f"{f', {self.shared_bytes:,} B shared' if self.shared_bytes else ''}>>>: "
-            f"{self.threads.describe()}"
+            f"{self.threads.describe()}{early if self.dependent else ''}"
         )
 
 
@@ -289,6 +303,8 @@ class _Packed:
         self._launch_kernel = driver.launchKernel
         self._current_stream = cupy.cuda.get_current_stream
         self._function: int | None = None  # the driver handle, looked up on the first launch
+        # launch.dependent: cuLaunchKernelEx with its attribute, where the driver has it
+        self._dependent = dependent_launch.launcher(launch) if launch.dependent else None
         self._lock = threading.Lock()
 
     def __call__(self, arrays: tuple[Any, ...]) -> None:
@@ -299,9 +315,12 @@ class _Packed:
         with self._lock:
             for i, a in enumerate(arrays):
                 self._pointers[i] = 0 if a is None else a.data.ptr
-            self._launch_kernel(
-                self._function, *self._dims, self.launch.shared_bytes, stream, self._params_address, 0
-            )
+            if self._dependent is not None:
+                self._dependent(self._function, stream, self._params_address)
+            else:
+                self._launch_kernel(
+                    self._function, *self._dims, self.launch.shared_bytes, stream, self._params_address, 0
+                )
         if _recording is not None:
             _recording.append(self.launch)
 

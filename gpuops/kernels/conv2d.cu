@@ -1303,6 +1303,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_v10_to_channels_last(
     int N, int C, int H, int W, int Hp, int Wp, int pad_h, int pad_w, int reflect,   // x -> x_cl (N, Hp, Wp, C)
     int M, int Cg, int KH, int KW, int x_blocks)                                       // w -> w_cl (M, KH, KW, Cg)
 {
+#if __CUDA_ARCH__ >= 900
+    // Hopper: a kernel launched as this launch's programmatic dependent (v17) may start now;
+    // it waits for the whole copy before it reads w_cl. Any other next launch waits as usual.
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
     copy_x_and_w(x, w, N, C, H, W, Hp, Wp, pad_h, pad_w, reflect, M, Cg, KH, KW, x_blocks,
                  [&](bool of_x, long long o, float v) {
                      const float r = __uint_as_float(to_tf32(v));

@@ -28,6 +28,7 @@ from gpuops.conv2d import (
     WG_SOURCE,
     HaloCall,
     HaloMap,
+    channels_last_copy_launch,
     check_conv2d,
     halo_fits,
     halo_launch,
@@ -105,6 +106,9 @@ def test_the_launch_matches_the_kernel_under_its_header():
     assert launch.grid == (3 * -(-340 // V17_PIXELS), 4, 1)  # 3 tiles a sample (340 pixels), 4 groups
     assert launch.shared_bytes == halo_tile(p).shared_bytes
     assert "halo tile" in launch.describe() and "from registers" in launch.describe()
+    # it starts while the copy of w runs: a programmatic dependent launch, said in its caption
+    assert launch.dependent and "programmatic dependent launch" in launch.describe()
+    assert not channels_last_copy_launch(p, "tf32", with_x=False).dependent
     assert halo_launch(_problem(2, 64, 9, 8, 70, padding=1)).kernel == "conv2d_v17_halo_tf32_64x128"
 
 
@@ -265,6 +269,36 @@ def test_v17_thread_map_names_each_writer(rng):
     out = cp.full(p.out_shape, cp.nan, dtype=cp.float32)
     assert_the_map_names_each_writer(launch, cp.asarray(x), w_cl, None, out)
     assert not np.isnan(out.get()).any()
+
+
+@pytest.mark.gpu
+def test_v17_started_during_the_copy_reads_this_calls_weights(rng, torch):
+    """v17 is a programmatic dependent launch: its blocks start while the copy of w runs and
+    must wait for it. 300 KB of weights and few pixel blocks (the copy outlasts v17's first
+    loads), two weight tensors in turn through the ready path (the pool hands each call the
+    block of w_cl the previous call wrote, so a read before the copy lands sees the other
+    tensor's filters): every call's output has the bits of a plain launch on its own weights."""
+    import dataclasses
+
+    import cupy as cp
+
+    _needs_hopper()
+    shape = (2, 256, 12, 12, 256, 3, 1, 1, 1, 8, "zeros")
+    x, wa, b, p = layer_arrays(shape, rng)
+    wb = rng.standard_normal(wa.shape).astype(np.float32)
+    conv = dict(padding=1, groups=8, algorithm="pipelined_tf32")
+    launch = gpuops.plan_conv2d(x.shape, wa.shape, b.shape, **conv).launch
+    assert launch == halo_launch(p) and launch.dependent
+    assert launch_module.packed(launch)._dependent is not None, "the driver has no cuLaunchKernelEx"
+    plain = HaloCall(p, dataclasses.replace(launch, dependent=False))
+    xd, bd = cp.asarray(x), cp.asarray(b)
+    weights = [cp.asarray(wa), cp.asarray(wb)]
+    expected = [plain(xd, w, bd).get() for w in weights]
+    for w, got in zip((wa, wb), expected, strict=True):
+        _check(got, x, w, b, p, torch)
+    for i in range(40):
+        got = gpuops.conv2d(xd, weights[i % 2], bd, **conv)
+        np.testing.assert_array_equal(got.get(), expected[i % 2], err_msg=f"call {i}")
 
 
 @pytest.mark.gpu

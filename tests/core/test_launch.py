@@ -15,6 +15,7 @@ from gpuops.conv2d import (
     depthwise_launch,
     depthwise_rows_launch,
     direct_launch,
+    halo_launch,
     implicit_gemm_launch,
     implicit_gemm_tf32_launch,
     tiled_basic_launch,
@@ -535,3 +536,33 @@ def test_a_kernels_shared_memory_limit_only_grows():
     assert kernel.max_dynamic_shared_size_bytes == 98 * 1024
     launch_module._allow_shared(kernel, 190 * 1024)
     assert kernel.max_dynamic_shared_size_bytes == 190 * 1024
+
+
+# ---- programmatic dependent launches (gpuops.dependent_launch) -----------------------------------------
+def test_dependent_launch_structures_have_cuda_h_layout():
+    """cuLaunchKernelEx reads CUlaunchConfig and CUlaunchAttribute as cuda.h lays them out on a
+    64-bit platform: the stream at byte 32 after six grid / block sizes and the shared bytes,
+    the attribute's 64-byte value union at byte 8."""
+    import ctypes
+
+    from gpuops import dependent_launch
+
+    config, attribute = dependent_launch._Config, dependent_launch._Attribute
+    assert (config.grid.offset, config.block.offset, config.shared_bytes.offset) == (0, 12, 24)
+    assert (config.stream.offset, config.attributes.offset, config.attribute_count.offset) == (32, 40, 48)
+    assert ctypes.sizeof(config) == 56
+    assert (attribute.value.offset, ctypes.sizeof(attribute)) == (8, 72)
+
+
+def test_a_driver_without_launch_ex_gives_the_plain_launch(monkeypatch):
+    """No CUDA driver library (or one older than CUDA 12.0): no dependent launcher, so _Packed
+    launches with cuLaunchKernel and the kernel's griddepcontrol.wait returns at once."""
+    from gpuops import dependent_launch
+
+    monkeypatch.setattr(dependent_launch, "_LIBRARIES", ("libno-such-cuda-driver.so",))
+    dependent_launch._launch_ex.memo.clear()
+    try:
+        launch = halo_launch(check_conv2d((2, 64, 8, 8), (64, 32, 3, 3), None, padding=1, groups=2))
+        assert launch.dependent and dependent_launch.launcher(launch) is None
+    finally:
+        dependent_launch._launch_ex.memo.clear()
