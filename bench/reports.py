@@ -490,9 +490,10 @@ def auto_why(run: Run, chose: str) -> str:
             f"K x K-times larger X_unroll)."
         )
     return (
-        f"Auto measures each candidate once per shape, a median of 5 runs, when it first sees the "
-        f"shape, and keeps that choice; the table is the median of {run.repeat or 'several'} runs: "
-        f"near-ties can flip between measurements."
+        f"Auto times its candidates once per shape, when it first sees the shape (two interleaved "
+        f"rounds, 5 runs and then enough to fill about 1 ms, each candidate's better round "
+        f"counting), and keeps that choice; the table is the median of {run.repeat or 'several'} "
+        f"runs, measured later: near-ties can flip between measurements."
     )
 
 

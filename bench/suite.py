@@ -169,14 +169,17 @@ class Suite:
         ours: dict[str, Callable[[], Any]],
         torch_fn: Callable[[], Any] | None,
         chose: str | None = None,
+        extras: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         """Our implementations of one op (impl "ours:<name>"), then PyTorch's where it runs; on
         the GPU in OP_ROUNDS interleaved rounds (every implementation, then every one again), each
         keeping its best round, as gpuops.autotune times: rows of one algorithm timed a minute
         apart differed by up to 30% on the H100 (bench/NOTES.md), and auto's row is read against
-        its candidates'. An implementation that refuses the layer (ValueError, e.g. grad_weight v4 on
-        rows wider than its shared memory) gets no row. `chose`: the algorithm auto runs, recorded
-        on the auto row."""
+        its candidates' (timed once each, conv2d's auto row, timed first right after autotune's
+        own measurements, was 1.5 us over the same kernel's row on a 0.016 ms layer in three
+        runs). An implementation that refuses the layer (ValueError, e.g. grad_weight v4 on rows
+        wider than its shared memory) gets no row. `chose`: the algorithm auto runs, recorded on
+        the auto row; `extras`: more fields of a row, by implementation name."""
         impls = {f"ours:{name}": fn for name, fn in ours.items()}
         if torch_fn:
             impls["torch"] = torch_fn
@@ -193,7 +196,9 @@ class Suite:
                     continue
                 best[impl] = min(ms, best.get(impl, ms))
         for impl, ms in best.items():
-            extra = {"chose": chose} if impl == "ours:auto" and chose else {}
+            extra = dict((extras or {}).get(impl.removeprefix("ours:"), {}))
+            if impl == "ours:auto" and chose:
+                extra["chose"] = chose
             self._record(shape, op, impl, ms, None, flops, extra)
 
     def copy_bandwidth(self, nbytes: int = 1 << 30) -> Record:
@@ -273,14 +278,8 @@ class Suite:
         conv = dict(stride=s.stride, padding=s.pad, groups=s.groups)
         plan = gpuops.plan_conv2d(x.shape, w.shape, **conv)
         choice = gpuops.resolve_algorithm(x, w, None, **conv)  # measures once, then cached
-        self.add(
-            s.name,
-            "conv2d",
-            "ours:auto",
-            lambda: gpuops.conv2d(x, w, algorithm="auto", **conv),
-            flops=plan.flops,
-            chose=choice,
-        )
+        ours = {"auto": lambda: gpuops.conv2d(x, w, algorithm="auto", **conv)}
+        extras: dict[str, dict[str, Any]] = {}
         reference = self._float64_reference(tx, tw, conv)
         for algorithm in gpuops.offered_algorithms() if self.gpu else gpuops.ALGORITHMS:
             try:  # v13 and v14 run groups of 32k channels only
@@ -299,14 +298,9 @@ class Suite:
                 extra["kernel"] = gpuops.plan_conv2d(
                     x.shape, w.shape, **conv, algorithm=algorithm
                 ).launch.kernel
-            self.add(
-                s.name,
-                "conv2d",
-                f"ours:{algorithm}",
-                lambda a=algorithm: gpuops.conv2d(x, w, algorithm=a, **conv),
-                flops=plan.flops,
-                **extra,
-            )
+            ours[algorithm] = lambda a=algorithm: gpuops.conv2d(x, w, algorithm=a, **conv)
+            extras[algorithm] = extra
+        self.add_op(s.name, "conv2d", plan.flops, ours, None, chose=choice, extras=extras)
         if self.gpu:
             self._tf32_versions(s, x, w, plan)
         if F is not None:

@@ -376,7 +376,7 @@ def test_auto_that_missed_the_fastest_says_why_and_new_ops_appear(tmp_path, monk
     assert (run2["fastest measured"], run2["auto chose"]) == ("tiled", "✓ the fastest")
     warned = " ".join(w.value for w in at.warning)
     assert "auto did not run the fastest measured algorithm" in warned
-    assert "once per shape, a median of 5 runs" in warned and "median of 30 runs" in warned
+    assert "once per shape" in warned and "the median of 30 runs" in warned
     grad = chart(at, "conv9d_grad: speed relative to torch")
     ours = next(t for t in grad["data"] if t.get("name", "").startswith("run 1"))
     assert dict(zip([c[1] for c in ours["customdata"]], ours["x"], strict=True)) == pytest.approx(
@@ -466,9 +466,9 @@ def test_what_auto_compares_is_said_once_and_misses_count_fp32_candidates_only()
     fp32_kernels = {*gpuops.ALGORITHMS, *SPLIT_ALGORITHMS}
     assert set(auto["fastest measured"]) <= fp32_kernels, "no rounding tensor-core kernel counts"
     assert (auto["auto chose"] == "✗ not the fastest").sum() == misses
-    warned = [w.value for w in at.warning if "auto did not run the fastest" in w.value]
-    conv2d = [w for w in warned if f"in {misses} of {total} measurements" in w]
-    assert len(conv2d) == (1 if misses else 0)
+    warned = [w.value for w in tab.warning if "auto did not run the fastest" in w.value]
+    assert len(warned) == (1 if misses else 0), "said once, in conv2d's tab"
+    assert all(f"in {misses} of {total} measurements" in w for w in warned)
 
 
 def test_missing_values_show_a_dash_never_none():
