@@ -3,7 +3,9 @@
 A report is what `python3 -m bench.suite --out FILE` writes: a JSON object with "schema" (SCHEMA),
 "commit" (the code measured), "device", "versions" (python, numpy, cupy, cuda, torch, cudnn; null
 where not installed), then "backend", "started", "repeat", "timing" ("queued": gpuops.timing; absent
-in reports whose GPU calls were synchronized one by one) and a "results" list of records
+in reports whose GPU calls were synchronized one by one), "rounds" (the ops whose implementations
+were timed in interleaved rounds, each keeping its better round; absent in older reports) and a
+"results" list of records
 {shape, op, impl, median_ms, gbps, tflops, extra}. Records are read generically by (shape, op,
 impl): whatever ops and impls a run holds are shown, so new ops or shape classes of the benchmark
 need no change here.
@@ -61,6 +63,16 @@ def cudnn_text(version: int | None) -> str | None:
     return f"{version // 1000}.{version % 1000 // 100}.{version % 100}"
 
 
+def _rounds(value: Any) -> dict[str, Any] | None:
+    """A report's "rounds" ({"count": int, "ops": [op, ...]}), or None where absent or malformed."""
+    if not isinstance(value, dict) or not isinstance(value.get("count"), int):
+        return None
+    ops = value.get("ops")
+    if not isinstance(ops, list) or not all(isinstance(o, str) for o in ops):
+        return None
+    return {"count": value["count"], "ops": list(ops)}
+
+
 @dataclass(frozen=True)
 class Run:
     """One benchmark report."""
@@ -80,6 +92,7 @@ class Run:
     versions: dict[str, str | None] = field(default_factory=dict)
     note: str | None = None  # what the report says about its own fields
     timing: str | None = None  # "queued", "perf_counter"; None: GPU calls synchronized one by one
+    rounds: dict[str, Any] | None = None  # {"count", "ops"}: ops timed in interleaved rounds
 
     @property
     def gpu(self) -> bool:
@@ -183,6 +196,7 @@ def parse_run(data: Any, name: str) -> Run:
         {str(k): _text(v) for k, v in versions.items()},
         _text(data.get("note")),
         _text(data.get("timing")),
+        _rounds(data.get("rounds")),
     )
 
 

@@ -116,6 +116,7 @@ class Suite:
         self.repeat, self.warmup, self.cpu_budget_s = repeat, warmup, cpu_budget_s
         self.torch = _import_torch(self.gpu)
         self.records: list[Record] = []
+        self.rounded_ops: set[str] = set()  # ops whose implementations add_op timed in rounds
 
     def time(self, fn: Callable[[], Any]) -> float:
         return measure(
@@ -185,6 +186,8 @@ class Suite:
             impls["torch"] = torch_fn
         best: dict[str, float] = {}
         refused: set[str] = set()
+        if self.gpu:
+            self.rounded_ops.add(op)
         for _ in range(OP_ROUNDS if self.gpu else 1):
             for impl, fn in impls.items():
                 if impl in refused:
@@ -851,6 +854,7 @@ def run(
         "seconds": round(time.time() - started, 1),
         "repeat": repeat,
         "timing": TIMING if suite.gpu else "perf_counter",
+        "rounds": {"count": OP_ROUNDS, "ops": sorted(suite.rounded_ops)} if suite.rounded_ops else None,
         "shapes": [asdict(s) for s in shapes],
         "results": add_ratios(suite.records),
     }

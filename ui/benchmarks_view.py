@@ -263,6 +263,12 @@ def runs_caption(group: reports.Lease) -> str:
         f"Our kernels (`ours…`) next to the peers measured **in the same run**, as ratios. {runs}. Each "
         f"value: median of {first.repeat or 'several'} timed runs after warm-up ({clock})"
     )
+    if first.rounds:
+        ops = ", ".join(f"`{op}`" for op in first.rounds["ops"])
+        text += (
+            f"; {ops}: every implementation in {first.rounds['count']} interleaved rounds, each "
+            "keeping its better one"
+        )
     if len(group.runs) > 1:
         text += (
             f"; {len(group.runs)} runs on the same device within minutes of each other: their spread is "

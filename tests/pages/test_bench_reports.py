@@ -218,13 +218,35 @@ def test_backward_rows_are_timed_in_interleaved_rounds_keeping_each_best(monkeyp
 
     monkeypatch.setattr(suite.Suite, "time", fake_time)
     s = suite.Suite.__new__(suite.Suite)
-    s.gpu, s.records = True, []
+    s.gpu, s.records, s.rounded_ops = True, [], set()
     ours = {"auto": lambda: "auto", "gemm": lambda: "gemm"}
-    s.add_op("k5", "conv2d_grad_weight", 2_000_000, ours, lambda: "torch", chose="gemm")
+    extras = {"gemm": {"kernel": "k"}}
+    s.add_op("k5", "conv2d_grad_weight", 2_000_000, ours, lambda: "torch", chose="gemm", extras=extras)
     assert suite.OP_ROUNDS == 2 and timed == ["auto", "gemm", "torch"] * 2
     got = {r.impl: (r.median_ms, r.extra) for r in s.records}
-    assert got == {"ours:auto": (0.4, {"chose": "gemm"}), "ours:gemm": (0.9, {}), "torch": (0.6, {})}
+    assert got == {
+        "ours:auto": (0.4, {"chose": "gemm"}),
+        "ours:gemm": (0.9, {"kernel": "k"}),
+        "torch": (0.6, {}),
+    }
     assert s.records[0].tflops == pytest.approx(2_000_000 / 0.4 / 1e9)
+    assert s.rounded_ops == {"conv2d_grad_weight"}, "the report names the ops timed in rounds"
+
+
+def test_the_runs_caption_says_which_ops_were_timed_in_rounds():
+    """A report's "rounds" reaches the page's caption; an older report without it (or with a
+    malformed one) says nothing about rounds."""
+    from ui import benchmarks_view
+
+    base = {"backend": {"gpu": True, "device": "GPU"}, "started": "2030-01-01T10:00:00Z", "repeat": 10}
+    rounds = {"count": 2, "ops": ["conv2d", "conv2d_grad_input"]}
+    with_rounds = reports.parse_run({**base, "rounds": rounds, "results": []}, "new.json")
+    caption = benchmarks_view.runs_caption(reports.group_leases([with_rounds])[0])
+    assert "`conv2d`, `conv2d_grad_input`: every implementation in 2 interleaved rounds" in caption
+    for older in ({**base, "results": []}, {**base, "rounds": "two", "results": []}):
+        run = reports.parse_run(older, "old.json")
+        assert run.rounds is None
+        assert "rounds" not in benchmarks_view.runs_caption(reports.group_leases([run])[0])
 
 
 def test_an_implementation_that_refuses_the_layer_gets_no_row(monkeypatch):
@@ -241,7 +263,7 @@ def test_an_implementation_that_refuses_the_layer_gets_no_row(monkeypatch):
 
     monkeypatch.setattr(suite.Suite, "time", fake_time)
     s = suite.Suite.__new__(suite.Suite)
-    s.gpu, s.records = True, []
+    s.gpu, s.records, s.rounded_ops = True, [], set()
     ours = {"auto": lambda: "auto", "direct_pairs_shared": refusing}
     s.add_op("wide", "conv2d_grad_weight", 1_000, ours, lambda: "torch")
     assert timed == ["auto", "torch"] * 2
