@@ -166,11 +166,12 @@ class Suite:
         self,
         shape: str,
         op: str,
-        flops: int,
+        flops: int | None,
         ours: dict[str, Callable[[], Any]],
         torch_fn: Callable[[], Any] | None,
         chose: str | None = None,
         extras: dict[str, dict[str, Any]] | None = None,
+        nbytes: int | None = None,
     ) -> None:
         """Our implementations of one op (impl "ours:<name>"), then PyTorch's where it runs; on
         the GPU in OP_ROUNDS interleaved rounds (every implementation, then every one again), each
@@ -180,7 +181,8 @@ class Suite:
         own measurements, was 1.5 us over the same kernel's row on a 0.016 ms layer in three
         runs). An implementation that refuses the layer (ValueError, e.g. grad_weight v4 on rows
         wider than its shared memory) gets no row. `chose`: the algorithm auto runs, recorded on
-        the auto row; `extras`: more fields of a row, by implementation name."""
+        the auto row; `extras`: more fields of a row, by implementation name; `nbytes`: the bytes
+        a call moves (a bandwidth op's GB/s)."""
         impls = {f"ours:{name}": fn for name, fn in ours.items()}
         if torch_fn:
             impls["torch"] = torch_fn
@@ -202,7 +204,7 @@ class Suite:
             extra = dict((extras or {}).get(impl.removeprefix("ours:"), {}))
             if impl == "ours:auto" and chose:
                 extra["chose"] = chose
-            self._record(shape, op, impl, ms, None, flops, extra)
+            self._record(shape, op, impl, ms, nbytes, flops, extra)
 
     def copy_bandwidth(self, nbytes: int = 1 << 30) -> Record:
         """Device-to-device (or RAM) copy: the bandwidth ceiling, counting read + write."""
@@ -464,25 +466,18 @@ class Suite:
         # reflect_pad_backward of the forward rows' reflect pad (P+2 on every side)
         p = min(s.pad + 2, s.H - 1, s.W - 1)
         go = xp.asarray(rng.standard_normal((s.N, s.C, s.H + 2 * p, s.W + 2 * p)).astype(np.float32))
-        nbytes = go.nbytes + x.nbytes
-        for a in ("auto", *gpuops.REFLECT_BACKWARD_ALGORITHMS) if self.gpu else ("auto",):
-            self.add(
-                s.name,
-                "reflect_pad_backward",
-                f"ours:{a}",
-                lambda a=a: gpuops.reflect_pad_backward(go, p, algorithm=a),
-                nbytes=nbytes,
-                pad=p,
-            )
+        algorithms = ("auto", *gpuops.REFLECT_BACKWARD_ALGORITHMS) if self.gpu else ("auto",)
+        ours = {a: (lambda a=a: gpuops.reflect_pad_backward(go, p, algorithm=a)) for a in algorithms}
+        pad_torch = None
         if F is not None:
             tgo = torch.as_tensor(gpuops.to_numpy(go), device=tx.device)
-            self.add(
-                s.name,
-                "reflect_pad_backward",
-                "torch",
-                lambda: torch.ops.aten.reflection_pad2d_backward(tgo, tx, [p] * 4),
-                nbytes=nbytes,
-            )
+
+            def pad_torch() -> Any:
+                return torch.ops.aten.reflection_pad2d_backward(tgo, tx, [p] * 4)
+
+        extras = {a: {"pad": p} for a in algorithms}
+        nbytes = go.nbytes + x.nbytes
+        self.add_op(s.name, "reflect_pad_backward", None, ours, pad_torch, extras=extras, nbytes=nbytes)
 
     def _float64_reference(self, tx: Any, tw: Any, conv: dict) -> Any:
         """The layer in float64 (PyTorch on the same device), for the TF32 error; None without torch."""
