@@ -1437,6 +1437,16 @@ def to_tf32(a: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(a), rounded, a).astype(np.float32)
 
 
+def to_tf32_even(a: np.ndarray) -> np.ndarray:
+    """float32 values rounded to TF32 as cvt.rn.tf32 does (10 mantissa bits, to nearest, ties to
+    even): how v16 and v17 round x (one instruction on Hopper, cvt.rna three). It differs from
+    to_tf32 only on values exactly halfway between two TF32 numbers."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    halfway = np.uint32(0xFFF) + ((bits >> np.uint32(13)) & np.uint32(1))
+    rounded = ((bits + halfway) & np.uint32(0xFFFFE000)).view(np.float32)
+    return np.where(np.isfinite(a), rounded, a).astype(np.float32)
+
+
 def to_bf16(a: np.ndarray) -> np.ndarray:
     """float32 values rounded to bf16 as cvt.rn.bf16 does (7 mantissa bits, to nearest, ties to
     even), returned as float32; infinities and NaN pass through."""

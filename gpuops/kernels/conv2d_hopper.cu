@@ -52,6 +52,18 @@
 #define WG_ROW_BYTES 128    // one stage row: 32 TF32 or 64 16-bit values of k
 #define WG_ATOM_BYTES 1024  // 8 rows: the swizzle's period, and the descriptor's stride
 
+// TF32 rounding to nearest with ties to EVEN (cvt.rn.tf32, sm_90 and later): one instruction on
+// Hopper, where cvt.rna (ties away from zero, to_tf32 in conv2d.cu: v7-v16 and the copy kernels)
+// is three (ptxas builds it from a compare, an add and a mask). The two differ only on a value
+// exactly halfway between two TF32 numbers; each is off by at most half a TF32 step. v16 and v17,
+// which round x as each thread loads its fragments (v17: every halo value once per tap), use
+// this one; their w is rounded with cvt.rna (v17: by v10's copy kernel; v16: in place).
+__device__ __forceinline__ unsigned to_tf32_even(float v) {
+    unsigned r;
+    asm("cvt.rn.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+    return r;
+}
+
 // The descriptor of a K-major operand tile in shared memory: rows of 128 bytes, 128-byte swizzle,
 // 1 KB atoms of 8 rows one after the other (the tile must start on a 1 KB boundary).
 __device__ __forceinline__ unsigned long long wgmma_descriptor(const void* tile) {
@@ -554,7 +566,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v14_3xtf32_64x128(
 //      run never straddles two samples);
 //   2. before each k-step a thread loads its fragment of its warp's 16 pixels x 8 channels (the
 //      layout mma.sync's m16n8k8 uses: pixel g and g + 8, channels t and t + 4 of lane 4g + t)
-//      from that tile and rounds it to TF32 on the way (cvt.rna). The tile's rows are 136 floats
+//      from that tile and rounds it to TF32 on the way (to_tf32_even). The tile's rows are 136 floats
 //      apart (8 more than 128): lane 4g + t then reads bank (8t + g) % 32, all 32 different;
 //   3. wgmma's A operand is those 4 registers; its B operand, the filters, stays in shared
 //      memory as v12's swizzled 128-byte rows (w of a 1x1 layer is already K-major: a filter's
@@ -575,7 +587,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_v14_3xtf32_64x128(
 // 16x512x14x14 -> 512 0.025 / 0.024 / 0.040 / 0.023; 32x64x56x56 -> 256 0.080 / 0.086 / 0.117 /
 // 0.059; 32x256x56x56 -> 64 0.052 / 0.071 / 0.154 / 0.055; 32x128x28x28 -> 512 0.049 / 0.052 /
 // 0.066 / 0.043; 16x1024x14x14 -> 256 0.030 / 0.040 / 0.043 / 0.024. The 64-filter block won
-// on five of six, so it is the only one.
+// on five of six, so it is the only one. Rounding x with to_tf32_even instead of cvt.rna (as
+// v17; H100, four rounds of 40 calls, ms, before / after): 32x256x28x28 0.0369 / 0.0363,
+// 32x64x56x56 0.0798 / 0.0791, 16x512x14x14 g=4 0.0186 / 0.0186.
 // =======================================================================================
 #define V16_STAGES 4          // shared-memory stages
 #define V16_FILTERS 64        // a block's filters: wgmma's N
@@ -695,10 +709,10 @@ extern "C" __global__ void __launch_bounds__(2 * V16_PIXELS, 2) conv2d_v16_point
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {                     // channels 8kk + tq (+4), pixels a_row (+8)
             const float* k_row = x_tile + (8 * kk + tq) * V16_PITCH + a_row;
-            a[kk][0] = to_tf32(k_row[0]);
-            a[kk][1] = to_tf32(k_row[8]);
-            a[kk][2] = to_tf32(k_row[4 * V16_PITCH]);
-            a[kk][3] = to_tf32(k_row[4 * V16_PITCH + 8]);
+            a[kk][0] = to_tf32_even(k_row[0]);
+            a[kk][1] = to_tf32_even(k_row[8]);
+            a[kk][2] = to_tf32_even(k_row[4 * V16_PITCH]);
+            a[kk][3] = to_tf32_even(k_row[4 * V16_PITCH + 8]);
         }
         const unsigned long long b = wgmma_descriptor(stage);
         wgmma_hold(acc);
@@ -735,10 +749,11 @@ extern "C" __global__ void __launch_bounds__(2 * V16_PIXELS, 2) conv2d_v16_point
 //   2. beside it, every tap's filter rows for those 32 channels, each tap's BM rows a swizzled
 //      tile as in v12, from w_cl (TF32, [M][tap][Cg]: v10's copy kernel, on w only);
 //   3. tap (r, s) of output pixel (oh, ow) reads tile cell (oh - oh_first + r * dil_h, ow +
-//      s * dil_w - pad_w + V17_COL0): a lane computes the cells of its two pixels once, and a
-//      tap adds a constant to both. A tap is 4 k-steps of 8 channels: the lane loads and rounds
-//      its m16n8k8 fragment (channels t, t + 4; pixels g, g + 8) and the warpgroup issues wgmma
-//      with A from registers and that tap's filter tile as B;
+//      s * dil_w - pad_w + V17_COL0). A tap is 4 k-steps of 8 channels: the lane loads and
+//      rounds its m16n8k8 fragment (channels t, t + 4; pixels g, g + 8) and the warpgroup issues
+//      wgmma with A from registers and that tap's filter tile as B. The lane computes where its
+//      16 fragment values of tap (0, 0) lie once (frag: byte offsets), and a tap adds one offset
+//      the warpgroup shares: each load is one instruction, no address arithmetic;
 //   4. a warpgroup loads the fragments of V17_TAPS taps, issues their 12 wgmma and waits for
 //      them before it loads more: ptxas serializes every wgmma of a kernel (warning C7513)
 //      where registers one reads are written while earlier ones run. The other warpgroup and
@@ -766,6 +781,16 @@ extern "C" __global__ void __launch_bounds__(2 * V16_PIXELS, 2) conv2d_v16_point
 // the filter rows brought one window row at a time (64 filters and 5x5 windows at two blocks an
 // SM; a barrier a row): grouped 0.149, resnet56 0.098, k5 0.065, all behind; the halo rounded to
 // TF32 once when it lands instead of at each fragment load: grouped 0.135.
+// Then its bookkeeping, found with Nsight Compute (grouped g=4: 75.0M warp instructions, 2.8 a
+// cycle; the 16 loads and 16 roundings of a tap were a third of them, and the copies' index
+// arithmetic another third: 42 instructions around each 16-byte halo copy, 30 around each
+// filter copy): the copies now step pointers (each thread keeps its column of runs and its
+// filter rows, and walks rows x its channels, taps x its rows), the fragment offsets are
+// computed once (3. above), and x is rounded with to_tf32_even, one instruction where cvt.rna
+// is three. 51.8M instructions. Measured (H100, one lease, four rounds of 40 queued calls, ms,
+// with the copy of w; before / after / cvt.rna kept): grouped g=4 0.124 / 0.096 / 0.103, g=8
+// 32x256x28x28 0.069 / 0.055 / 0.060, 16x32x112x112 0.068 / 0.057 / 0.060, 16x512x56x56 g=16
+// 0.233 / 0.177 / 0.191; fp32 auto on grouped g=4 0.250, cuDNN-TF32 0.163.
 // =======================================================================================
 #define V17_PIXELS 128        // a block's pixels: two warpgroups of 64, all in one sample
 #define V17_KC 32             // channels a stage: a filter row of 128 bytes a tap
@@ -798,38 +823,50 @@ __device__ __forceinline__ void halo_conv(
     const int ih0 = l0 / W_out - pad_h;                      // the input row of the tile's row 0
     const float* x_group = x + ((long long)n * C + g * Cg) * H * W;
 
-    // the halo copies: thread t moves 16-byte run t % runs of tile rows t / runs, + per_pass, ...
-    // (tile row c * rows_in + j: channel c of the stage, input row ih0 + j); its column is fixed.
-    // The host checks runs <= THREADS: every run of a row has its thread
-    const int runs = row_pitch / 4, per_pass = THREADS / runs;
-    const int run = t % runs, first_row = t < per_pass * runs ? t / runs : V17_KC * rows_in;  // past it: idle
-    const int iw = 4 * run - V17_COL0;                       // the run's input column
-    const bool column_in = iw >= 0 && iw < W;                // else zeros: the left / right padding
-
+    // the filter copies: chunk t % 8 of filter rows m0 + t / 8 (+ F_ROWS where BM is 64) of every
+    // tap, each to its swizzled place in its tap's tile (a tile starts on 1 KB: swizzle row t / 8 % 8)
+    constexpr int F_PASSES = BM / F_ROWS;
+    const int chunk = t % 8;
+    const int f_dst = (t / 8) * WG_ROW_BYTES + ((chunk ^ (t / 8 % 8)) * 16);
+    const float* w_src[F_PASSES];
+    bool w_ok[F_PASSES];
+#pragma unroll
+    for (int i = 0; i < F_PASSES; ++i) {
+        const int m = m0 + t / 8 + i * F_ROWS;
+        w_ok[i] = m < Mg;
+        w_src[i] = w_cl + (long long)(g * Mg + (w_ok[i] ? m : 0)) * Kp + 4 * chunk;
+    }
     auto load_filters = [&](int tile) {
         unsigned char* stage = smem + (tile % stages) * stage_bytes;
-        const int c0 = tile * V17_KC, chunk = t % 8;
-        // filter row (tap, m) of the stage, row = tap * BM + m: chunk t % 8 of rows t / 8 + i * F_ROWS,
-        // to its swizzled place (each tap's tile starts on 1 KB, so row % 8 == m % 8)
-        for (int row = t / 8; row < taps * BM; row += F_ROWS) {
-            const int tap = row / BM, m = m0 + row % BM;
-            const bool ok = m < Mg;
-            const float* src = w_cl + (long long)(g * Mg + (ok ? m : 0)) * Kp + tap * Cg + c0 + 4 * chunk;
-            cp_async16(reinterpret_cast<float*>(stage + row * WG_ROW_BYTES + ((chunk ^ (row % 8)) * 16)), src, ok);
+        for (int tap = 0; tap < taps; ++tap) {
+            unsigned char* tap_tile = stage + tap * BM * WG_ROW_BYTES;
+            const int k = tap * Cg + tile * V17_KC;          // the stage's first channel of the tap
+#pragma unroll
+            for (int i = 0; i < F_PASSES; ++i)
+                cp_async16(reinterpret_cast<float*>(tap_tile + f_dst + i * F_ROWS * WG_ROW_BYTES), w_src[i] + k, w_ok[i]);
         }
     };
+
+    // the halo copies: thread t moves 16-byte run t % runs of its row (its column, fixed) for
+    // channels t / runs, + per_pass, ... of every input row of the tile. The host checks
+    // runs <= THREADS: every run of a row has its thread
+    const int runs = row_pitch / 4, per_pass = THREADS / runs;
+    const int run = t % runs, c_first = t < per_pass * runs ? t / runs : V17_KC;  // past it: idle
+    const int iw = 4 * run - V17_COL0;                       // the run's input column
+    const bool column_in = iw >= 0 && iw < W;                // else zeros: the left / right padding
+    const long long pass_step = (long long)per_pass * H * W;  // x's offset from a channel to c + per_pass
+    const float* x_run = x_group + (long long)min(c_first, V17_KC - 1) * H * W + (column_in ? iw : 0);  // idle: any
+
     auto load_halo = [&](int tile) {
-        unsigned char* stage = smem + (tile % stages) * stage_bytes;
-        const int c0 = tile * V17_KC;
-        float* x_tile = reinterpret_cast<float*>(stage + f_bytes);
-        int c = first_row / rows_in, j = first_row % rows_in;   // then stepped without dividing
-        for (int row = first_row; row < V17_KC * rows_in; row += per_pass) {
+        float* x_tile = reinterpret_cast<float*>(smem + (tile % stages) * stage_bytes + f_bytes);
+        const float* x_rows = x_run + (long long)tile * V17_KC * H * W;
+        for (int j = 0; j < rows_in; ++j) {                  // tile row j: input row ih0 + j
             const int ih = ih0 + j;
-            const bool ok = column_in && ih >= 0 && ih < H;     // else zeros: the padding
-            const float* src = x_group + ((long long)(c0 + c) * H + (ok ? ih : 0)) * W + (ok ? iw : 0);
-            cp_async16(x_tile + c * channel_pitch + j * row_pitch + 4 * run, src, ok);
-            j += per_pass;
-            while (j >= rows_in) { j -= rows_in; ++c; }
+            const bool ok = column_in && ih >= 0 && ih < H;   // else zeros: the padding
+            const float* src = x_rows + (ok ? (long long)ih * W : 0);
+            float* dst = x_tile + c_first * channel_pitch + j * row_pitch + 4 * run;
+            for (int c = c_first; c < V17_KC; c += per_pass, src += pass_step, dst += per_pass * channel_pitch)
+                cp_async16(dst, src, ok);
         }
     };
     auto load_stage = [&](int tile) {
@@ -845,11 +882,16 @@ __device__ __forceinline__ void halo_conv(
         for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
     const int gr = lane / 4, tq = lane % 4;
     const int a_row = warpgroup * 64 + warp * 16 + gr;       // the lane's first pixel of the tile
-    int cell[2];                                             // tap (0, 0) of its pixels g and g + 8
+    // the lane's fragment values for tap (0, 0), as byte offsets into the halo tile: value e of
+    // k-step kk is channel 8kk + tq (+4 for e >= 2) of pixel g (+8 for odd e), at the pixel's
+    // tile cell. Any other tap is the same 16 offsets plus one the warpgroup shares (3. above)
+    unsigned frag[4][4];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int l = min(l0 + a_row + 8 * h, L - 1);        // past the plane: any cell, never stored
-        cell[h] = (l / W_out - l0 / W_out) * row_pitch + l % W_out - pad_w + V17_COL0;
+    for (int e = 0; e < 4; ++e) {
+        const int l = min(l0 + a_row + 8 * (e % 2), L - 1);  // past the plane: any cell, never stored
+        const int cell = (l / W_out - l0 / W_out) * row_pitch + l % W_out - pad_w + V17_COL0;
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) frag[kk][e] = 4 * ((8 * kk + tq + 4 * (e / 2)) * channel_pitch + cell);
     }
 
     // taps (r, s0 .. s0 + V17_TAPS - 1) of a landed stage: load all their fragments, then issue
@@ -860,16 +902,11 @@ __device__ __forceinline__ void halo_conv(
 #pragma unroll
         for (int i = 0; i < V17_TAPS; ++i) {
             const int s = min(s0 + i, KW - 1);               // past the row: loaded, not multiplied
-            const float* x_tap = reinterpret_cast<const float*>(stage + f_bytes) + tq * channel_pitch
-                               + r * dil_h * row_pitch + s * dil_w;
+            const unsigned char* x_tap = stage + f_bytes + 4 * (r * dil_h * row_pitch + s * dil_w);
 #pragma unroll
-            for (int kk = 0; kk < 4; ++kk) {                 // channels 8kk + tq (+4), pixels g (+8)
-                const float* k_row = x_tap + 8 * kk * channel_pitch;
-                a[i][kk][0] = to_tf32(k_row[cell[0]]);
-                a[i][kk][1] = to_tf32(k_row[cell[1]]);
-                a[i][kk][2] = to_tf32(k_row[4 * channel_pitch + cell[0]]);
-                a[i][kk][3] = to_tf32(k_row[4 * channel_pitch + cell[1]]);
-            }
+            for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) a[i][kk][e] = to_tf32_even(*reinterpret_cast<const float*>(x_tap + frag[kk][e]));
         }
         wgmma_hold(acc);
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");

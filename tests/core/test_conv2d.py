@@ -275,6 +275,26 @@ def test_tf32_rounding_matches_the_tensor_cores_rule():
     assert to_tf32(values).tolist() == expected
 
 
+def test_tf32_even_rounding_sends_ties_to_the_even_neighbour():
+    """cvt.rn.tf32.f32 (v16 and v17 round x with it): as cvt.rna but for exact ties."""
+    from gpuops.conv2d import to_tf32, to_tf32_even
+
+    ties = [1 + 2**-11, 1 + 3 * 2**-11, -(1 + 2**-11)]
+    values = np.array([*ties, 1 + 2**-12, 3.14159265, np.inf, np.nan], np.float32)
+    got = to_tf32_even(values)
+    assert got[:5].tolist() == [1.0, 1 + 2**-9, -1.0, 1.0, 3.140625]
+    assert got[5] == np.inf and np.isnan(got[6])
+    rng = np.random.default_rng(3)
+    spread = (rng.standard_normal(100_000) * 10.0 ** rng.integers(-20, 20, 100_000)).astype(np.float32)
+    bits = spread.view(np.uint32)
+    no_tie = (bits & 0x1FFF) != 0x1000
+    np.testing.assert_array_equal(to_tf32_even(spread)[no_tie], to_tf32(spread)[no_tie])
+    tied = ((bits & np.uint32(0xFFFFE000)) | np.uint32(0x1000)).view(np.float32)  # halfway values
+    rounded = to_tf32_even(tied).view(np.uint32)
+    assert not (rounded & 0x3FFF).any()  # the kept last bit (bit 13) is even
+    np.testing.assert_array_equal(np.abs(to_tf32_even(tied) - tied), np.abs(to_tf32(tied) - tied))
+
+
 @backends
 @pytest.mark.parametrize("case", CASES[:30], ids=case_id)
 def test_tf32_conv_computes_the_sums_of_rounded_inputs(case, xp, rng):
