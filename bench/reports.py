@@ -64,13 +64,18 @@ def cudnn_text(version: int | None) -> str | None:
 
 
 def _rounds(value: Any) -> dict[str, Any] | None:
-    """A report's "rounds" ({"count": int, "ops": [op, ...]}), or None where absent or malformed."""
+    """A report's "rounds" ({"count": int, "ops": [op, ...], "fill_ms": float}: the milliseconds
+    a short call's later rounds fill, absent in older reports), or None where absent or malformed."""
     if not isinstance(value, dict) or not isinstance(value.get("count"), int):
         return None
     ops = value.get("ops")
     if not isinstance(ops, list) or not all(isinstance(o, str) for o in ops):
         return None
-    return {"count": value["count"], "ops": list(ops)}
+    fill = value.get("fill_ms")
+    fill_ms = (
+        float(fill) if isinstance(fill, int | float) and not isinstance(fill, bool) and fill > 0 else None
+    )
+    return {"count": value["count"], "ops": list(ops), "fill_ms": fill_ms}
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,7 @@ class Run:
     versions: dict[str, str | None] = field(default_factory=dict)
     note: str | None = None  # what the report says about its own fields
     timing: str | None = None  # "queued", "perf_counter"; None: GPU calls synchronized one by one
-    rounds: dict[str, Any] | None = None  # {"count", "ops"}: ops timed in interleaved rounds
+    rounds: dict[str, Any] | None = None  # {"count", "ops", "fill_ms"}: ops timed in interleaved rounds
 
     @property
     def gpu(self) -> bool:

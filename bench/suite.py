@@ -26,7 +26,7 @@ import numpy as np
 
 import gpuops
 from bench.reports import SCHEMA, cudnn_text, precision_of
-from gpuops import conv_backward, sm90a
+from gpuops import conv_backward, sm90a, timing
 from gpuops import conv_backward_hopper as hopper_weight
 from gpuops.conv2d import (
     HOPPER_ALGORITHMS,
@@ -118,12 +118,12 @@ class Suite:
         self.records: list[Record] = []
         self.rounded_ops: set[str] = set()  # ops whose implementations add_op timed in rounds
 
-    def time(self, fn: Callable[[], Any]) -> float:
+    def time(self, fn: Callable[[], Any], repeat: int | None = None) -> float:
         return measure(
             fn,
             gpu=self.gpu,
             warmup=self.warmup,
-            repeat=self.repeat,
+            repeat=repeat or self.repeat,
             max_seconds=None if self.gpu else self.cpu_budget_s,
         ).median_ms
 
@@ -179,7 +179,10 @@ class Suite:
         apart differed by up to 30% on the H100 (bench/NOTES.md), and auto's row is read against
         its candidates' (timed once each, conv2d's auto row, timed first right after autotune's
         own measurements, was 1.5 us over the same kernel's row on a 0.016 ms layer in three
-        runs). An implementation that refuses the layer (ValueError, e.g. grad_weight v4 on rows
+        runs). After the first round a short call runs enough times to fill about a millisecond
+        (timing.runs_to_fill: the reflect_pad_backward rows of 0.015-0.024 ms, ten runs a round, had
+        auto 1.2-1.7 us over the algorithm it runs through the same call). An implementation
+        that refuses the layer (ValueError, e.g. grad_weight v4 on rows
         wider than its shared memory) gets no row. `chose`: the algorithm auto runs, recorded on
         the auto row; `extras`: more fields of a row, by implementation name; `nbytes`: the bytes
         a call moves (a bandwidth op's GB/s)."""
@@ -194,8 +197,8 @@ class Suite:
             for impl, fn in impls.items():
                 if impl in refused:
                     continue
-                try:
-                    ms = self.time(fn)
+                try:  # after the first round a short call fills about a millisecond (timing.runs_to_fill)
+                    ms = self.time(fn, timing.runs_to_fill(self.repeat, best.get(impl)))
                 except ValueError:  # an algorithm named for a layer it does not take: no row
                     refused.add(impl)
                     continue
@@ -849,7 +852,11 @@ def run(
         "seconds": round(time.time() - started, 1),
         "repeat": repeat,
         "timing": TIMING if suite.gpu else "perf_counter",
-        "rounds": {"count": OP_ROUNDS, "ops": sorted(suite.rounded_ops)} if suite.rounded_ops else None,
+        "rounds": (
+            {"count": OP_ROUNDS, "ops": sorted(suite.rounded_ops), "fill_ms": timing.SHORT_ROUND_MS}
+            if suite.rounded_ops
+            else None
+        ),
         "shapes": [asdict(s) for s in shapes],
         "results": add_ratios(suite.records),
     }

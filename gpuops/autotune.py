@@ -6,7 +6,6 @@ CUDA events (gpuops.timing); later calls for that shape reuse the winner (the ca
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -16,12 +15,6 @@ from gpuops import timing
 from gpuops.cache import Memo
 
 _choices = Memo("autotune_choices", 512)
-
-# After the first round a candidate runs enough times to fill this many milliseconds (at most
-# MAX_RUNS): five runs of a 0.05 ms call are a quarter of a millisecond, where the host's jitter
-# can decide between two algorithms (H100: image512's grad_input chose 0.072 ms over 0.055).
-SHORT_ROUND_MS = 1.0
-MAX_RUNS = 50
 
 
 def fastest(
@@ -34,7 +27,8 @@ def fastest(
     one round (a first cuBLAS call, a pool growing, another process's kernels) does not decide.
     (H100, one bench run: grad_weight's auto on a 7x7x512 layer chose a 0.68 ms algorithm over a
     0.29 ms one, timed once each.) A candidate that raises ValueError (it cannot handle these
-    arguments) is skipped; None when every candidate refused.
+    arguments) is skipped; None when every candidate refused. After the first round a short
+    candidate runs enough times to fill timing.SHORT_ROUND_MS.
     """
     key = repr(key)
     choice = _choices.get(key)
@@ -48,7 +42,7 @@ def fastest(
                 continue
             try:
                 warmup = 2 if round_ == 0 else 1
-                runs = _runs(repeat // rounds, timings.get(name))
+                runs = timing.runs_to_fill(repeat // rounds, timings.get(name))
                 median = float(np.median(timing.gpu_times(fn, warmup, runs)))
             except ValueError:
                 refused.add(name)
@@ -59,15 +53,6 @@ def fastest(
     choice = min(timings, key=timings.__getitem__)
     _choices.put(key, choice)
     return choice
-
-
-def _runs(runs: int, first_ms: float | None) -> int:
-    """Runs of a round: `runs`, or for a candidate whose earlier round took first_ms a call,
-    enough to fill SHORT_ROUND_MS (at most MAX_RUNS)."""
-    runs = max(1, runs)
-    if first_ms is None or first_ms <= 0:
-        return runs
-    return max(runs, min(MAX_RUNS, math.ceil(SHORT_ROUND_MS / first_ms)))
 
 
 def remembered() -> dict[Hashable, str]:

@@ -10,11 +10,28 @@ jitter made rows of one algorithm differ by up to 25% (bench/NOTES.md).
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+# After a first round, a short call runs enough times to fill this many milliseconds (at most
+# MAX_RUNS): five runs of a 0.05 ms call are a quarter of a millisecond, where the host's jitter
+# can decide between two algorithms (H100: image512's grad_input chose 0.072 ms over 0.055).
+SHORT_ROUND_MS = 1.0
+MAX_RUNS = 50
+
+
+def runs_to_fill(runs: int, call_ms: float | None) -> int:
+    """Runs of a round: `runs`, or, for a call that an earlier round timed at call_ms, enough to
+    fill SHORT_ROUND_MS (at most MAX_RUNS). gpuops.autotune and the benchmark time their rounds
+    this way."""
+    runs = max(1, runs)
+    if call_ms is None or call_ms <= 0:
+        return runs
+    return max(runs, min(MAX_RUNS, math.ceil(SHORT_ROUND_MS / call_ms)))
 
 
 @dataclass(frozen=True)

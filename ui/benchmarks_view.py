@@ -269,6 +269,10 @@ def runs_caption(group: reports.Lease) -> str:
             f"; {ops}: every implementation in {first.rounds['count']} interleaved rounds, each "
             "keeping its better one"
         )
+        if first.rounds.get("fill_ms"):
+            text += (
+                f" (after the first, a short call runs enough times to fill {first.rounds['fill_ms']:g} ms)"
+            )
     if len(group.runs) > 1:
         text += (
             f"; {len(group.runs)} runs on the same device within minutes of each other: their spread is "

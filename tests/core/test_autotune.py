@@ -51,10 +51,11 @@ def test_refusals_are_skipped_and_the_choice_is_remembered(scripted):
 
 def test_short_candidates_run_long_enough_to_fill_a_round(scripted):
     """Round 1 is repeat / rounds runs each; in round 2 a 0.05 ms candidate runs 1 / 0.05 = 20
-    times (about a millisecond), a 0.004 ms one is capped at MAX_RUNS, a 2 ms one keeps 5."""
+    times (about a millisecond), a 0.004 ms one is capped at MAX_RUNS, a 2 ms one keeps 5
+    (timing.runs_to_fill)."""
     script, calls, runs = scripted
     script.update(a=[0.05, 0.05], b=[0.004, 0.004], c=[2.0, 2.0])
     candidates = {n: _candidate(n) for n in "abc"}
     assert autotune.fastest(("t4", 1), candidates, repeat=10, rounds=2) == "b"
     assert calls == ["a", "b", "c"] * 2
-    assert runs == [5, 5, 5, round(autotune.SHORT_ROUND_MS / 0.05), autotune.MAX_RUNS, 5]
+    assert runs == [5, 5, 5, round(timing.SHORT_ROUND_MS / 0.05), timing.MAX_RUNS, 5]

@@ -6,11 +6,12 @@ a block), the thread map the app draws, and conv2d running it as one launch.
 
 Why these tolerances: v14's (test_conv2d_pixel_rows' docstring). The operands are rounded to
 TF32 inside the kernel (x as each lane loads its fragment, to nearest even: to_tf32_even; w in
-shared memory before the tensor cores read it, ties away: to_tf32), so against float64 on the ROUNDED operands only the fp32 summation differs
-(rtol 2e-4, atol 2e-4 * sqrt(terms)); against the unrounded operands the error lies under 1e-3 of
-the largest output and above 2^-11 / 10 (a kernel that truncated or skipped the rounding of
-either operand would still pass the ceiling; the rounded comparison catches it: truncation
-leaves errors of ~2^-11 of each product, far past fp32's summation error).
+shared memory before the tensor cores read it, ties away: to_tf32), so against float64 on the
+ROUNDED operands only the fp32 summation differs (rtol 2e-4, atol 2e-4 * sqrt(terms)); against
+the unrounded operands the error lies under 1e-3 of the largest output and above 2^-11 / 10 (a
+kernel that truncated or skipped the rounding of either operand would still pass the ceiling;
+the rounded comparison catches it: truncation leaves errors of ~2^-11 of each product, far past
+fp32's summation error).
 """
 
 import re

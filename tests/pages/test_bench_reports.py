@@ -212,13 +212,13 @@ def test_backward_rows_are_timed_in_interleaved_rounds_keeping_each_best(monkeyp
     timed = []
     times = iter([0.5, 0.9, 0.7, 0.4, 1.0, 0.6])  # the two rounds' medians, in call order
 
-    def fake_time(self, fn):
+    def fake_time(self, fn, repeat=None):
         timed.append(fn())
         return next(times)
 
     monkeypatch.setattr(suite.Suite, "time", fake_time)
     s = suite.Suite.__new__(suite.Suite)
-    s.gpu, s.records, s.rounded_ops = True, [], set()
+    s.gpu, s.records, s.rounded_ops, s.repeat = True, [], set(), 10
     ours = {"auto": lambda: "auto", "gemm": lambda: "gemm"}
     extras = {"gemm": {"kernel": "k"}}
     s.add_op("k5", "conv2d_grad_weight", 2_000_000, ours, lambda: "torch", chose="gemm", extras=extras)
@@ -233,6 +233,22 @@ def test_backward_rows_are_timed_in_interleaved_rounds_keeping_each_best(monkeyp
     assert s.rounded_ops == {"conv2d_grad_weight"}, "the report names the ops timed in rounds"
 
 
+def test_after_the_first_round_a_short_call_fills_about_a_millisecond(monkeypatch):
+    """A 0.02 ms row runs 10 times in round 1 and 1 / 0.02 = 50 times in round 2 (the most a
+    round takes); a 0.5 ms row keeps its 10 (gpuops.timing.runs_to_fill, as autotune)."""
+    runs = []
+
+    def fake_time(self, fn, repeat=None):
+        runs.append((fn(), repeat))
+        return {"short": 0.02, "long": 0.5}[fn()]
+
+    monkeypatch.setattr(suite.Suite, "time", fake_time)
+    s = suite.Suite.__new__(suite.Suite)
+    s.gpu, s.records, s.rounded_ops, s.repeat = True, [], set(), 10
+    s.add_op("tiny", "reflect_pad_backward", None, {"short": lambda: "short", "long": lambda: "long"}, None)
+    assert runs == [("short", 10), ("long", 10), ("short", 50), ("long", 10)]
+
+
 def test_the_runs_caption_says_which_ops_were_timed_in_rounds():
     """A report's "rounds" reaches the page's caption; an older report without it (or with a
     malformed one) says nothing about rounds."""
@@ -243,6 +259,10 @@ def test_the_runs_caption_says_which_ops_were_timed_in_rounds():
     with_rounds = reports.parse_run({**base, "rounds": rounds, "results": []}, "new.json")
     caption = benchmarks_view.runs_caption(reports.group_leases([with_rounds])[0])
     assert "`conv2d`, `conv2d_grad_input`: every implementation in 2 interleaved rounds" in caption
+    assert "fill" not in caption  # reports before the filled rounds say nothing of them
+    filled = reports.parse_run({**base, "rounds": {**rounds, "fill_ms": 1.0}, "results": []}, "filled.json")
+    caption = benchmarks_view.runs_caption(reports.group_leases([filled])[0])
+    assert "a short call runs enough times to fill 1 ms" in caption
     for older in ({**base, "results": []}, {**base, "rounds": "two", "results": []}):
         run = reports.parse_run(older, "old.json")
         assert run.rounds is None
@@ -254,7 +274,7 @@ def test_an_implementation_that_refuses_the_layer_gets_no_row(monkeypatch):
     shared memory) is left out of every round; the others are timed and recorded."""
     timed = []
 
-    def fake_time(self, fn):
+    def fake_time(self, fn, repeat=None):
         timed.append(fn())
         return 1.0
 
@@ -263,7 +283,7 @@ def test_an_implementation_that_refuses_the_layer_gets_no_row(monkeypatch):
 
     monkeypatch.setattr(suite.Suite, "time", fake_time)
     s = suite.Suite.__new__(suite.Suite)
-    s.gpu, s.records, s.rounded_ops = True, [], set()
+    s.gpu, s.records, s.rounded_ops, s.repeat = True, [], set(), 10
     ours = {"auto": lambda: "auto", "direct_pairs_shared": refusing}
     s.add_op("wide", "conv2d_grad_weight", 1_000, ours, lambda: "torch")
     assert timed == ["auto", "torch"] * 2
