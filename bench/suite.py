@@ -26,7 +26,7 @@ import numpy as np
 
 import gpuops
 from bench.reports import SCHEMA, cudnn_text, precision_of
-from gpuops import conv_backward, sm90a, timing
+from gpuops import conv_backward, reflect_pad, sm90a, timing
 from gpuops import conv_backward_hopper as hopper_weight
 from gpuops.conv2d import (
     HOPPER_ALGORITHMS,
@@ -451,6 +451,7 @@ class Suite:
                 for a in algorithms
             },
             F and (lambda: F.conv_transpose2d(tdy, tw, None, s.stride, s.pad, output_padding, s.groups)),
+            chose_dx,  # conv_transpose2d is grad_input's computation: its auto runs the same choice
         )
         weight_algorithms = ("auto", *gpuops.GRAD_WEIGHT_ALGORITHMS) if self.gpu else ("auto",)
         if self.gpu and hopper_weight.refusal(q) is None and sm90a.available(hopper_weight.SOURCE):
@@ -480,7 +481,8 @@ class Suite:
 
         extras = {a: {"pad": p} for a in algorithms}
         nbytes = go.nbytes + x.nbytes
-        self.add_op(s.name, "reflect_pad_backward", None, ours, pad_torch, extras=extras, nbytes=nbytes)
+        chose = reflect_pad.resolve_backward_algorithm(go, p)
+        self.add_op(s.name, "reflect_pad_backward", None, ours, pad_torch, chose, extras, nbytes)
 
     def _float64_reference(self, tx: Any, tw: Any, conv: dict) -> Any:
         """The layer in float64 (PyTorch on the same device), for the TF32 error; None without torch."""

@@ -237,6 +237,18 @@ class ReflectPadBackwardPlan:
         return Call(self.in_shape, self.launch, zeroed=self.algorithm == "scatter")
 
 
+def resolve_backward_algorithm(grad_output: Any, padding: Any) -> str:
+    """The algorithm reflect_pad_backward's "auto" runs for this call: on the GPU the faster of
+    scatter and gather, measured once per shape and padding (gpuops.autotune); on the CPU scatter."""
+    xp, dy = as_float32(grad_output, "grad_output")
+    plan = plan_reflect_pad_backward(dy.shape, padding, "auto")
+    if xp is np or plan.empty:
+        return "scatter"
+    plans = {a: plan_reflect_pad_backward(dy.shape, padding, a) for a in BACKWARD_ALGORITHMS}
+    candidates = {a: functools.partial(q.call(), dy) for a, q in plans.items()}
+    return autotune.fastest(("reflect_pad_backward", plan.in_shape, plan.pads), candidates) or "gather"
+
+
 @memoised("reflect_pad_backward_plans", 1024)
 def plan_reflect_pad_backward(
     shape: tuple[int, ...], padding: Any, algorithm: str = "auto"
@@ -275,12 +287,7 @@ def reflect_pad_backward(grad_output: Any, padding: Any, *, algorithm: str = "au
     if xp is np:
         return BACKWARD_TWINS["scatter" if algorithm == "auto" else algorithm](dy, plan.pads)
     if algorithm == "auto":
-        candidates = {
-            a: functools.partial(plan_reflect_pad_backward(dy.shape, padding, a).call(), dy)
-            for a in BACKWARD_ALGORITHMS
-        }
-        chosen = autotune.fastest(("reflect_pad_backward", plan.in_shape, plan.pads), candidates) or "gather"
-        plan = plan_reflect_pad_backward(dy.shape, padding, chosen)
+        plan = plan_reflect_pad_backward(dy.shape, padding, resolve_backward_algorithm(dy, padding))
     call = plan.call()
     keep_ready(key, call)  # "auto" too: its choice is fixed per shape once measured
     return call(dy)

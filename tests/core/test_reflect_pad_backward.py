@@ -7,7 +7,7 @@ import pytest
 import gpuops
 from gpuops.index_math import reflect_copies
 from gpuops.maps import conv_backward as maps
-from gpuops.reflect_pad import reflect_pad_backward_launch, reflect_source_rows
+from gpuops.reflect_pad import reflect_pad_backward_launch, reflect_source_rows, resolve_backward_algorithm
 from tests.support.cases import reflect_pad_cases
 from tests.support.helpers import BACKENDS, host, on
 from tests.support.references import reflect_pad_backward_ref
@@ -153,6 +153,32 @@ def test_the_launch_that_ran_is_the_planned_one(rng):
         reflect_pad_backward_launch(6, 5, 12, (1, 2, 3, 4), "scatter"),
         reflect_pad_backward_launch(6, 5, 12, (1, 2, 3, 4), "gather"),
     ]
+
+
+def test_auto_runs_scatter_on_the_cpu(rng):
+    """Without a GPU auto measures nothing: it runs scatter's twin (slices per axis)."""
+    dy = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+    assert resolve_backward_algorithm(dy, 2) == "scatter"
+    np.testing.assert_array_equal(
+        gpuops.reflect_pad_backward(dy, 2), gpuops.reflect_pad_backward(dy, 2, algorithm="scatter")
+    )
+
+
+@pytest.mark.gpu
+def test_auto_launches_the_algorithm_it_resolves_to(rng):
+    """resolve_backward_algorithm (what the benchmark records as auto's choice) names the kernel
+    auto launches, on its first call for a shape and on the ready path after it."""
+    import cupy as cp
+
+    from gpuops import launch as launch_module
+
+    dy = cp.asarray(rng.standard_normal((2, 3, 16, 21)).astype(np.float32))
+    chose = resolve_backward_algorithm(dy, (2, 1, 3, 2))
+    assert chose in gpuops.REFLECT_BACKWARD_ALGORITHMS
+    for _ in range(2):
+        with launch_module.recorded() as ran:
+            gpuops.reflect_pad_backward(dy, (2, 1, 3, 2))
+        assert ran == [reflect_pad_backward_launch(6, 12, 16, (2, 1, 3, 2), chose)]
 
 
 @pytest.mark.gpu
