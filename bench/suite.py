@@ -26,7 +26,7 @@ import numpy as np
 
 import gpuops
 from bench.reports import SCHEMA, cudnn_text, precision_of
-from gpuops import conv_backward, reflect_pad, sm90a, timing
+from gpuops import conv_backward, sm90a, timing
 from gpuops import conv_backward_hopper as hopper_weight
 from gpuops.conv2d import (
     HOPPER_ALGORITHMS,
@@ -42,6 +42,7 @@ from gpuops.conv2d import (
     pointwise_fits,
     wgmma_fits,
 )
+from gpuops.reflect_pad import resolve_backward_algorithm as resolve_reflect_backward
 from gpuops.timing import measure
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -481,7 +482,7 @@ class Suite:
 
         extras = {a: {"pad": p} for a in algorithms}
         nbytes = go.nbytes + x.nbytes
-        chose = reflect_pad.resolve_backward_algorithm(go, p)
+        chose = resolve_reflect_backward(go, p)
         self.add_op(s.name, "reflect_pad_backward", None, ours, pad_torch, chose, extras, nbytes)
 
     def _float64_reference(self, tx: Any, tw: Any, conv: dict) -> Any:

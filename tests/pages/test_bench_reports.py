@@ -101,6 +101,7 @@ def test_the_benchmark_command_writes_a_report_the_page_reads(tmp_path, monkeypa
         "3",
         "--parts",
         "forward",
+        "backward",
         "--commit",
         "abc1234",
         "--out",
@@ -115,6 +116,10 @@ def test_the_benchmark_command_writes_a_report_the_page_reads(tmp_path, monkeypa
     run = reports.read_report(out)
     assert run is not None and run.commit == "abc1234" and "commit abc1234" in run.labels()
     assert {r["shape"] for r in run.records} == {"-", "tiny"}
+    ops = {r["op"] for r in report["results"]}
+    assert {"conv2d", "conv2d_grad_input", "conv_transpose2d", "reflect_pad_backward"} <= ops
+    auto = {r["op"]: r["extra"].get("chose") for r in report["results"] if r["impl"] == "ours:auto"}
+    assert auto["reflect_pad_backward"] == "scatter" and auto["conv_transpose2d"] == auto["conv2d_grad_input"]
 
 
 def test_the_fp32_summary_states_auto_against_cudnn_with_the_hopper_versions():
