@@ -1231,7 +1231,8 @@ def _input_gemm_fold_gpu(dy: Any, w: Any, q: GradProblem, budget_bytes: int | No
 
 def _weight_gemm_gpu(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None = None) -> Any:
     """Per chunk of samples: unfold x into cols, one strided-batched GEMM per group gives each
-    sample's dY_g @ cols_g^T, and the chunk's samples are summed (a fixed-order reduction)."""
+    sample's dY_g @ cols_g^T, and one more GEMM sums the chunk's samples (a row of ones times
+    them: a fixed order)."""
     import cupy
 
     g, G = q.geometry, q.groups
@@ -1255,9 +1256,27 @@ def _weight_gemm_gpu(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None =
                 per_sample[:nb, group * Mg : (group + 1) * Mg],
                 trans_b=True,
             )
-        part = per_sample[:nb].sum(axis=0)
+        # the chunk's samples summed by one more GEMM, ones (1 x nb) @ per_sample (nb x M * CgKK):
+        # CuPy's sum over the leading axis took 0.030 ms of GPU time and 0.033 of host a call on a
+        # 32 x 256 x 28 x 28 1x1 layer (H100), next to the products' 0.077
+        part = cupy.empty((1, 1, q.M * CgKK), dtype=np.float32)
+        gemm_strided(_ones(nb), per_sample[:nb].reshape(1, nb, q.M * CgKK), part)
         dw = part if dw is None else dw + part
     return dw.reshape(q.w_shape)
+
+
+@memoised("gemm_ones_rows", 64)
+def _ones_on(device: int, n: int) -> Any:
+    import cupy
+
+    return cupy.ones((1, n), dtype=np.float32)
+
+
+def _ones(n: int) -> Any:
+    """A (1, n) row of ones on the current device (the left factor of a sum by GEMM), kept."""
+    import cupy
+
+    return _ones_on(cupy.cuda.runtime.getDevice(), n)
 
 
 def _input_grad_gpu(dy: Any, w: Any, q: GradProblem, algorithm: str) -> Any:
