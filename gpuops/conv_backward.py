@@ -77,7 +77,7 @@ from gpuops.checks import (
     window_geometry,
 )
 from gpuops.conv2d import AUTO, ConvProblem, PixelRowMap, check_conv2d
-from gpuops.cublas import check_gemm_sides, gemm_strided, samples_per_chunk
+from gpuops.cublas import MIN_BUDGET, Matrices, StridedGemm, check_gemm_sides, gemm_strided, samples_per_chunk
 from gpuops.im2col import is_pointwise
 from gpuops.index_math import INT32_MAX, ceil_div, output_coord, tap_slice, tap_slices
 from gpuops.launch import (
@@ -1229,40 +1229,103 @@ def _input_gemm_fold_gpu(dy: Any, w: Any, q: GradProblem, budget_bytes: int | No
     return dx
 
 
-def _weight_gemm_gpu(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None = None) -> Any:
-    """Per chunk of samples: unfold x into cols, one strided-batched GEMM per group gives each
-    sample's dY_g @ cols_g^T, and one more GEMM sums the chunk's samples (a row of ones times
-    them: a fixed order)."""
+@dataclass(frozen=True)
+class WeightGemm:
+    """grad_weight's gemm for a chunk of `samples` samples, planned once: unfold x's chunk into
+    cols (nothing on a 1x1 layer: x's planes are the columns), one strided-batched GEMM per group
+    gives each sample's dY_g @ cols_g^T, and one more GEMM sums the samples (a row of ones times
+    them: a fixed order). Calling it costs the allocations and cuBLAS's own host time. On a
+    32 x 256 x 28 x 28 1x1 layer (H100, two processes each) the path worked out every call took
+    0.095-0.164 ms of host time a call against the GPU's 0.082, so its time was the host's
+    (0.091-0.161 ms queued); planned, 0.040-0.058 of host and 0.082-0.083 queued."""
+
+    unfold: Call | None  # x chunk -> cols (samples, C*KH*KW, L)
+    product: StridedGemm  # one group's per-sample products (every group's are alike)
+    at: tuple[tuple[int, int, int], ...]  # per group: byte offsets into dy, cols, the products
+    products_shape: tuple[int, int, int]  # (samples, M, C/groups*KH*KW)
+    total: StridedGemm  # ones (1 x samples) @ products (samples x M*CgKK)
+    ones: Any
+    w_shape: tuple[int, int, int, int]
+
+    @classmethod
+    def plan(cls, q: GradProblem, samples: int) -> WeightGemm:
+        g = q.geometry
+        rows = q.C * g.KH * g.KW
+        unfold = None if is_pointwise(g) else Call((samples, rows, g.L), unfold_launch(g, samples, q.C))
+        product, at, total = weight_gemm_layout(q, samples)
+        products_shape = (samples, q.M, rows // q.groups)
+        return cls(unfold, product, at, products_shape, total, _ones(samples), q.w_shape)
+
+    def __call__(self, dy: Any, x: Any) -> Any:
+        """dW of one chunk from C-contiguous dy (samples, M, H_out, W_out) and x (samples, C, H, W)."""
+        import cupy
+
+        if not (dy.flags.c_contiguous and x.flags.c_contiguous):  # the plan's offsets assume it
+            raise ValueError("grad_weight's gemm takes C-contiguous dy and x")
+        cols = x if self.unfold is None else self.unfold(x)
+        products = cupy.empty(self.products_shape, dtype=np.float32)
+        dy_ptr, cols_ptr, out_ptr = dy.data.ptr, cols.data.ptr, products.data.ptr
+        for dy_at, cols_at, out_at in self.at:
+            self.product(dy_ptr + dy_at, cols_ptr + cols_at, out_ptr + out_at)
+        dw = cupy.empty(self.w_shape, dtype=np.float32)
+        self.total(self.ones.data.ptr, out_ptr, dw.data.ptr)
+        return dw
+
+
+def weight_gemm_layout(
+    q: GradProblem, samples: int
+) -> tuple[StridedGemm, tuple[tuple[int, int, int], ...], StridedGemm]:
+    """WeightGemm's two GEMMs and its groups' byte offsets (into dy, cols and the products) for a
+    chunk of `samples` samples: dy is (samples, M, L), cols (samples, C*KH*KW, L), the products
+    (samples, M, CgKK) and dW (M, CgKK); group k reads rows k*Mg.. of dy and k*CgKK.. of cols."""
+    g, G = q.geometry, q.groups
+    Mg, CgKK, rows = q.M // G, (q.C // G) * g.KH * g.KW, q.C * g.KH * g.KW
+    dy_g = Matrices(Mg, g.L, g.L, q.M * g.L)
+    cols_g = Matrices(CgKK, g.L, g.L, rows * g.L)
+    out_g = Matrices(Mg, CgKK, CgKK, q.M * CgKK)
+    product = StridedGemm.plan(dy_g, cols_g, out_g, samples, trans_b=True)
+    at = tuple((4 * k * Mg * g.L, 4 * k * CgKK * g.L, 4 * k * Mg * CgKK) for k in range(G))
+    size = q.M * CgKK
+    ones, products = Matrices(1, samples, samples, 0), Matrices(samples, size, size, 0)
+    total = StridedGemm.plan(ones, products, Matrices(1, size, size, 0), 1)
+    return product, at, total
+
+
+def weight_gemm_plan(q: GradProblem, samples: int) -> WeightGemm:
+    """WeightGemm for chunks of `samples` samples of this problem (remembered per device)."""
     import cupy
 
-    g, G = q.geometry, q.groups
-    Mg, CgKK = q.M // G, (q.C // G) * g.KH * g.KW
-    dy3 = dy.reshape(q.N, q.M, g.L)
+    key = (cupy.cuda.runtime.getDevice(), q, f"weight_gemm {samples}")
+    return _calls.get_or_make(key, lambda: WeightGemm.plan(q, samples))
+
+
+def _weight_gemm_gpu(dy: Any, x: Any, q: GradProblem, budget_bytes: int | None = None) -> Any:
+    """gemm over chunks of samples whose unfolded columns fit the budget (WeightGemm each), the
+    chunks' sums added."""
     chunk = batch_chunk(q, budget_bytes)
-    pointwise = is_pointwise(g)  # cols IS x: nothing to unfold
-    cols = None if pointwise else cupy.empty((chunk, q.C * g.KH * g.KW, g.L), dtype=np.float32)
-    per_sample = cupy.empty((chunk, q.M, CgKK), dtype=np.float32)
     dw = None
     for n0 in range(0, q.N, chunk):
         nb = min(chunk, q.N - n0)
-        if pointwise:
-            cols = x.reshape(q.N, q.C, g.L)[n0 : n0 + nb]
-        else:
-            unfold_into(x[n0 : n0 + nb], g, cols[:nb])
-        for group in range(G):
-            gemm_strided(
-                dy3[n0 : n0 + nb, group * Mg : (group + 1) * Mg],
-                cols[:nb, group * CgKK : (group + 1) * CgKK],
-                per_sample[:nb, group * Mg : (group + 1) * Mg],
-                trans_b=True,
-            )
-        # the chunk's samples summed by one more GEMM, ones (1 x nb) @ per_sample (nb x M * CgKK):
-        # CuPy's sum over the leading axis took 0.030 ms of GPU time and 0.033 of host a call on a
-        # 32 x 256 x 28 x 28 1x1 layer (H100), next to the products' 0.077
-        part = cupy.empty((1, 1, q.M * CgKK), dtype=np.float32)
-        gemm_strided(_ones(nb), per_sample[:nb].reshape(1, nb, q.M * CgKK), part)
+        part = weight_gemm_plan(q, nb)(dy[n0 : n0 + nb], x[n0 : n0 + nb])
         dw = part if dw is None else dw + part
-    return dw.reshape(q.w_shape)
+    return dw
+
+
+def holds_whole_batch(q: GradProblem) -> bool:
+    """Whether gemm takes the whole batch in one chunk whatever memory is free: a 1x1 layer (no
+    cols), or cols within the budget the GEMM paths always have (gpuops.cublas.MIN_BUDGET)."""
+    g = q.geometry
+    return is_pointwise(g) or q.N * q.cols_bytes_per_sample <= MIN_BUDGET
+
+
+def weight_grad_call(dy: Any, x: Any, q: GradProblem, algorithm: str) -> Any:
+    """What the ready call of grad_weight (conv2d_grad_weight) runs for (dy, x): gemm planned
+    once (WeightGemm) where one chunk holds the batch, else weight_grad with `algorithm`
+    (already resolved)."""
+    if algorithm == "gemm" and not q.empty and array_module(dy) is not np and holds_whole_batch(q):
+        batch_chunk(q)  # its checks (cuBLAS's 32-bit sides) before a plan skips them
+        return weight_gemm_plan(q, q.N)
+    return lambda dy, x: weight_grad(dy, x, q, algorithm)
 
 
 @memoised("gemm_ones_rows", 64)
@@ -1507,20 +1570,21 @@ def conv2d_grad_weight(
     )
     q, batched = plan.problem, x.ndim == 4
 
-    def run(dy: Any, x: Any, algorithm: str) -> Any:
+    def run(dy: Any, x: Any, grad: Any) -> Any:
         x4, dy4 = (x, dy) if batched else (x[None], dy[None])
         if plan.pads is not None:  # the kernels read the padded input
             x4 = reflect_pad(x4, plan.pads)
-        return weight_grad(dy4, x4, q, algorithm)
+        return grad(dy4, x4)
 
     if q.empty or xp is np:
-        return run(dy, x, algorithm)
+        return run(dy, x, lambda dy, x: weight_grad(dy, x, q, algorithm))
+    x4, dy4 = (x, dy) if batched else (x[None], dy[None])
     chosen = algorithm
     if algorithm == AUTO:  # measured on what the kernels read: the padded input in reflect mode
-        x4, dy4 = (x, dy) if batched else (x[None], dy[None])
         chosen = resolve_weight_algorithm(dy4, x4 if plan.pads is None else reflect_pad(x4, plan.pads), q)
-    dw = run(dy, x, chosen)
-    keep_ready(key, lambda dy, x: run(dy, x, chosen))  # GPU calls only (key None otherwise)
+    grad = weight_grad_call(dy4, x4, q, chosen)
+    dw = run(dy, x, grad)
+    keep_ready(key, lambda dy, x: run(dy, x, grad))  # GPU calls only (key None otherwise)
     return dw
 
 

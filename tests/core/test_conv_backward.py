@@ -913,6 +913,61 @@ def test_flipped_conv_repeats_run_the_held_flip_and_forward(layer, rng, monkeypa
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize(
+    "layer",
+    [
+        (4, 16, 7, 9, 24, 1, 1, 0, 1, "zeros"),  # 1x1: x is the columns
+        (3, 16, 6, 5, 8, 1, 1, 0, 4, "zeros"),  # 1x1, four groups
+        (2, 6, 9, 8, 4, 3, 2, 1, 2, "zeros"),  # 3x3, stride 2, two groups: unfolded columns
+        (2, 4, 8, 7, 6, 3, 1, 2, 1, "reflect"),  # the padded input, made again each call
+    ],
+    ids=str,
+)
+def test_gemm_repeats_run_the_planned_weight_gemm(layer, rng, monkeypatch):
+    """conv2d_grad_weight with gemm: the ready call is the WeightGemm planned on the first call;
+    a repeat neither plans nor takes the unplanned path. Outputs come from memory the pool held
+    NaNs in; values are the NumPy twin's, round after round, batched and for one sample."""
+    import cupy as cp
+
+    N, C, H, W, M, K, S, P, G, mode = layer
+    kw = dict(stride=S, padding=P, groups=G, padding_mode=mode)
+    x_shape, w_shape = (N, C, H, W), (M, C // G, K, K)
+    padded = (N, C, H + 2 * P, W + 2 * P) if mode == "reflect" else x_shape
+    dy_shape = gpuops.plan_conv2d(padded, w_shape, None, S, 0 if mode == "reflect" else P, 1, G).out_shape
+    q = cb.check_conv2d_backward(dy_shape, x_shape, w_shape, **kw)[1]
+    for round_ in range(3):
+        x, dy = (rng.standard_normal(s).astype(np.float32) for s in (x_shape, dy_shape))
+        ref = gpuops.conv2d_grad_weight(dy, x, w_shape, **kw)  # NumPy: the twin
+        want = gpuops.conv2d_grad_weight(dy[1], x[1], w_shape, **kw)
+        x_, dy_ = cp.asarray(x), cp.asarray(dy)
+        if round_ == 0:
+            assert isinstance(cb.weight_grad_call(dy_, x_, q, "gemm"), cb.WeightGemm)
+        if round_ == 2:  # the ready call exists: nothing is planned or looked up again
+            monkeypatch.setattr(cb.WeightGemm, "plan", lambda *a: pytest.fail("planned again"))
+            monkeypatch.setattr(cb, "weight_grad", lambda *a: pytest.fail("not held"))
+        products = (N, M, (C // G) * K * K)
+        poison = [cp.full(s, cp.nan, cp.float32) for s in (products, w_shape, products, w_shape)]
+        del poison  # freed to the pool: the next allocations of these sizes reuse NaN-filled blocks
+        got = gpuops.conv2d_grad_weight(dy_, x_, w_shape, **kw, algorithm="gemm")
+        np.testing.assert_allclose(got.get(), ref, rtol=1e-4, atol=1e-4)
+        one = gpuops.conv2d_grad_weight(dy_[1], x_[1], w_shape, **kw, algorithm="gemm")  # (C, H, W)
+        np.testing.assert_allclose(one.get(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_weight_gemm_refuses_arrays_it_was_not_planned_for(rng):
+    """A WeightGemm reads dy and x through offsets planned for C-contiguous arrays: a strided
+    view is refused, not read as if it were contiguous."""
+    import cupy as cp
+
+    x = cp.asarray(rng.standard_normal((2, 8, 6, 10)).astype(np.float32))
+    dy = cp.asarray(rng.standard_normal((2, 4, 6, 5)).astype(np.float32))
+    q = cb.check_conv2d_backward(dy.shape, (2, 8, 6, 5), (4, 8, 1, 1))[1]
+    with pytest.raises(ValueError, match="C-contiguous dy and x"):
+        cb.weight_gemm_plan(q, 2)(dy, x[..., ::2])
+
+
+@pytest.mark.gpu
 def test_gemm_paths_split_a_batch_that_outgrows_the_budget(rng):
     """With a budget of 1.5 samples of cols, the GEMM paths run sample by sample and still agree."""
     import cupy as cp
