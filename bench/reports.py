@@ -64,18 +64,20 @@ def cudnn_text(version: int | None) -> str | None:
 
 
 def _rounds(value: Any) -> dict[str, Any] | None:
-    """A report's "rounds" ({"count": int, "ops": [op, ...], "fill_ms": float}: the milliseconds
-    a short call's later rounds fill, absent in older reports), or None where absent or malformed."""
+    """A report's "rounds" ({"count": int, "ops": [op, ...], "fill_ms": float, "short_rounds": int}:
+    the milliseconds a short call's later rounds fill and how many rounds it gets, absent in older
+    reports), or None where absent or malformed."""
     if not isinstance(value, dict) or not isinstance(value.get("count"), int):
         return None
     ops = value.get("ops")
     if not isinstance(ops, list) or not all(isinstance(o, str) for o in ops):
         return None
-    fill = value.get("fill_ms")
+    fill, short = value.get("fill_ms"), value.get("short_rounds")
     fill_ms = (
         float(fill) if isinstance(fill, int | float) and not isinstance(fill, bool) and fill > 0 else None
     )
-    return {"count": value["count"], "ops": list(ops), "fill_ms": fill_ms}
+    short_rounds = short if isinstance(short, int) and not isinstance(short, bool) and short > 0 else None
+    return {"count": value["count"], "ops": list(ops), "fill_ms": fill_ms, "short_rounds": short_rounds}
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ class Run:
     versions: dict[str, str | None] = field(default_factory=dict)
     note: str | None = None  # what the report says about its own fields
     timing: str | None = None  # "queued", "perf_counter"; None: GPU calls synchronized one by one
-    rounds: dict[str, Any] | None = None  # {"count", "ops", "fill_ms"}: ops timed in interleaved rounds
+    rounds: dict[str, Any] | None = None  # {"count", "ops", "fill_ms", "short_rounds"}: ops timed in rounds
 
     @property
     def gpu(self) -> bool:
@@ -510,9 +512,9 @@ def auto_why(run: Run, chose: str) -> str:
         )
     return (
         f"Auto times its candidates once per shape, when it first sees the shape (two interleaved "
-        f"rounds, 5 runs and then enough to fill about 1 ms, each candidate's better round "
-        f"counting), and keeps that choice; the table is the median of {run.repeat or 'several'} "
-        f"runs, measured later: near-ties can flip between measurements."
+        f"rounds, four for a call under 0.1 ms, 5 runs and then enough to fill about 1 ms, each "
+        f"candidate's best round counting), and keeps that choice; the table is the median of "
+        f"{run.repeat or 'several'} runs, measured later: near-ties can flip between measurements."
     )
 
 

@@ -194,9 +194,10 @@ class Suite:
         refused: set[str] = set()
         if self.gpu:
             self.rounded_ops.add(op)
-        for _ in range(OP_ROUNDS if self.gpu else 1):
+        rounds = OP_ROUNDS if self.gpu else 1
+        for round_ in range(max(rounds, timing.SHORT_ROUNDS) if self.gpu else 1):
             for impl, fn in impls.items():
-                if impl in refused:
+                if impl in refused or not timing.takes_round(round_, rounds, self.repeat, best.get(impl)):
                     continue
                 try:  # after the first round a short call fills about a millisecond (timing.runs_to_fill)
                     ms = self.time(fn, timing.runs_to_fill(self.repeat, best.get(impl)))
@@ -856,7 +857,12 @@ def run(
         "repeat": repeat,
         "timing": TIMING if suite.gpu else "perf_counter",
         "rounds": (
-            {"count": OP_ROUNDS, "ops": sorted(suite.rounded_ops), "fill_ms": timing.SHORT_ROUND_MS}
+            {
+                "count": OP_ROUNDS,
+                "ops": sorted(suite.rounded_ops),
+                "fill_ms": timing.SHORT_ROUND_MS,
+                "short_rounds": timing.SHORT_ROUNDS,
+            }
             if suite.rounded_ops
             else None
         ),

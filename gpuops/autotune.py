@@ -28,7 +28,7 @@ def fastest(
     (H100, one bench run: grad_weight's auto on a 7x7x512 layer chose a 0.68 ms algorithm over a
     0.29 ms one, timed once each.) A candidate that raises ValueError (it cannot handle these
     arguments) is skipped; None when every candidate refused. After the first round a short
-    candidate runs enough times to fill timing.SHORT_ROUND_MS.
+    candidate runs enough times to fill timing.SHORT_ROUND_MS, in timing.SHORT_ROUNDS rounds.
     """
     key = repr(key)
     choice = _choices.get(key)
@@ -36,9 +36,9 @@ def fastest(
         return choice
     timings: dict[str, float] = {}
     refused: set[str] = set()
-    for round_ in range(rounds):
+    for round_ in range(max(rounds, timing.SHORT_ROUNDS)):
         for name, fn in candidates.items():
-            if name in refused:
+            if name in refused or not timing.takes_round(round_, rounds, repeat // rounds, timings.get(name)):
                 continue
             try:
                 warmup = 2 if round_ == 0 else 1

@@ -22,6 +22,11 @@ from typing import Any
 # can decide between two algorithms (H100: image512's grad_input chose 0.072 ms over 0.055).
 SHORT_ROUND_MS = 1.0
 MAX_RUNS = 50
+# A short call (one that runs more than asked to fill SHORT_ROUND_MS) gets this many rounds in
+# all, a long one the rounds its caller asks for: a short call's time is mostly the host's, which
+# a transient can hold up for a whole round (H100: late_stage's reflect_pad_backward, gather's row
+# 0.0219 ms in both of its rounds, auto's row of the same call 0.0140 in the same run).
+SHORT_ROUNDS = 4
 
 
 def runs_to_fill(runs: int, call_ms: float | None) -> int:
@@ -32,6 +37,14 @@ def runs_to_fill(runs: int, call_ms: float | None) -> int:
     if call_ms is None or call_ms <= 0:
         return runs
     return max(runs, min(MAX_RUNS, math.ceil(SHORT_ROUND_MS / call_ms)))
+
+
+def takes_round(round_: int, rounds: int, runs: int, call_ms: float | None) -> bool:
+    """Whether a call timed at call_ms so far gets round `round_` (from 0) of at most
+    max(rounds, SHORT_ROUNDS): each gets `rounds`, a short one SHORT_ROUNDS."""
+    if round_ < rounds:
+        return True
+    return round_ < SHORT_ROUNDS and runs_to_fill(runs, call_ms) > max(1, runs)
 
 
 @dataclass(frozen=True)

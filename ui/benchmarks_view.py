@@ -270,8 +270,10 @@ def runs_caption(group: reports.Lease) -> str:
             "keeping its better one"
         )
         if first.rounds.get("fill_ms"):
+            short = first.rounds.get("short_rounds")
             text += (
-                f" (after the first, a short call runs enough times to fill {first.rounds['fill_ms']:g} ms)"
+                f" (after the first, a short call runs enough times to fill {first.rounds['fill_ms']:g} ms"
+                + (f", in {short} rounds)" if short else ")")
             )
     if len(group.runs) > 1:
         text += (

@@ -52,10 +52,20 @@ def test_refusals_are_skipped_and_the_choice_is_remembered(scripted):
 def test_short_candidates_run_long_enough_to_fill_a_round(scripted):
     """Round 1 is repeat / rounds runs each; in round 2 a 0.05 ms candidate runs 1 / 0.05 = 20
     times (about a millisecond), a 0.004 ms one is capped at MAX_RUNS, a 2 ms one keeps 5
-    (timing.runs_to_fill)."""
+    (timing.runs_to_fill); the two short ones get SHORT_ROUNDS rounds, the long one two."""
     script, calls, runs = scripted
-    script.update(a=[0.05, 0.05], b=[0.004, 0.004], c=[2.0, 2.0])
+    script.update(a=[0.05] * 4, b=[0.004] * 4, c=[2.0, 2.0])
     candidates = {n: _candidate(n) for n in "abc"}
     assert autotune.fastest(("t4", 1), candidates, repeat=10, rounds=2) == "b"
-    assert calls == ["a", "b", "c"] * 2
-    assert runs == [5, 5, 5, round(timing.SHORT_ROUND_MS / 0.05), timing.MAX_RUNS, 5]
+    assert timing.SHORT_ROUNDS == 4 and calls == ["a", "b", "c"] * 2 + ["a", "b"] * 2
+    fill = round(timing.SHORT_ROUND_MS / 0.05)
+    assert runs == [5, 5, 5, fill, timing.MAX_RUNS, 5, fill, timing.MAX_RUNS, fill, timing.MAX_RUNS]
+
+
+def test_a_short_candidate_held_up_for_two_rounds_still_wins(scripted):
+    """A host-bound call whose first two rounds a transient slowed (0.03 ms against b's 0.025)
+    shows its own time in the later rounds a short call gets."""
+    script, calls, _ = scripted
+    script.update(a=[0.03, 0.03, 0.02, 0.02], b=[0.025] * 4)
+    assert autotune.fastest(("t5", 1), {"a": _candidate("a"), "b": _candidate("b")}) == "a"
+    assert calls == ["a", "b"] * 4

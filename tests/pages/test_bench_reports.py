@@ -239,8 +239,9 @@ def test_backward_rows_are_timed_in_interleaved_rounds_keeping_each_best(monkeyp
 
 
 def test_after_the_first_round_a_short_call_fills_about_a_millisecond(monkeypatch):
-    """A 0.02 ms row runs 10 times in round 1 and 1 / 0.02 = 50 times in round 2 (the most a
-    round takes); a 0.5 ms row keeps its 10 (gpuops.timing.runs_to_fill, as autotune)."""
+    """A 0.02 ms row runs 10 times in round 1 and 1 / 0.02 = 50 times in each later one (the most
+    a round takes), in SHORT_ROUNDS rounds; a 0.5 ms row keeps its 10, in two rounds
+    (gpuops.timing.runs_to_fill and takes_round, as autotune)."""
     runs = []
 
     def fake_time(self, fn, repeat=None):
@@ -251,7 +252,7 @@ def test_after_the_first_round_a_short_call_fills_about_a_millisecond(monkeypatc
     s = suite.Suite.__new__(suite.Suite)
     s.gpu, s.records, s.rounded_ops, s.repeat = True, [], set(), 10
     s.add_op("tiny", "reflect_pad_backward", None, {"short": lambda: "short", "long": lambda: "long"}, None)
-    assert runs == [("short", 10), ("long", 10), ("short", 50), ("long", 10)]
+    assert runs == [("short", 10), ("long", 10), ("short", 50), ("long", 10), ("short", 50), ("short", 50)]
 
 
 def test_the_runs_caption_says_which_ops_were_timed_in_rounds():
@@ -267,7 +268,12 @@ def test_the_runs_caption_says_which_ops_were_timed_in_rounds():
     assert "fill" not in caption  # reports before the filled rounds say nothing of them
     filled = reports.parse_run({**base, "rounds": {**rounds, "fill_ms": 1.0}, "results": []}, "filled.json")
     caption = benchmarks_view.runs_caption(reports.group_leases([filled])[0])
-    assert "a short call runs enough times to fill 1 ms" in caption
+    assert "a short call runs enough times to fill 1 ms)" in caption
+    more = {**rounds, "fill_ms": 1.0, "short_rounds": 4}
+    caption = benchmarks_view.runs_caption(
+        reports.group_leases([reports.parse_run({**base, "rounds": more, "results": []}, "more.json")])[0]
+    )
+    assert "a short call runs enough times to fill 1 ms, in 4 rounds)" in caption
     for older in ({**base, "results": []}, {**base, "rounds": "two", "results": []}):
         run = reports.parse_run(older, "old.json")
         assert run.rounds is None
