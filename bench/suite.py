@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 import gpuops
+from bench.pin_core import gpu_launch_probe, pin_to_fastest_core
 from bench.reports import SCHEMA, cudnn_text, precision_of
 from gpuops import conv_backward, sm90a, timing
 from gpuops import conv_backward_hopper as hopper_weight
@@ -915,13 +916,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--commit", default=None, help="the commit measured, where this tree is not a git checkout"
     )
+    parser.add_argument(
+        "--no-pin", action="store_true", help="do not pin to one core (the GPU default: bench.pin_core)"
+    )
     args = parser.parse_args(argv)
     gpu = gpuops.backend_info().gpu
+    pinned = None if args.no_pin or not gpu else pin_to_fastest_core(gpu_launch_probe())
     if args.sweep:
         print(tensor_core_sweep([ALL_SHAPES[n] for n in args.shapes or GEMM_CLASSES], repeat=args.repeat))
         return 0
     names = args.shapes or [s.name for s in (STANDARD_SHAPES + CLASS_SHAPES if gpu else CPU_SHAPES)]
     report = run([ALL_SHAPES[n] for n in names], repeat=args.repeat, parts=args.parts, commit=args.commit)
+    report["host_core"] = pinned
+    if pinned:
+        print(
+            f"# pinned to core {pinned['core']} of {pinned['cores']}: a launch {pinned['probe_us']} us "
+            f"(slowest core {pinned['slowest_us']} us)"
+        )
     print(f"# {gpuops.backend_info().label()}; torch {report['torch']}")
     print(format_table(report["results"]))
     if any(s in names for s in GEMM_CLASSES) and "forward" in args.parts:
