@@ -100,6 +100,7 @@ class Run:
     note: str | None = None  # what the report says about its own fields
     timing: str | None = None  # "queued", "perf_counter"; None: GPU calls synchronized one by one
     rounds: dict[str, Any] | None = None  # {"count", "ops", "fill_ms", "short_rounds"}: ops timed in rounds
+    pinned: str | None = None  # the core the command pinned itself to (bench.pin_core), in words
 
     @property
     def gpu(self) -> bool:
@@ -204,6 +205,19 @@ def parse_run(data: Any, name: str) -> Run:
         _text(data.get("note")),
         _text(data.get("timing")),
         _rounds(data.get("rounds")),
+        _pinned(data.get("host_core")),
+    )
+
+
+def _pinned(value: Any) -> str | None:
+    """A report's "host_core" ({"core", "cores", "probe_us", "slowest_us"}) in words; None where
+    the run was not pinned (older reports, --no-pin, the CPU) or the field is malformed."""
+    keys = ("core", "cores", "probe_us", "slowest_us")
+    if not isinstance(value, dict) or not all(isinstance(value.get(k), int | float) for k in keys):
+        return None
+    return (
+        f"pinned to core {value['core']} of {value['cores']}, where a tiny kernel's launch took "
+        f"{value['probe_us']:g} us of host time ({value['slowest_us']:g} us on the slowest core)"
     )
 
 
@@ -264,8 +278,8 @@ class Lease:
 
 
 def group_leases(runs: Iterable[Run], window_s: float = LEASE_WINDOW_S) -> list[Lease]:
-    """Runs grouped into leases (same software, started within window_s of the previous run of
-    the group), newest lease first."""
+    """Runs grouped into leases (same software, pinned to a core or not alike, started within
+    window_s of the previous run of the group), newest lease first."""
     dated = sorted(runs, key=lambda r: (r.started is None, r.started or datetime.min.replace(tzinfo=UTC)))
     groups: list[list[Run]] = []
     for run in dated:
@@ -275,6 +289,7 @@ def group_leases(runs: Iterable[Run], window_s: float = LEASE_WINDOW_S) -> list[
             and run.started is not None
             and last.started is not None
             and last.software == run.software
+            and (last.pinned is None) == (run.pinned is None)
             and (run.started - last.started).total_seconds() <= window_s
         ):
             groups[-1].append(run)

@@ -78,6 +78,8 @@ def notes(runs: Sequence[reports.Run]) -> list[str]:
     for run in runs:
         if run.note:
             by_note.setdefault(run.note, []).append(f"`{run.name}`")
+        if run.pinned:  # bench.pin_core: rows of short calls are the host's time
+            by_note.setdefault(f"{run.pinned} (bench/pin_core.py).", []).append(f"`{run.name}`")
     return [f"{', '.join(names)}: {note}\n" for note, names in by_note.items()]
 
 

@@ -52,3 +52,34 @@ def test_probe_us_is_the_best_loop(monkeypatch):
     calls = []
     assert pin_core.probe_us(lambda: calls.append(1)) == pytest.approx(15.0)
     assert len(calls) == 600
+
+
+def test_a_pinned_report_says_where_it_ran_in_the_generated_page():
+    """A report's host_core becomes a note of the performance page; older or malformed ones none."""
+    from bench import reports, to_markdown
+
+    base = {"backend": {"gpu": True, "device": "GPU"}, "started": "2030-01-01T10:00:00Z", "results": []}
+    core = {"core": 2, "cores": 16, "probe_us": 7.03, "slowest_us": 11.08}
+    pinned = reports.parse_run({**base, "host_core": core}, "pinned.json")
+    assert pinned.pinned == (
+        "pinned to core 2 of 16, where a tiny kernel's launch took 7.03 us of host time "
+        "(11.08 us on the slowest core)"
+    )
+    assert f"`pinned.json`: {pinned.pinned} (bench/pin_core.py).\n" in to_markdown.notes([pinned])
+    for older in (base, {**base, "host_core": None}, {**base, "host_core": {"core": "two"}}):
+        run = reports.parse_run(older, "older.json")
+        assert run.pinned is None and to_markdown.notes([run]) == []
+
+
+def test_pinned_runs_and_unpinned_ones_are_separate_leases():
+    """Minutes apart on one machine, but timed differently: two groups, each of its own runs."""
+    from bench import reports
+
+    def run(minute, host_core):
+        data = {"backend": {"gpu": True}, "started": f"2030-01-01T10:{minute:02d}:00Z", "results": []}
+        return reports.parse_run({**data, "host_core": host_core}, f"m{minute}.json")
+
+    core = {"core": 2, "cores": 16, "probe_us": 7.0, "slowest_us": 11.0}
+    leases = reports.group_leases([run(0, None), run(4, None), run(9, core), run(13, core)])
+    names = [[r.name for r in lease.runs] for lease in leases]
+    assert names == [["m9.json", "m13.json"], ["m0.json", "m4.json"]]
