@@ -52,13 +52,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         )
 
 
-# The browser test files of the first group; the rest form the second. Two groups of about equal
-# time, one per worker (pytest --durations on the 2-core machine: this one 167 s, classroom 72,
-# benchmarks 34, home and upload 28, reflect padding 18, pick 14; the other 164 s, Direct 51,
-# unfold 42, im2col 39, backward 31). Whole app and one page each had been 101 s and 230 s: the
-# page group alone was most of the suite's wall time. Issue 28's files, timed one at a time:
-# presentation 125 s and history 45 s join this group; first visit 99 s, hover 25 s, kernel
-# editor 20 s and the JavaScript index formulas 16 s the other (about 337 s and 324 s).
+# The browser test files of the first group; the rest form the second. In the quick suite (2-core
+# machine, pytest --durations) this one's tests take about 115 s (the class through the proxy 59,
+# Back 18, picks 15, home and upload 23), the other's about 45 (first visit): each worker then
+# takes the other tiers' tests as it frees up (START_ORDER). The tour (`test --all`) adds each
+# page's tours to both groups.
 BROWSER_GROUP_A = (
     "test_e2e.py",
     "test_e2e_classroom.py",
@@ -78,6 +76,18 @@ def browser_group(nodeid: str) -> str | None:
     if "browser/" not in path:
         return None
     return "browser-a" if name in BROWSER_GROUP_A else "browser-b"
+
+
+# The tiers in the order their tests are handed out: the longest tests first, the many short core
+# tests last, where they fill whichever worker frees up (2-core machine, tests/server's last tests
+# had one worker finishing 44 s after the other).
+START_ORDER = ("tests/browser/", "tests/server/", "tests/pages/", "tests/core/")
+
+
+def start_order(item: pytest.Item) -> int:
+    """Where an item's tier comes in START_ORDER (anything else last)."""
+    path = item.nodeid.split("::")[0]
+    return next((k for k, tier in enumerate(START_ORDER) if path.startswith(tier)), len(START_ORDER))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -102,7 +112,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     misplaced = [i.nodeid for i in items if ("e2e" in i.keywords) != (browser_group(i.nodeid) is not None)]
     if misplaced:
         raise pytest.UsageError(f"browser tests live in tests/browser/ and are marked e2e: {misplaced}")
-    items.sort(key=lambda i: browser_group(i.nodeid) is None)  # the long groups start first (stable sort)
+    items.sort(key=start_order)  # stable: within a tier, the files' own order
     if not any("gpu" in item.keywords for item in items):
         return
     ok, reason = gpu_available()

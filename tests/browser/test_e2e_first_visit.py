@@ -1,7 +1,7 @@
 """A student's first minute in a real browser, each test on a freshly started server in a fresh
-browser context: the projector's deep link to each page opens that page with no "Page not found"
-dialog and the first click picks (the pick in the page and in the link); a visit to every page
-makes no request off the server (the tab icon and every font are the server's own).
+browser context: the projector's deep link opens its page with no "Page not found" dialog and
+the first click picks (the pick in the page and in the link); the visit that goes on to every
+page makes no request off the server (the tab icon and every font are the server's own).
 
 Expected picks are the clicked cells, in the page's own coordinates."""
 
@@ -68,42 +68,43 @@ def no_page_not_found(page) -> None:
     assert page.locator('[data-testid="stDialog"], [role="dialog"]').count() == 0
 
 
-@pytest.mark.parametrize(
-    ("path", "title", "click", "pick"),
-    # the Direct page's link in the quick suite, every page's in the tour (scripts/dev.py test --all)
-    [pytest.param(*d, marks=() if d[0] == "direct" else pytest.mark.tour) for d in DEEP_LINKS],
-    ids=[d[0].split("?")[0] for d in DEEP_LINKS],
-)
-def test_a_deep_link_on_a_fresh_server_opens_its_page_and_the_first_click_picks(
-    fresh, path, title, click, pick
-):
-    url, context = fresh
-    page = context.new_page()
-    page.goto(f"{url}/{path}")  # the server's very first request
+def open_deep_link(page, url: str, link: tuple) -> None:
+    """Open a deep link, check its page and make its first click: the pick must land in the link."""
+    path, title, (chart, row, col, panel), (key, value) = link
+    page.goto(f"{url}/{path}")
     web.wait_idle(page)
     web.no_exception(page)
     no_page_not_found(page)
     assert page.locator("h1").first.inner_text().strip() == title
-    chart, row, col, panel = click
     web.click_cell(page, chart, row, col, panel)
     no_page_not_found(page)
-    key, value = pick
     assert query(page)[key] == [value], "the first click picked"
 
 
-def test_a_visit_to_every_page_requests_nothing_off_the_server(fresh):
+@pytest.mark.tour  # the Direct page's link in the quick suite (below), every page's in the tour
+@pytest.mark.parametrize("link", DEEP_LINKS, ids=[d[0].split("?")[0] for d in DEEP_LINKS])
+def test_a_deep_link_on_a_fresh_server_opens_its_page_and_the_first_click_picks(fresh, link):
+    url, context = fresh
+    open_deep_link(context.new_page(), url, link)  # the server's very first request
+
+
+def test_a_first_visit_from_a_deep_link_to_every_page_requests_nothing_off_the_server(fresh):
+    """The projector's link to the Direct page is the fresh server's first request; then the
+    student opens every other page from the menu, scrolled to its last figure, and the home page."""
     url, context = fresh
     page = context.new_page()
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
-    page.goto(url + "/")
-    web.wait_idle(page)
-    for stem in PAGES[1:]:
+    open_deep_link(page, url, DEEP_LINKS[0])
+    for stem in PAGES[2:]:
         page.locator(f'.st-key-page_menu a[href^="{stem}"]').click()
         web.wait_idle(page)
         web.no_exception(page)
         page.mouse.wheel(0, 20000)  # the whole page, down to its last figure
         web.wait_idle(page)
+    page.goto(url + "/")
+    web.wait_idle(page)
+    web.no_exception(page)
     assert len(requests) > 50, "the visit was recorded"
     own = (url + "/", f"blob:{url}/", "data:")
     off = sorted({r for r in requests if not r.startswith(own)})
