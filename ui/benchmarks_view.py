@@ -267,7 +267,7 @@ def runs_caption(group: reports.Lease) -> str:
         ops = ", ".join(f"`{op}`" for op in first.rounds["ops"])
         text += (
             f"; {ops}: every implementation in {first.rounds['count']} interleaved rounds, each "
-            "keeping its better one"
+            "keeping its best one"
         )
         if first.rounds.get("fill_ms"):
             short = first.rounds.get("short_rounds")
@@ -275,6 +275,8 @@ def runs_caption(group: reports.Lease) -> str:
                 f" (after the first, a short call runs enough times to fill {first.rounds['fill_ms']:g} ms"
                 + (f", in {short} rounds)" if short else ")")
             )
+    if first.pinned:
+        text += f"; the command ran {first.pinned}"
     if len(group.runs) > 1:
         text += (
             f"; {len(group.runs)} runs on the same device within minutes of each other: their spread is "

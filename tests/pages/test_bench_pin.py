@@ -83,3 +83,15 @@ def test_pinned_runs_and_unpinned_ones_are_separate_leases():
     leases = reports.group_leases([run(0, None), run(4, None), run(9, core), run(13, core)])
     names = [[r.name for r in lease.runs] for lease in leases]
     assert names == [["m9.json", "m13.json"], ["m0.json", "m4.json"]]
+
+
+def test_the_runs_caption_says_where_a_pinned_run_ran():
+    from bench import reports
+    from ui import benchmarks_view
+
+    base = {"backend": {"gpu": True, "device": "GPU"}, "started": "2030-01-01T10:00:00Z", "results": []}
+    core = {"core": 2, "cores": 16, "probe_us": 7.0, "slowest_us": 11.0}
+    for data, said in (({**base, "host_core": core}, True), (base, False)):
+        run = reports.parse_run(data, "r.json")
+        caption = benchmarks_view.runs_caption(reports.group_leases([run])[0])
+        assert ("the command ran pinned to core 2 of 16" in caption) == said
