@@ -10,10 +10,12 @@ jitter made rows of one algorithm differ by up to 25% (bench/NOTES.md).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,15 +79,29 @@ def measure(
     for _ in range(warmup):
         fn()
     times: list[float] = []
-    start = clock()
-    for _ in range(repeat):
-        t0 = clock()
-        fn()
-        t1 = clock()
-        times.append((t1 - t0) * 1e3)
-        if max_seconds is not None and t1 - start > max_seconds:
-            break
+    with no_collection():
+        start = clock()
+        for _ in range(repeat):
+            t0 = clock()
+            fn()
+            t1 = clock()
+            times.append((t1 - t0) * 1e3)
+            if max_seconds is not None and t1 - start > max_seconds:
+                break
     return Timing(statistics.median(times), len(times), "perf_counter")
+
+
+@contextlib.contextmanager
+def no_collection() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the timed calls (as timeit does): a collection
+    of a large heap pauses the host for milliseconds, in whichever call it happens to start."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def gpu_times(fn: Callable[[], Any], warmup: int, repeat: int) -> list[float]:
@@ -98,9 +114,10 @@ def gpu_times(fn: Callable[[], Any], warmup: int, repeat: int) -> list[float]:
     stream = cupy.cuda.get_current_stream()
     stream.synchronize()
     events = [(cupy.cuda.Event(), cupy.cuda.Event()) for _ in range(repeat)]
-    for start, end in events:
-        start.record(stream)
-        fn()
-        end.record(stream)
+    with no_collection():
+        for start, end in events:
+            start.record(stream)
+            fn()
+            end.record(stream)
     events[-1][1].synchronize()
     return [float(cupy.cuda.get_elapsed_time(start, end)) for start, end in events]

@@ -63,6 +63,22 @@ def test_cpu_timing_is_the_median_of_the_timed_runs_after_warm_up():
     assert not clock.durations
 
 
+def test_the_garbage_collector_is_off_during_timed_calls_only():
+    """As timeit: a collection started inside a timed call pauses the host for it alone. The
+    warm-up calls run with the collector as it was; it is on again afterwards (or stays off)."""
+    import gc
+
+    seen = []
+    measure(lambda: seen.append(gc.isenabled()), gpu=False, warmup=2, repeat=3)
+    assert seen == [True, True, False, False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        measure(lambda: None, gpu=False, warmup=0, repeat=2)
+        assert not gc.isenabled(), "a caller's choice is kept"
+    finally:
+        gc.enable()
+
+
 def test_cpu_timing_stops_repeating_past_max_seconds():
     clock = SteppedClock([0.2, 0.2, 0.2, 0.2, 0.2])
     t = measure(clock.run, gpu=False, warmup=0, repeat=5, max_seconds=0.5, clock=clock)
@@ -128,12 +144,21 @@ def test_backend_reports_the_gpu():
 
 @pytest.mark.gpu
 def test_gpu_timing_uses_cuda_events():
+    import gc
+
     import cupy as cp
 
     x = cp.ones((1, 3, 256, 256), cp.float32)
     w = cp.ones((8, 3, 3, 3), cp.float32)
-    t = measure(lambda: gpuops.conv2d(x, w, padding=1), gpu=True, warmup=2, repeat=5)
+    collector = []
+
+    def call():
+        collector.append(gc.isenabled())
+        return gpuops.conv2d(x, w, padding=1)
+
+    t = measure(call, gpu=True, warmup=2, repeat=5)
     assert t.clock == "cuda-events" and t.runs == 5 and t.median_ms > 0
+    assert collector == [True] * 2 + [False] * 5 and gc.isenabled(), "off for the queued calls only"
 
 
 _SPIN = r"""
